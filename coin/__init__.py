@@ -1,0 +1,3 @@
+"""coin: a full blockchain node on Twisted."""
+
+__version__ = "0.1.0"

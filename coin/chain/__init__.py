@@ -1,0 +1,1 @@
+"""The validation pipeline: the only writer of chain state."""

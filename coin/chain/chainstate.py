@@ -1,0 +1,672 @@
+"""The chain state machine: block index, active chain, connect/disconnect, reorgs.
+
+``ChainState`` is synchronous and single-writer: the validation service runs
+every mutating call on one worker thread.  It owns the in-memory block index
+and decides, from the stored blocks, which chain is best.
+
+Durability: a block's data is fsync'd to the block files before any event
+about it is published; the database (index, UTXO set, best block) is flushed
+atomically when the coins cache outgrows ``-dbcache`` and at shutdown.  On
+start, blocks found in the block files beyond what the database knows are
+re-accepted, so nothing reported as connected is ever lost.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from twisted.logger import Logger
+
+from coin.chain.events import ChainEvent, BlockConnected, BlockDisconnected, TipChanged
+from coin.chain.index import (
+    BLOCK_FAILED_CHILD,
+    BLOCK_FAILED_MASK,
+    BLOCK_FAILED_VALID,
+    BLOCK_HAVE_DATA,
+    BLOCK_HAVE_UNDO,
+    BLOCK_VALID_MASK,
+    BLOCK_VALID_SCRIPTS,
+    BLOCK_VALID_TRANSACTIONS,
+    BLOCK_VALID_TREE,
+    BlockIndexEntry,
+)
+from coin.chainparams import MAX_BLOCK_SIGOPS, ChainParams
+from coin.consensus.block_check import check_block, check_block_header
+from coin.consensus.errors import ValidationError
+from coin.consensus.pow import block_proof
+from coin.consensus.softforks import (
+    check_block_contextual,
+    check_header_contextual,
+    is_super_majority,
+    locktime_flags,
+    script_flags_for_block,
+)
+from coin.consensus.subsidy import block_subsidy
+from coin.consensus.tx_check import (
+    LOCKTIME_VERIFY_SEQUENCE,
+    check_tx_inputs,
+    legacy_sigops,
+    p2sh_sigops,
+    sequence_locks,
+)
+from coin.consensus.versionbits import VersionBitsCache
+from coin.primitives.block import Block, BlockHeader
+from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
+from coin.primitives.serialize import DeserializationError
+from coin.script.flags import SCRIPT_VERIFY_P2SH
+from coin.chain.scriptcheck import verify_transaction_scripts
+from coin.storage.chainstore import ChainStore
+from coin.storage.errors import CorruptionError
+
+log = Logger()
+
+#: Outputs that can never be spent are not kept in the UTXO set (as Core).
+MAX_SCRIPT_SIZE = 10_000
+OP_RETURN = 0x6A
+
+
+def _spendable(script_pubkey: bytes) -> bool:
+    return not (script_pubkey[:1] == b"\x6a" or len(script_pubkey) > MAX_SCRIPT_SIZE)
+
+
+class ChainState:
+    """Block index + active chain + UTXO set, kept consistent with the store."""
+
+    def __init__(self, params: ChainParams, store: ChainStore,
+                 now: Callable[[], float] = _time.time,
+                 publish: Optional[Callable[[List[ChainEvent]], None]] = None) -> None:
+        self.params = params
+        self.store = store
+        self._now = now
+        self._publish = publish or self._publish_now
+        self.index: Dict[bytes, BlockIndexEntry] = {}
+        #: The active chain, by height.
+        self.chain: List[BlockIndexEntry] = []
+        self.best_header: Optional[BlockIndexEntry] = None
+        self._candidates: Set[BlockIndexEntry] = set()
+        #: Blocks with data whose parent has no data yet, keyed by the parent.
+        self._unlinked: Dict[BlockIndexEntry, List[BlockIndexEntry]] = {}
+        self._dirty: Set[BlockIndexEntry] = set()
+        self._next_sequence = 1
+        self._precious_sequence = -1
+        self._last_precious_work = 0
+        self.versionbits = VersionBitsCache()
+        self._listeners: List[object] = []
+        #: Seconds added to the clock for network-adjusted time (P2P sets it).
+        self.time_offset = 0
+        #: ``(entry, ValidationError)`` for blocks that failed in the last activation.
+        self.connect_failures: List[Tuple[BlockIndexEntry, ValidationError]] = []
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def tip(self) -> Optional[BlockIndexEntry]:
+        return self.chain[-1] if self.chain else None
+
+    @property
+    def height(self) -> int:
+        return len(self.chain) - 1
+
+    def contains(self, entry: BlockIndexEntry) -> bool:
+        """True when ``entry`` is on the active chain."""
+        return entry.height < len(self.chain) and self.chain[entry.height] is entry
+
+    def at_height(self, height: int) -> Optional[BlockIndexEntry]:
+        if 0 <= height < len(self.chain):
+            return self.chain[height]
+        return None
+
+    def next_on_chain(self, entry: BlockIndexEntry) -> Optional[BlockIndexEntry]:
+        if self.contains(entry):
+            return self.at_height(entry.height + 1)
+        return None
+
+    def lookup(self, block_hash: bytes) -> Optional[BlockIndexEntry]:
+        return self.index.get(block_hash)
+
+    def read_block(self, entry: BlockIndexEntry) -> Block:
+        if not entry.have_data():
+            raise CorruptionError("block %s has no data" % entry.hash[::-1].hex())
+        return Block.deserialize(self.store.read_block(entry.file_no, entry.data_pos))
+
+    def read_undo(self, entry: BlockIndexEntry) -> List[List[Coin]]:
+        raw = self.store.read_undo(entry.undo_file, entry.undo_pos, entry.hash)
+        return deserialize_block_undo(raw)
+
+    def adjusted_time(self) -> int:
+        return int(self._now()) + self.time_offset
+
+    def find_fork(self, a: BlockIndexEntry, b: BlockIndexEntry) -> BlockIndexEntry:
+        """Last common ancestor of two entries."""
+        if a.height > b.height:
+            a = a.get_ancestor(b.height)
+        elif b.height > a.height:
+            b = b.get_ancestor(a.height)
+        while a is not b:
+            a, b = a.prev, b.prev
+        return a
+
+    def chain_tips(self) -> List[BlockIndexEntry]:
+        """Entries with no known child (getchaintips), the active tip included."""
+        has_child = {e.prev for e in self.index.values() if e.prev is not None}
+        tips = [e for e in self.index.values() if e not in has_child]
+        if self.tip is not None and self.tip not in tips:
+            tips.append(self.tip)
+        return tips
+
+    def set_publisher(self, publish: Callable[[List[ChainEvent]], None]) -> None:
+        """Route events elsewhere (the service hands them to the reactor thread)."""
+        self._publish = publish
+
+    def subscribe(self, listener: object) -> None:
+        """Register for ``block_connected``/``block_disconnected``/``tip_changed`` calls."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: object) -> None:
+        self._listeners.remove(listener)
+
+    def _publish_now(self, events: List[ChainEvent]) -> None:
+        deliver(self._listeners, events)
+
+    # ----------------------------------------------------------- start-up
+
+    def load(self, reindex: bool = False, reindex_chainstate: bool = False) -> None:
+        """Load the index, recover from the block files, and activate the best chain."""
+        if reindex:
+            self.store.wipe_index_and_chainstate()
+            self.store.set_reindexing(True)
+        elif reindex_chainstate:
+            self.store.wipe_chainstate()
+        self._load_index()
+        if reindex_chainstate:
+            self._reset_chainstate_status()
+        best = self.store.best_block()
+        self._set_tip_from_marker(best)
+        resume_reindex = self.store.is_reindexing()
+        self._replay_block_files(full=resume_reindex)
+        if resume_reindex:
+            self.store.set_reindexing(False)
+        if self.params.genesis.hash not in self.index:
+            self.accept_block(self.params.genesis)
+        self.activate_best_chain()
+        self.flush()
+
+    def _load_index(self) -> None:
+        rows = sorted(self.store.load_block_index(), key=lambda r: r.height)
+        for row in rows:
+            prev = self.index.get(row.prev_hash) if row.height > 0 else None
+            if row.height > 0 and prev is None:
+                raise CorruptionError("block index is missing the parent of %s"
+                                      % row.hash[::-1].hex())
+            entry = BlockIndexEntry(row.hash, row.height, prev, row.version, row.merkle_root,
+                                    row.time, row.bits, row.nonce, row.chainwork)
+            entry.status = row.status
+            entry.tx_count = row.tx_count
+            entry.file_no, entry.data_pos = row.file_no, row.data_pos
+            entry.undo_file, entry.undo_pos = row.undo_file, row.undo_pos
+            entry.sequence_id = row.sequence_id
+            self._next_sequence = max(self._next_sequence, row.sequence_id + 1)
+            self.index[entry.hash] = entry
+        for entry in sorted(self.index.values(), key=lambda e: e.height):
+            self._link_chain_tx(entry)
+            self._update_best_header(entry)
+
+    def _reset_chainstate_status(self) -> None:
+        for entry in self.index.values():
+            if entry.is_valid(BLOCK_VALID_TRANSACTIONS) and entry.have_data():
+                entry.status = ((entry.status & ~(BLOCK_VALID_MASK | BLOCK_HAVE_UNDO))
+                                | BLOCK_VALID_TRANSACTIONS)
+                self._dirty.add(entry)
+
+    def _set_tip_from_marker(self, best: Optional[bytes]) -> None:
+        self.chain = []
+        if best is None:
+            return
+        entry = self.index.get(best)
+        if entry is None:
+            raise CorruptionError("chainstate best block %s is not in the block index"
+                                  % best[::-1].hex())
+        self._set_chain(entry)
+
+    def _set_chain(self, tip: BlockIndexEntry) -> None:
+        chain: List[BlockIndexEntry] = [tip] * (tip.height + 1)
+        walk: Optional[BlockIndexEntry] = tip
+        while walk is not None:
+            chain[walk.height] = walk
+            walk = walk.prev
+        self.chain = chain
+
+    def _replay_block_files(self, full: bool) -> None:
+        """Re-accept blocks present in the block files but not in the index."""
+        start_file, start_pos = 0, 0
+        if not full:
+            stored = [(e.file_no, e.data_pos) for e in self.index.values() if e.have_data()]
+            if stored:
+                start_file, start_pos = max(stored)
+        waiting: Dict[bytes, List[Tuple[Block, int, int]]] = {}
+        total = self.store.block_file_bytes() if full else 0
+        started = _time.monotonic()
+        count = 0
+        for file_no, pos, raw in self.store.scan_blocks(start_file, start_pos):
+            try:
+                block = Block.deserialize(raw)
+            except DeserializationError:
+                log.warn("Skipping unreadable block record in file {file} at {pos}",
+                         file=file_no, pos=pos)
+                continue
+            existing = self.index.get(block.hash)
+            if existing is not None and existing.have_data():
+                continue
+            if block.header.prev_hash not in self.index and block.hash != self.params.genesis.hash:
+                waiting.setdefault(block.header.prev_hash, []).append((block, file_no, pos))
+                continue
+            pending = [(block, file_no, pos)]
+            while pending:
+                blk, f, p = pending.pop()
+                self._replay_one(blk, f, p)
+                count += 1
+                pending.extend(waiting.pop(blk.hash, ()))
+            if full and count % 1000 == 0:
+                self.activate_best_chain()
+                self._log_reindex_progress(file_no, pos, total, count, started)
+        if full:
+            self._log_reindex_progress(None, 0, total, count, started)
+
+    def _replay_one(self, block: Block, file_no: int, pos: int) -> None:
+        try:
+            self.accept_block(block, stored_at=(file_no, pos))
+        except ValidationError as e:
+            log.info("Replayed block {hash} rejected: {reason}",
+                     hash=block.hash_hex, reason=str(e))
+
+    def _log_reindex_progress(self, file_no: Optional[int], pos: int, total: int,
+                              count: int, started: float) -> None:
+        elapsed = max(_time.monotonic() - started, 1e-9)
+        done = self.store.bytes_before(file_no, pos) if file_no is not None else total
+        percent = 100.0 * done / total if total else 100.0
+        log.info("Reindexing: height {height}, {percent:.1f}% of block files, "
+                 "{rate:.1f} blocks/s", height=self.height, percent=percent,
+                 rate=count / elapsed)
+
+    # ----------------------------------------------------------- accepting
+
+    def accept_header(self, header: BlockHeader) -> BlockIndexEntry:
+        """Validate a header and add it to the index (idempotent)."""
+        block_hash = header.hash
+        entry = self.index.get(block_hash)
+        if entry is not None:
+            if entry.failed():
+                raise ValidationError("duplicate", "block is marked invalid", dos=0)
+            return entry
+        check_block_header(header, self.params)
+        if block_hash == self.params.genesis.hash:
+            prev = None
+        else:
+            prev = self.index.get(header.prev_hash)
+            if prev is None:
+                raise ValidationError("prev-blk-not-found", "previous block is unknown", dos=10)
+            if prev.failed():
+                raise ValidationError("bad-prevblk", "previous block is invalid", dos=100)
+            check_header_contextual(header, prev, self.params, self.adjusted_time())
+        work = (prev.chainwork if prev is not None else 0) + block_proof(header.bits)
+        entry = BlockIndexEntry(block_hash, prev.height + 1 if prev is not None else 0, prev,
+                                header.version, header.merkle_root, header.time, header.bits,
+                                header.nonce, work)
+        entry.raise_validity(BLOCK_VALID_TREE)
+        self.index[block_hash] = entry
+        self._dirty.add(entry)
+        self._update_best_header(entry)
+        return entry
+
+    def accept_block(self, block: Block,
+                     stored_at: Optional[Tuple[int, int]] = None) -> BlockIndexEntry:
+        """Check and store a block; it becomes a candidate for the best chain.
+
+        Invalid blocks are never written.  Call :meth:`activate_best_chain`
+        afterwards (``process_block`` does both).
+        """
+        entry = self.accept_header(block.header)
+        if entry.have_data():
+            return entry
+        try:
+            check_block(block, self.params)
+            if entry.prev is not None:
+                check_block_contextual(block, entry.prev, self.params, self.versionbits)
+        except ValidationError as e:
+            if not e.corruption_possible:
+                self._mark_failed(entry)
+            raise
+        if stored_at is None:
+            stored_at = self.store.write_block(block.serialize(), entry.height, entry.time)
+        entry.file_no, entry.data_pos = stored_at
+        entry.tx_count = len(block.txs)
+        entry.status |= BLOCK_HAVE_DATA
+        entry.raise_validity(BLOCK_VALID_TRANSACTIONS)
+        entry.sequence_id = self._next_sequence
+        self._next_sequence += 1
+        self._dirty.add(entry)
+        self._link_chain_tx(entry)
+        return entry
+
+    def process_block(self, block: Block) -> BlockIndexEntry:
+        """Accept a block and make the most-work chain active (submitblock's path)."""
+        entry = self.accept_block(block)
+        self.activate_best_chain()
+        for failed, error in self.connect_failures:
+            if failed is entry:
+                raise error
+        if entry.failed():
+            raise ValidationError("bad-prevblk", "previous block failed to connect", dos=100)
+        return entry
+
+    def _update_best_header(self, entry: BlockIndexEntry) -> None:
+        if entry.failed():
+            return
+        if self.best_header is None or entry.chainwork > self.best_header.chainwork:
+            self.best_header = entry
+
+    def _link_chain_tx(self, entry: BlockIndexEntry) -> None:
+        """Give ``entry`` (and waiting descendants) a chain tx count once its parent has one."""
+        if not entry.have_data() or entry.chain_tx:
+            return
+        prev = entry.prev
+        if prev is not None and not prev.chain_tx:
+            self._unlinked.setdefault(prev, []).append(entry)
+            return
+        queue = [entry]
+        while queue:
+            e = queue.pop()
+            e.chain_tx = (e.prev.chain_tx if e.prev is not None else 0) + e.tx_count
+            if e.is_valid(BLOCK_VALID_TRANSACTIONS):
+                tip = self.tip
+                if tip is None or e.chainwork >= tip.chainwork:
+                    self._candidates.add(e)
+            queue.extend(self._unlinked.pop(e, ()))
+
+    # ----------------------------------------------------------- activation
+
+    def _best_candidate(self) -> Optional[BlockIndexEntry]:
+        best = None
+        for e in self._candidates:
+            if best is None or (e.chainwork, -e.sequence_id) > (best.chainwork, -best.sequence_id):
+                best = e
+        return best
+
+    def activate_best_chain(self) -> List[ChainEvent]:
+        """Reorganise to the most-work valid chain; publish and return the events."""
+        events: List[ChainEvent] = []
+        self.connect_failures = []
+        old_tip = self.tip
+        while True:
+            best = self._best_candidate()
+            tip = self.tip
+            if best is None or best is tip:
+                break
+            fork = self.find_fork(tip, best) if tip is not None else None
+            while self.tip is not None and self.tip is not fork:
+                events.append(self._disconnect_tip())
+            path = []
+            walk = best
+            while walk is not fork:
+                path.append(walk)
+                walk = walk.prev
+            for entry in reversed(path):
+                try:
+                    events.append(self._connect_tip(entry))
+                except ValidationError as e:
+                    log.info("Block {hash} at height {height} failed to connect: {reason}",
+                             hash=entry.hash[::-1].hex(), height=entry.height, reason=str(e))
+                    self.connect_failures.append((entry, e))
+                    if not e.corruption_possible:
+                        self._mark_failed(entry)
+                    else:
+                        self._candidates.discard(entry)
+                    self._rebuild_candidates()
+                    break
+                if self.store.needs_flush():
+                    self.flush()
+            self._prune_candidates()
+        if self.tip is not old_tip and self.tip is not None:
+            events.append(TipChanged(self.tip))
+        if events:
+            self.store.sync()
+            self._publish(events)
+        return events
+
+    def _prune_candidates(self) -> None:
+        tip = self.tip
+        if tip is None:
+            return
+        self._candidates = {e for e in self._candidates
+                            if e is tip or (e.chainwork >= tip.chainwork and not self.contains(e))}
+        self._candidates.add(tip)
+
+    def _rebuild_candidates(self) -> None:
+        tip = self.tip
+        work = tip.chainwork if tip is not None else 0
+        self._candidates = {
+            e for e in self.index.values()
+            if e.is_valid(BLOCK_VALID_TRANSACTIONS) and e.chain_tx and e.chainwork >= work}
+        if tip is not None:
+            self._candidates.add(tip)
+
+    def _mark_failed(self, entry: BlockIndexEntry) -> None:
+        """Mark ``entry`` invalid and every known descendant as a failed child."""
+        entry.status |= BLOCK_FAILED_VALID
+        self._dirty.add(entry)
+        for e in self.index.values():
+            if e.height > entry.height and not e.failed() and e.get_ancestor(entry.height) is entry:
+                e.status |= BLOCK_FAILED_CHILD
+                self._dirty.add(e)
+        self._candidates = {e for e in self._candidates if not e.failed()}
+        if self.best_header is not None and self.best_header.failed():
+            self.best_header = None
+            for e in self.index.values():
+                self._update_best_header(e)
+
+    # ----------------------------------------------------------- connect
+
+    def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
+        block = self.read_block(entry)
+        if entry.prev is None:
+            # The genesis coinbase is not spendable (as in Bitcoin); nothing to apply.
+            entry.raise_validity(BLOCK_VALID_SCRIPTS)
+        else:
+            undo = self._connect_block(entry, block)
+            entry.undo_file, entry.undo_pos = self.store.write_undo(
+                serialize_block_undo(undo), entry.hash, entry.height)
+            entry.status |= BLOCK_HAVE_UNDO
+            entry.raise_validity(BLOCK_VALID_SCRIPTS)
+        self._dirty.add(entry)
+        self.chain.append(entry)
+        return BlockConnected(entry, block)
+
+    def _connect_block(self, entry: BlockIndexEntry, block: Block) -> List[List[Coin]]:
+        """Validate ``block`` against the UTXO set and apply it; returns the undo data.
+
+        Nothing is changed unless every check passes.
+        """
+        prev = entry.prev
+        params = self.params
+        height = entry.height
+        coins = self.store.coins
+        flags = script_flags_for_block(entry, prev, params, self.versionbits)
+        lock_flags = locktime_flags(prev, params, self.versionbits)
+        txs = block.txs
+
+        block_txids = {tx.txid for tx in txs}
+        wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
+                  if i.prevout.txid not in block_txids]
+        if not is_super_majority(2, prev, params.majority_enforce, params):
+            # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
+            out_keys = [(tx.txid, n) for tx in txs for n in range(len(tx.vout))]
+            if any(c is not None for c in coins.fetch(out_keys)):
+                raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
+        coins.fetch(wanted)
+
+        created: Dict[Tuple[bytes, int], Coin] = {}
+        spent_keys: Set[Tuple[bytes, int]] = set()
+        undo: List[List[Coin]] = []
+        fees = 0
+        sigops = 0
+        check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
+        for tx in txs:
+            sigops += legacy_sigops(tx)
+            if sigops > MAX_BLOCK_SIGOPS:
+                raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
+            txid = tx.txid
+            if not tx.is_coinbase():
+                spent: List[Coin] = []
+                for txin in tx.vin:
+                    prevout = txin.prevout
+                    key = (prevout.txid, prevout.n)
+                    if key in spent_keys:
+                        raise ValidationError("bad-txns-inputs-missingorspent",
+                                              "input spent twice in block", dos=100)
+                    coin = created.get(key)
+                    if coin is None:
+                        coin = coins.get(key)
+                        if coin is None:
+                            raise ValidationError("bad-txns-inputs-missingorspent",
+                                                  "inputs missing/spent", dos=100)
+                    spent.append(coin)
+                    spent_keys.add(key)
+                fees += check_tx_inputs(tx, spent, height)
+                if check_sequence and not sequence_locks(
+                        tx, lock_flags, [c.height for c in spent], entry):
+                    raise ValidationError("bad-txns-nonfinal",
+                                          "contains a non-BIP68-final transaction", dos=100)
+                if flags & SCRIPT_VERIFY_P2SH:
+                    sigops += p2sh_sigops(tx, spent)
+                    if sigops > MAX_BLOCK_SIGOPS:
+                        raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
+                verify_transaction_scripts(tx, spent, flags)
+                undo.append(spent)
+            version = tx.version
+            coinbase = tx.is_coinbase()
+            for n, out in enumerate(tx.vout):
+                if _spendable(out.script_pubkey):
+                    created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,
+                                              version)
+
+        reward = txs[0].total_out()
+        limit = fees + block_subsidy(height, params)
+        if reward > limit:
+            raise ValidationError("bad-cb-amount",
+                                  "coinbase pays too much (actual=%d vs limit=%d)" % (reward, limit),
+                                  dos=100)
+
+        for key in spent_keys:
+            if created.pop(key, None) is None:
+                coins.spend(key)
+        for key, coin in created.items():
+            coins.add(key, coin)
+        return undo
+
+    # ----------------------------------------------------------- disconnect
+
+    def _disconnect_tip(self) -> BlockDisconnected:
+        entry = self.chain[-1]
+        block = self.read_block(entry)
+        undo = self.read_undo(entry)
+        coins = self.store.coins
+        if len(undo) != len(block.txs) - 1:
+            raise CorruptionError("undo data does not match block %s" % entry.hash[::-1].hex())
+        for i in range(len(block.txs) - 1, -1, -1):
+            tx = block.txs[i]
+            txid = tx.txid
+            for n, out in enumerate(tx.vout):
+                if _spendable(out.script_pubkey):
+                    if coins.spend((txid, n)) is None:
+                        raise CorruptionError("output %s:%d missing while disconnecting"
+                                              % (tx.txid_hex, n))
+            if i:
+                for txin, coin in zip(tx.vin, undo[i - 1]):
+                    coins.add((txin.prevout.txid, txin.prevout.n), coin)
+        self.chain.pop()
+        self._candidates.add(entry)
+        return BlockDisconnected(entry, block)
+
+    # ----------------------------------------------------------- flush
+
+    def flush(self) -> None:
+        """Write the index, the UTXO changes and the best block in one transaction."""
+        tip = self.tip
+        if tip is None:
+            return
+        self.store.flush(list(self._dirty), tip.hash)
+        self._dirty.clear()
+
+    # ----------------------------------------------------------- manual control
+
+    def invalidate_block(self, block_hash: bytes) -> None:
+        """Mark a block invalid and leave its chain (invalidateblock)."""
+        entry = self._require(block_hash)
+        events: List[ChainEvent] = []
+        old_tip = self.tip
+        while self.contains(entry):
+            events.append(self._disconnect_tip())
+        self._mark_failed(entry)
+        self._rebuild_candidates()
+        if events:
+            if self.tip is not old_tip:
+                events.append(TipChanged(self.tip))
+            self.store.sync()
+            self._publish(events)
+        self.activate_best_chain()
+
+    def reconsider_block(self, block_hash: bytes) -> None:
+        """Clear failure flags of a block, its ancestors and descendants (reconsiderblock)."""
+        entry = self._require(block_hash)
+        for e in self.index.values():
+            if not e.failed():
+                continue
+            if (e.height >= entry.height and e.get_ancestor(entry.height) is entry) or \
+                    entry.get_ancestor(e.height) is e:
+                e.status &= ~BLOCK_FAILED_MASK
+                self._dirty.add(e)
+                self._update_best_header(e)
+        self._rebuild_candidates()
+        self.activate_best_chain()
+
+    def precious_block(self, block_hash: bytes) -> None:
+        """Prefer this block over others of equal work (preciousblock)."""
+        entry = self._require(block_hash)
+        tip = self.tip
+        if tip is None or entry.chainwork < tip.chainwork:
+            return
+        if tip.chainwork > self._last_precious_work:
+            self._precious_sequence = -1
+        self._last_precious_work = tip.chainwork
+        entry.sequence_id = self._precious_sequence
+        self._precious_sequence -= 1
+        self._dirty.add(entry)
+        if entry.is_valid(BLOCK_VALID_TRANSACTIONS) and entry.chain_tx:
+            self._candidates.add(entry)
+        self.activate_best_chain()
+
+    def _require(self, block_hash: bytes) -> BlockIndexEntry:
+        entry = self.index.get(block_hash)
+        if entry is None:
+            raise KeyError(block_hash)
+        return entry
+
+    def close(self) -> None:
+        """Flush everything and close the store."""
+        self.flush()
+        self.store.close()
+
+
+def deliver(listeners: Iterable[object], events: Iterable[ChainEvent]) -> None:
+    """Call each listener's handler for each event, isolating listener failures."""
+    for event in events:
+        for listener in list(listeners):
+            handler = getattr(listener, event.handler_name, None)
+            if handler is None:
+                continue
+            try:
+                event.dispatch(handler)
+            except Exception:
+                log.failure("Chain listener {listener!r} failed on {event!r}",
+                            listener=listener, event=event)

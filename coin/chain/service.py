@@ -1,0 +1,108 @@
+"""The validation pipeline as a Twisted service.
+
+Every call that changes chain state runs on one dedicated worker thread, in
+submission order, so the reactor never stalls on block connection and there
+is exactly one writer.  Subscribers receive chain events in the reactor
+thread, after the blocks they name are on disk.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List
+
+from twisted.application import service
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
+from twisted.internet.threads import deferToThreadPool
+from twisted.logger import Logger
+from twisted.python.threadpool import ThreadPool
+
+from coin.chain.chainstate import ChainState, deliver
+from coin.chain.events import ChainEvent
+from coin.primitives.block import Block, BlockHeader
+
+log = Logger()
+
+#: Seconds between background flushes of the chain state database.
+FLUSH_INTERVAL = 600
+
+
+class ValidationService(service.Service):
+    """Owns a :class:`ChainState` and serialises all work on it."""
+
+    name = "validation"
+
+    def __init__(self, chainstate: ChainState, reactor: Any, reindex: bool = False,
+                 reindex_chainstate: bool = False) -> None:
+        self.chainstate = chainstate
+        self._reactor = reactor
+        self._reindex = reindex
+        self._reindex_chainstate = reindex_chainstate
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="validation")
+        self._listeners: List[object] = []
+        self._flusher = LoopingCall(self.flush)
+        self._flusher.clock = reactor
+        chainstate.set_publisher(self._publish_from_worker)
+        #: Fires when the chain is loaded (RPC answers "warming up" until then).
+        self.ready: Deferred = Deferred()
+
+    # The worker thread hands events to the reactor thread.
+    def _publish_from_worker(self, events: List[ChainEvent]) -> None:
+        self._reactor.callFromThread(deliver, self._listeners, events)
+
+    def _run(self, f: Callable, *args: Any) -> Deferred:
+        return deferToThreadPool(self._reactor, self._pool, f, *args)
+
+    def startService(self) -> None:
+        super().startService()
+        self._pool.start()
+        d = self._run(self.chainstate.load, self._reindex, self._reindex_chainstate)
+
+        def loaded(_: object) -> None:
+            self._flusher.start(FLUSH_INTERVAL, now=False)
+            self.ready.callback(self.chainstate)
+
+        def failed(f):
+            log.failure("Loading the chain state failed", f)
+            self.ready.errback(f)
+
+        d.addCallbacks(loaded, failed)
+
+    def stopService(self) -> Deferred:
+        super().stopService()
+        if self._flusher.running:
+            self._flusher.stop()
+        d = self._run(self.chainstate.close)
+        d.addErrback(lambda f: log.failure("Flushing chain state at shutdown failed", f))
+        d.addBoth(lambda _: self._pool.stop())
+        return d
+
+    def subscribe(self, listener: object) -> None:
+        """Receive ``block_connected``/``block_disconnected``/``tip_changed`` in the reactor."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: object) -> None:
+        self._listeners.remove(listener)
+
+    def submit_block(self, block: Block) -> Deferred:
+        """Accept a block and activate the best chain; fires with its index entry."""
+        return self._run(self.chainstate.process_block, block)
+
+    def submit_header(self, header: BlockHeader) -> Deferred:
+        return self._run(self.chainstate.accept_header, header)
+
+    def invalidate_block(self, block_hash: bytes) -> Deferred:
+        return self._run(self.chainstate.invalidate_block, block_hash)
+
+    def reconsider_block(self, block_hash: bytes) -> Deferred:
+        return self._run(self.chainstate.reconsider_block, block_hash)
+
+    def precious_block(self, block_hash: bytes) -> Deferred:
+        return self._run(self.chainstate.precious_block, block_hash)
+
+    def flush(self) -> Deferred:
+        return self._run(self.chainstate.flush)
+
+    def call(self, f: Callable, *args: Any) -> Deferred:
+        """Run ``f(chainstate, *args)`` on the writer thread (consistent reads, mining)."""
+        return self._run(f, self.chainstate, *args)

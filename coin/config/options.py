@@ -1,0 +1,114 @@
+"""The registry of known options: each program (coind, coin-cli) builds one.
+
+Core rejects unknown command-line options and ignores unknown coin.conf keys,
+so the parser needs to know, per program, which names exist and which of them
+hold integers. Components add their own options to the registry the program
+passes to :func:`coin.config.parse_args`.
+"""
+
+from __future__ import annotations
+
+#: The configuration file read from the datadir unless -conf names another.
+CONF_FILENAME = "coin.conf"
+
+#: The value kinds the parser checks: ``int`` values must parse at load time;
+#: ``bool`` and ``str`` values are never rejected (Core reads ``-foo=yes`` as 0).
+KINDS = ("str", "int", "bool")
+
+#: Help layout of Core: option at 2 columns, text at 7, wrapped to 79.
+_OPT_INDENT = 2
+_MSG_INDENT = 7
+_SCREEN_WIDTH = 79
+
+
+class Option:
+    """One known option. ``name`` has no leading dash; ``meta`` is the help placeholder."""
+
+    __slots__ = ("name", "help", "default", "kind", "repeatable", "category", "meta",
+                 "debug_only", "hidden")
+
+    def __init__(self, name: str, help: str, default: object, kind: str, repeatable: bool,
+                 category: str, meta: str, debug_only: bool, hidden: bool) -> None:
+        self.name = name
+        self.help = help
+        self.default = default
+        self.kind = kind
+        self.repeatable = repeatable
+        self.category = category
+        self.meta = meta
+        self.debug_only = debug_only
+        self.hidden = hidden
+
+    def __repr__(self) -> str:
+        return "Option(%r)" % self.name
+
+
+class OptionRegistry:
+    """Known options by name, in registration order."""
+
+    def __init__(self) -> None:
+        self._options: dict[str, Option] = {}
+
+    def add(self, name: str, help: str, *, default: object = None, kind: str = "str",
+            repeatable: bool = False, category: str = "Options", meta: str = "",
+            debug_only: bool = False, hidden: bool = False) -> None:
+        """Register ``-name``; registering a name twice is a programming error."""
+        if name.startswith("-"):
+            raise ValueError("option names are registered without the dash: %r" % name)
+        if name.startswith("no"):
+            raise ValueError("-%s would read as the negation of -%s" % (name, name[2:]))
+        if kind not in KINDS:
+            raise ValueError("unknown option kind %r for -%s" % (kind, name))
+        if name in self._options:
+            raise ValueError("option -%s registered twice" % name)
+        self._options[name] = Option(name, help, default, kind, repeatable, category, meta,
+                                     debug_only, hidden)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._options
+
+    def __getitem__(self, name: str) -> Option:
+        return self._options[name]
+
+    def __iter__(self):
+        return iter(self._options.values())
+
+    def help_text(self, show_debug: bool = False) -> str:
+        """Core's ``-help`` option list: categories in registration order, names sorted."""
+        import textwrap  # only -help pays for it
+
+        by_category: dict[str, list[Option]] = {}
+        for option in self._options.values():
+            if option.hidden or (option.debug_only and not show_debug):
+                continue
+            by_category.setdefault(option.category, []).append(option)
+        parts = []
+        for category, options in by_category.items():
+            parts.append(category + ":\n\n")
+            for option in sorted(options, key=lambda o: o.name):
+                text = textwrap.fill(option.help, width=_SCREEN_WIDTH,
+                                     initial_indent=" " * _MSG_INDENT,
+                                     subsequent_indent=" " * _MSG_INDENT,
+                                     break_on_hyphens=False)
+                parts.append("%s-%s%s\n%s\n\n"
+                             % (" " * _OPT_INDENT, option.name, option.meta, text))
+        return "".join(parts)
+
+
+def add_common_options(registry: OptionRegistry) -> None:
+    """Options every program shares: where the data and coin.conf are, which chain."""
+    registry.add("conf", "Specify configuration file. Relative paths will be prefixed by "
+                 "datadir location. (default: %s)" % CONF_FILENAME, meta="=<file>")
+    registry.add("datadir", "Specify data directory", meta="=<dir>")
+    registry.add("includeconf", "Specify additional configuration file, relative to the "
+                 "-datadir path (only useable from configuration file, not command line)",
+                 repeatable=True, meta="=<file>")
+    category = "Chain selection options"
+    registry.add("chain", "Use the chain <chain> (default: main). Allowed values: main, test, "
+                 "regtest", category=category, meta="=<chain>")
+    registry.add("regtest", "Enter regression test mode, which uses a special chain in which "
+                 "blocks can be solved instantly. This is intended for regression testing "
+                 "tools and app development.", kind="bool", default=False,
+                 category=category, debug_only=True)
+    registry.add("testnet", "Use the test chain", kind="bool", default=False,
+                 category=category)

@@ -1,0 +1,1 @@
+"""Consensus rules: context-free and contextual checks, subsidy, difficulty, soft forks."""

@@ -1,0 +1,1 @@
+"""Block assembly and nonce grinding (regtest mining and tests)."""

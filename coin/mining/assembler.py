@@ -1,0 +1,91 @@
+"""Build block templates on the active tip and grind their nonce.
+
+Used by regtest mining (``generatetoaddress``) and by the test-chain factory.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from coin.chain.chainstate import ChainState
+from coin.chain.index import BlockIndexEntry
+from coin.consensus.pow import check_proof_of_work, get_next_work_required
+from coin.consensus.subsidy import block_subsidy
+from coin.consensus.versionbits import compute_block_version
+from coin.primitives.block import Block, BlockHeader
+from coin.primitives.merkle import merkle_root
+from coin.primitives.script import push_int
+from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+
+
+class MiningError(Exception):
+    """The template cannot be built (unknown inputs, nonce space exhausted)."""
+
+
+def coinbase_script_sig(height: int, extra_nonce: int) -> bytes:
+    """BIP34 height push followed by the extra nonce, as Core's miner writes it."""
+    return push_int(height) + push_int(extra_nonce)
+
+
+def create_coinbase(height: int, script_pubkey: bytes, value: int,
+                    extra_nonce: int = 0) -> Transaction:
+    return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))],
+                       [TxOut(value, script_pubkey)])
+
+
+def template_fees(chainstate: ChainState, txs: Sequence[Transaction]) -> int:
+    """Fees of ``txs`` spending the UTXO set and each other (in order)."""
+    created: Dict[Tuple[bytes, int], int] = {}
+    fees = 0
+    coins = chainstate.store.coins
+    for tx in txs:
+        value_in = 0
+        for txin in tx.vin:
+            key = (txin.prevout.txid, txin.prevout.n)
+            value = created.pop(key, None)
+            if value is None:
+                coin = coins.get(key)
+                if coin is None:
+                    raise MiningError("input %s:%d not found" % (txin.prevout.txid[::-1].hex(),
+                                                                 txin.prevout.n))
+                value = coin.value
+            value_in += value
+        fees += value_in - tx.total_out()
+        for n, out in enumerate(tx.vout):
+            created[(tx.txid, n)] = out.value
+    return fees
+
+
+def create_block(chainstate: ChainState, script_pubkey: bytes,
+                 txs: Iterable[Transaction] = (), parent: Optional[BlockIndexEntry] = None,
+                 time: Optional[int] = None, extra_nonce: int = 0,
+                 fees: Optional[int] = None, version: Optional[int] = None) -> Block:
+    """An unsolved block on ``parent`` (default: the tip) paying subsidy + fees."""
+    params = chainstate.params
+    prev = parent if parent is not None else chainstate.tip
+    assert prev is not None
+    txs = list(txs)
+    height = prev.height + 1
+    if fees is None:
+        fees = template_fees(chainstate, txs)
+    if time is None:
+        time = max(prev.median_time_past() + 1, chainstate.adjusted_time())
+    if version is None:
+        version = compute_block_version(prev, params, chainstate.versionbits)
+    coinbase = create_coinbase(height, script_pubkey, block_subsidy(height, params) + fees,
+                               extra_nonce)
+    all_txs: List[Transaction] = [coinbase] + txs
+    root, _ = merkle_root([tx.txid for tx in all_txs])
+    bits = get_next_work_required(prev, time, params)
+    header = BlockHeader(version, prev.hash, root, time, bits, 0)
+    return Block(header, all_txs)
+
+
+def solve(block: Block, params, max_tries: int = 1 << 32) -> Block:
+    """Grind the nonce until the header meets its target."""
+    header = block.header
+    for nonce in range(min(max_tries, 1 << 32)):
+        candidate = header.with_nonce(nonce)
+        if check_proof_of_work(candidate.hash, candidate.bits, params):
+            return Block(candidate, block.txs)
+    raise MiningError("nonce space exhausted")

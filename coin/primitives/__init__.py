@@ -1,0 +1,1 @@
+"""Wire-level data types: serialization, hashes, transactions, blocks, addresses, scripts."""

@@ -1,0 +1,285 @@
+"""The JSON-RPC protocol core: request bytes in, ``(status, body)`` out.
+
+Independent of any HTTP layer: the caller authenticates, then hands over the body, the
+authenticated user and the wallet name from the path. Envelope rules, statuses and
+messages follow the reference node (Core 0.17 with Core 0.20's rpcwhitelist); see
+doc/rpc.md for every rule and limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import simplejson
+from twisted.internet.defer import CancelledError, Deferred, maybeDeferred, succeed
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
+
+from coin.rpc.auth import Whitelist
+from coin.rpc.context import NodeFacade, RPCContext
+from coin.rpc.errors import (
+    HTTP_FORBIDDEN, HTTP_OK, RPC_IN_WARMUP, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND,
+    RPC_PARSE_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError, map_exception,
+)
+from coin.rpc.registry import MethodTable, RPCMethod
+
+JSON_CONTENT_TYPE = b"application/json"
+
+#: Largest request body accepted (Core's MAX_SIZE, 32 MiB); enforced by the HTTP layer.
+DEFAULT_MAX_BODY = 0x02000000
+#: Most requests in one batch.
+DEFAULT_MAX_BATCH = 10_000
+#: Deepest nesting of arrays/objects in a request (UniValue's MAX_JSON_DEPTH).
+DEFAULT_MAX_DEPTH = 512
+#: A batch gives the reactor a turn after running this long (seconds).
+BATCH_SLICE = 0.05
+
+
+@dataclass(frozen=True)
+class RPCLimits:
+    """Bounds on what one request may cost; see doc/rpc.md."""
+
+    max_body: int = DEFAULT_MAX_BODY
+    max_batch: int = DEFAULT_MAX_BATCH
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+class Reply(NamedTuple):
+    """An HTTP answer: status, body, and Content-Type (None: the server's default)."""
+
+    status: int
+    body: bytes
+    content_type: bytes | None = JSON_CONTENT_TYPE
+
+
+FORBIDDEN = Reply(HTTP_FORBIDDEN, b"", None)
+
+
+class Warmup:
+    """Start-up state: while ``message`` is set every call answers -28 with it."""
+
+    def __init__(self, message: str | None = "RPC server started") -> None:
+        self.message = message
+
+    def set(self, message: str) -> None:
+        """Report the current start-up step (e.g. "Loading block index...")."""
+        self.message = message
+
+    def finish(self) -> None:
+        """Start-up is over: calls run from now on."""
+        self.message = None
+
+
+_ENCODER = simplejson.JSONEncoder(separators=(",", ":"), ensure_ascii=False,
+                                  use_decimal=True, allow_nan=False)
+_ASCII_ENCODER = simplejson.JSONEncoder(separators=(",", ":"), ensure_ascii=True,
+                                        use_decimal=True, allow_nan=False)
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact JSON with Decimals printed exactly and non-ASCII text as UTF-8 (as Core).
+
+    Strings that cannot be UTF-8 (lone surrogates) fall back to ``\\u`` escapes.
+    """
+    try:
+        return _ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return _ASCII_ENCODER.encode(value).encode("ascii")
+
+
+def core_real(value: float) -> simplejson.RawJSON:
+    """A double printed as Core's UniValue prints it (``%.16g``: 1 not 1.0)."""
+    return simplejson.RawJSON("%.16g" % value)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
+    return False
+
+
+def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """Parse a request body; numbers with a fraction or exponent become Decimal.
+
+    Invalid UTF-8, invalid JSON, NaN/Infinity and nesting beyond ``max_depth`` raise
+    -32700 "Parse error".
+    """
+    try:
+        text = body.decode("utf-8")
+        if text.startswith("\ufeff"):  # simplejson skips a byte-order mark; UniValue does not
+            raise ValueError("byte-order mark")
+        value = simplejson.loads(text, parse_float=Decimal)
+    except (ValueError, RecursionError):
+        raise RPCError(RPC_PARSE_ERROR, "Parse error") from None
+    if body.count(b"[") + body.count(b"{") > max_depth and _too_deep(value, max_depth):
+        raise RPCError(RPC_PARSE_ERROR, "Parse error")
+    return value
+
+
+def parse_call(request: Any) -> tuple[str, list[Any] | dict[str, Any]]:
+    """Method name and params of one request object (Core's JSONRPCRequest::parse)."""
+    if not isinstance(request, dict):
+        raise RPCError(RPC_INVALID_REQUEST, "Invalid Request object")
+    method = request.get("method")
+    if method is None:
+        raise RPCError(RPC_INVALID_REQUEST, "Missing method")
+    if not isinstance(method, str):
+        raise RPCError(RPC_INVALID_REQUEST, "Method must be a string")
+    params = request.get("params")
+    if params is None:
+        return method, []
+    if not isinstance(params, (list, dict)):
+        raise RPCError(RPC_INVALID_REQUEST, "Params must be an array or object")
+    return method, params
+
+
+def _response(result: bytes, error: dict[str, Any] | None, request_id: Any) -> bytes:
+    return (b'{"result":' + result + b',"error":' + encode_json(error)
+            + b',"id":' + encode_json(request_id) + b"}")
+
+
+class JSONRPCCore:
+    """Parse, check the whitelist, dispatch and render; usable from any HTTP layer."""
+
+    def __init__(self, methods: MethodTable, node: NodeFacade, *, whitelist: Whitelist,
+                 warmup: Warmup, clock: IReactorTime, limits: RPCLimits = RPCLimits()) -> None:
+        self.methods = methods
+        self.limits = limits
+        self._node = node
+        self._whitelist = whitelist
+        self._warmup = warmup
+        self._clock = clock
+
+    def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
+        """Answer one HTTP request body from the authenticated ``user``.
+
+        ``wallet_name`` is the decoded name from a ``/wallet/<name>`` path, or None.
+        The Deferred never fails except by cancellation, which stops a batch between
+        calls and cancels the call in progress.
+        """
+        try:
+            request = parse_json(body, self.limits.max_depth)
+        except RPCError as exc:
+            return succeed(self._error_reply(exc, None))
+        if self._whitelist.denies_all(user):
+            return succeed(FORBIDDEN)
+        if isinstance(request, dict):
+            return self._single(request, user, wallet_name)
+        if isinstance(request, list):
+            return self._batch(request, user, wallet_name)
+        return succeed(self._error_reply(RPCError(RPC_PARSE_ERROR, "Top-level object parse error"),
+                                         None))
+
+    def _error_reply(self, exc: RPCError, request_id: Any) -> Reply:
+        status, error = map_exception(exc)
+        return Reply(status, _response(b"null", error, request_id) + b"\n")
+
+    def _single(self, request: dict[str, Any], user: str,
+                wallet_name: str | None) -> Deferred[Reply]:
+        request_id = request.get("id")
+        try:
+            method, params = parse_call(request)
+        except RPCError as exc:
+            return succeed(self._error_reply(exc, request_id))
+        if not self._whitelist.allows(user, method):
+            return succeed(FORBIDDEN)
+        answer = self._call(request_id, method, params, user, wallet_name)
+        return answer.addCallback(lambda reply: Reply(reply[0], reply[1] + b"\n"))
+
+    def _batch(self, requests: list[Any], user: str,
+               wallet_name: str | None) -> Deferred[Reply]:
+        if len(requests) > self.limits.max_batch:
+            return succeed(self._error_reply(RPCError(
+                RPC_INVALID_REQUEST,
+                f"Batch too large: at most {self.limits.max_batch} requests"), None))
+        allowed = self._whitelist.allowed_methods(user)
+        if allowed is not None:
+            # Core 0.20: a restricted user's batch is refused whole if any call is.
+            for request in requests:
+                if not isinstance(request, dict):
+                    return succeed(self._error_reply(
+                        RPCError(RPC_INVALID_REQUEST, "Invalid Request object"), None))
+                method = request.get("method")
+                if not isinstance(method, str):
+                    return succeed(self._error_reply(
+                        RPCError(RPC_PARSE_ERROR, "JSON value is not a string as expected"), None))
+                if method not in allowed:
+                    return succeed(FORBIDDEN)
+        return Deferred.fromCoroutine(self._run_batch(requests, user, wallet_name))
+
+    async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
+        parts = []
+        slice_start = self._clock.seconds()
+        for request in requests:
+            request_id = request.get("id") if isinstance(request, dict) else None
+            try:
+                method, params = parse_call(request)
+            except RPCError as exc:
+                parts.append(_response(b"null", map_exception(exc)[1], request_id))
+            else:
+                _, part = await self._call(request_id, method, params, user, wallet_name)
+                parts.append(part)
+            if self._clock.seconds() - slice_start >= BATCH_SLICE:
+                await deferLater(self._clock, 0, lambda: None)
+                slice_start = self._clock.seconds()
+        return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
+
+    def _call(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
+              user: str, wallet_name: str | None) -> Deferred[tuple[int, bytes]]:
+        """Run one call; fires with (status, response object bytes)."""
+        answer = maybeDeferred(self._invoke, method, params, user, wallet_name)
+        return answer.addCallbacks(self._rendered, self._failed,
+                                   callbackArgs=(request_id,), errbackArgs=(request_id,))
+
+    def _invoke(self, name: str, params: list[Any] | dict[str, Any], user: str,
+                wallet_name: str | None) -> Any:
+        if self._warmup.message is not None:
+            raise RPCError(RPC_IN_WARMUP, self._warmup.message)
+        method = self.methods.get(name)
+        if method is None:
+            raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")
+        positional = method.bind_params(params)
+        wallet = self._wallet_for(method, wallet_name)
+        args = method.convert(positional)
+        context = RPCContext(node=self._node, user=user, wallet=wallet,
+                             wallet_name=wallet_name, methods=self.methods)
+        return method.handler(context, *args)
+
+    def _wallet_for(self, method: RPCMethod, wallet_name: str | None) -> Any:
+        """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable."""
+        if not method.needs_wallet:
+            return None
+        wallets = self._node.wallets
+        if wallet_name is not None:
+            wallet = wallets.get(wallet_name)
+            if wallet is None:
+                raise RPCError(RPC_WALLET_NOT_FOUND,
+                               "Requested wallet does not exist or is not loaded")
+            return wallet
+        if len(wallets) == 1:
+            return next(iter(wallets.values()))
+        if not wallets:
+            raise RPCError(RPC_METHOD_NOT_FOUND,
+                           "Method not found (wallet method is disabled because no wallet is loaded)")
+        raise RPCError(RPC_WALLET_NOT_SPECIFIED, "Wallet file not specified (must request wallet "
+                       "RPC through /wallet/<filename> uri-path).")
+
+    def _rendered(self, result: Any, request_id: Any) -> tuple[int, bytes] | Failure:
+        try:
+            return HTTP_OK, _response(encode_json(result), None, request_id)
+        except Exception:
+            return self._failed(Failure(), request_id)
+
+    def _failed(self, reason: Failure, request_id: Any) -> tuple[int, bytes] | Failure:
+        if reason.check(CancelledError):
+            return reason
+        status, error = map_exception(reason)
+        return status, _response(b"null", error, request_id)

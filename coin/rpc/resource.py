@@ -1,0 +1,254 @@
+"""The twisted.web face of the RPC server: site, request, resource tree.
+
+``RPCSite`` + ``CoreHTTPRequest`` give the HTTP behaviour of Core's libevent server
+(client address allow-list, body size limit, header set and order); ``RPCRoot`` serves
+JSON-RPC on ``/`` and ``/wallet/<name>`` through :class:`~coin.rpc.jsonrpc.JSONRPCCore`
+and keeps the ``rest`` child slot for the REST resource. Everything returns
+NOT_DONE_YET and nothing blocks. See doc/rpc.md for why txjsonrpc-ng's resource is not
+the base class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web import resource, server
+from twisted.web.http import datetimeToString
+
+from coin.rpc.auth import AllowList, Authenticator
+from coin.rpc.errors import (
+    HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_UNAUTHORIZED, map_exception,
+)
+from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json
+
+#: Seconds before answering wrong credentials (Core's brute-force deterrent).
+WRONG_CREDENTIALS_DELAY = 0.25
+#: Idle seconds before the server drops an HTTP connection (Core's -rpcservertimeout).
+DEFAULT_SERVER_TIMEOUT = 30
+WWW_AUTHENTICATE = b'Basic realm="jsonrpc"'
+POST_ONLY = b"JSONRPC server handles only POST requests"
+#: libevent's default Content-Type for replies that set none.
+DEFAULT_CONTENT_TYPE = b"text/html; charset=ISO-8859-1"
+#: HTTP methods the server knows; others get 405 before routing (Core's HTTP_BADMETHOD).
+KNOWN_METHODS = (b"GET", b"POST", b"HEAD", b"PUT")
+
+_log = Logger()
+
+
+class CoreHTTPRequest(server.Request):
+    """A request behaving like Core's libevent server where a client could tell.
+
+    - clients outside ``-rpcallowip`` get 403, unknown HTTP methods 405, on any path;
+    - a body over the limit gets 413 and the connection closed, judged by
+      Content-Length before any of it is stored (or as chunked data arrives);
+    - response headers: no ``Server``; the resource's own headers first, then
+      ``Date`` (HTTP/1.1), ``Content-Length``, the default Content-Type, and
+      ``Connection: close`` when the client asked for it.
+    """
+
+    defaultContentType = None
+    _rejected = False
+    _received = 0
+
+    def gotLength(self, length: int | None) -> None:
+        if length is not None and length > self.channel.site.max_body:
+            self._reject_body()
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._rejected:
+            return
+        self._received += len(data)
+        if self._received > self.channel.site.max_body:
+            self.content.close()
+            self._reject_body()
+            return
+        super().handleContentChunk(data)
+
+    def _reject_body(self) -> None:
+        """Answer 413 at once, outside the request cycle, and drop the connection."""
+        self._rejected = True
+        self.content = None
+        self.requestHeaders.removeHeader(b"Expect")  # no "100 Continue" after this
+        body = b"Request body too large: the limit is %d bytes\n" % self.channel.site.max_body
+        self.channel.transport.write(
+            b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: text/plain\r\n"
+            b"Date: " + datetimeToString() + b"\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n" % len(body) + body)
+        self.channel.loseConnection()
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if not self._rejected:
+            super().requestReceived(command, path, version)
+
+    def process(self) -> None:
+        if not self.channel.site.allow.allows(self.getClientAddress()):
+            self._early_reply(HTTP_FORBIDDEN)
+        elif self.method not in KNOWN_METHODS:
+            self._early_reply(HTTP_BAD_METHOD)
+        else:
+            super().process()
+
+    def _early_reply(self, code: int) -> None:
+        self.setResponseCode(code)
+        self.setHeader(b"Content-Length", b"0")
+        self.write(b"")
+        self.finish()
+
+    def write(self, data: bytes) -> None:
+        if not self.startedWriting:
+            self._arrange_headers()
+        super().write(data)
+
+    def _arrange_headers(self) -> None:
+        headers = self.responseHeaders
+        date = (headers.getRawHeaders(b"Date") or [datetimeToString()])[0]
+        length = headers.getRawHeaders(b"Content-Length")
+        for name in (b"Server", b"Date", b"Content-Length", b"Connection"):
+            headers.removeHeader(name)
+        needs_body = self.method != b"HEAD" and self.code >= 200 and self.code not in (204, 304)
+        http11 = self.clientproto == b"HTTP/1.1"
+        if http11:
+            headers.setRawHeaders(b"Date", [date])
+        if http11 and needs_body and length:
+            headers.setRawHeaders(b"Content-Length", length)
+        if needs_body and not headers.hasHeader(b"Content-Type"):
+            headers.setRawHeaders(b"Content-Type", [DEFAULT_CONTENT_TYPE])
+        connection = self.requestHeaders.getRawHeaders(b"Connection") or [b""]
+        if connection[0].strip().lower() == b"close":
+            headers.setRawHeaders(b"Connection", [b"close"])
+
+
+class RPCSite(server.Site):
+    """The HTTP server for RPC and REST: Core's limits and access rules on every path."""
+
+    requestFactory = CoreHTTPRequest
+
+    def __init__(self, root: resource.IResource, *, allow: AllowList,
+                 max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
+                 reactor: IReactorTime | None = None) -> None:
+        super().__init__(root, parsePOSTFormSubmission=False, timeout=timeout, reactor=reactor)
+        self.allow = allow
+        self.max_body = max_body
+
+
+def _respond(request: server.Request, status: int, body: bytes = b"",
+             content_type: bytes | None = None, headers: tuple[tuple[bytes, bytes], ...] = ()
+             ) -> None:
+    request.setResponseCode(status)
+    for name, value in headers:
+        request.setHeader(name, value)
+    if content_type is not None:
+        request.setHeader(b"Content-Type", content_type)
+    request.setHeader(b"Content-Length", b"%d" % len(body))
+    request.write(body)
+    request.finish()
+
+
+class _NotFound(resource.Resource):
+    isLeaf = True
+
+    def render(self, request: server.Request) -> int:
+        _respond(request, HTTP_NOT_FOUND)
+        return server.NOT_DONE_YET
+
+
+class _JSONRPCEndpoint:
+    """POST check, authentication, then the core; shared by ``/`` and ``/wallet/``."""
+
+    def __init__(self, core: JSONRPCCore, authenticator: Authenticator,
+                 clock: IReactorTime) -> None:
+        self._core = core
+        self._authenticator = authenticator
+        self._clock = clock
+
+    def serve(self, request: server.Request, wallet_name: str | None) -> int:
+        if request.method != b"POST":
+            _respond(request, HTTP_BAD_METHOD, POST_ONLY)
+            return server.NOT_DONE_YET
+        authorization = request.getHeader(b"Authorization")
+        if authorization is None:
+            _respond(request, HTTP_UNAUTHORIZED, headers=((b"WWW-Authenticate", WWW_AUTHENTICATE),))
+            return server.NOT_DONE_YET
+        user = self._authenticator.authenticate(authorization)
+        if user is None:
+            _log.warn("Incorrect RPC password attempt from {peer}", peer=request.getClientAddress())
+            answer: Deferred[Reply] = deferLater(
+                self._clock, WRONG_CREDENTIALS_DELAY, Reply, HTTP_UNAUTHORIZED, b"", None)
+        else:
+            answer = self._core.handle(request.content.read(), user, wallet_name)
+        lost: list[Failure] = []
+
+        def connection_lost(reason: Failure) -> None:
+            lost.append(reason)
+            answer.cancel()
+
+        request.notifyFinish().addErrback(connection_lost)
+
+        def send(reply: Reply) -> None:
+            if lost:
+                return
+            headers = (((b"WWW-Authenticate", WWW_AUTHENTICATE),)
+                       if reply.status == HTTP_UNAUTHORIZED else ())
+            _respond(request, reply.status, reply.body, reply.content_type, headers)
+
+        def failed(reason: Failure) -> None:
+            # Cancelled: the client went away. Anything else is a bug in the core.
+            if reason.check(CancelledError) or lost:
+                return
+            status, error = map_exception(reason)
+            body = b'{"result":null,"error":' + encode_json(error) + b',"id":null}\n'
+            _respond(request, status, body, JSON_CONTENT_TYPE)
+
+        answer.addCallbacks(send, failed)
+        return server.NOT_DONE_YET
+
+
+class _WalletEndpoint(resource.Resource):
+    """``/wallet/<name>``: the rest of the raw URI, URL-decoded, names the wallet."""
+
+    isLeaf = True
+    _PREFIX = b"/wallet/"
+
+    def __init__(self, endpoint: _JSONRPCEndpoint) -> None:
+        super().__init__()
+        self._endpoint = endpoint
+
+    def render(self, request: server.Request) -> int:
+        if not request.uri.startswith(self._PREFIX):
+            _respond(request, HTTP_NOT_FOUND)
+            return server.NOT_DONE_YET
+        name = unquote_to_bytes(request.uri[len(self._PREFIX):]).decode("utf-8", "surrogateescape")
+        return self._endpoint.serve(request, name)
+
+
+class RPCRoot(resource.Resource):
+    """``/`` (JSON-RPC), ``/wallet/`` and ``/wallet/<name>``; ``putChild(b"rest", ...)``
+    adds the REST tree. Any other path is 404 with an empty body, like Core."""
+
+    def __init__(self, core: JSONRPCCore, authenticator: Authenticator,
+                 clock: IReactorTime) -> None:
+        super().__init__()
+        self._endpoint = _JSONRPCEndpoint(core, authenticator, clock)
+        self._wallet = _WalletEndpoint(self._endpoint)
+        self._not_found = _NotFound()
+
+    def getChild(self, path: bytes, request: server.Request) -> Any:
+        if path == b"":
+            return self
+        if path == b"wallet":
+            return self._wallet
+        return self._not_found
+
+    def render(self, request: server.Request) -> int:
+        if request.uri != b"/":
+            _respond(request, HTTP_NOT_FOUND)
+            return server.NOT_DONE_YET
+        return self._endpoint.serve(request, None)

@@ -1,0 +1,1 @@
+"""Script evaluation, signature hashing, standard templates and signing."""

@@ -1,0 +1,151 @@
+"""Signing inputs that spend the standard templates (Core's ProduceSignature).
+
+Signatures are RFC 6979 deterministic and low-S (libsecp256k1 via coincurve),
+DER-encoded with the hashtype byte appended.  Every produced scriptSig is
+checked with the interpreter under the standard flags, so ``complete`` means
+"this input now verifies", not merely "a signature was made".
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from coincurve import PrivateKey
+
+from coin.primitives.hashes import hash160
+from coin.primitives.script import push_data, push_minimal
+from coin.primitives.transaction import Transaction, TxIn
+from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
+from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.sighash import SIGHASH_ALL, SighashCache, signature_hash
+from coin.script.standard import (
+    TX_MULTISIG,
+    TX_PUBKEY,
+    TX_PUBKEYHASH,
+    TX_SCRIPTHASH,
+    solve,
+)
+
+
+class KeyStore:
+    """Private keys by the hash160 of their public key, redeem scripts by their hash160."""
+
+    __slots__ = ("_keys", "_scripts")
+
+    def __init__(self) -> None:
+        self._keys: Dict[bytes, Tuple[PrivateKey, bytes]] = {}
+        self._scripts: Dict[bytes, bytes] = {}
+
+    def add_key(self, key: Union[PrivateKey, bytes], compressed: bool = True) -> bytes:
+        """Add a key (object or 32-byte secret); return its serialized public key."""
+        if not isinstance(key, PrivateKey):
+            key = PrivateKey(key)
+        pubkey = key.public_key.format(compressed)
+        self._keys[hash160(pubkey)] = (key, pubkey)
+        return pubkey
+
+    def add_script(self, redeem_script: bytes) -> bytes:
+        """Add a P2SH redeem script; return its hash160."""
+        script_hash = hash160(redeem_script)
+        self._scripts[script_hash] = redeem_script
+        return script_hash
+
+    def get_key(self, key_hash: bytes) -> Optional[Tuple[PrivateKey, bytes]]:
+        """``(private key, serialized public key)`` for a pubkey hash, or None."""
+        return self._keys.get(key_hash)
+
+    def get_script(self, script_hash: bytes) -> Optional[bytes]:
+        return self._scripts.get(script_hash)
+
+
+def create_signature(privkey: PrivateKey, script_code: bytes, tx: Transaction, index: int,
+                     hash_type: int = SIGHASH_ALL, cache: Optional[SighashCache] = None) -> bytes:
+    """DER signature of input ``index`` plus the hashtype byte."""
+    msg = signature_hash(script_code, tx, index, hash_type, cache)
+    return privkey.sign(msg, hasher=None) + bytes((hash_type & 0xFF,))
+
+
+def _sign_template(script: bytes, keystore: KeyStore, tx: Transaction, index: int,
+                   hash_type: int, cache: SighashCache,
+                   allow_p2sh: bool = True) -> Tuple[List[bytes], bool]:
+    """Stack items satisfying ``script`` (Core's SignStep) and whether all were found."""
+    kind, solutions = solve(script)
+    if kind == TX_PUBKEY:
+        entry = keystore.get_key(hash160(solutions[0]))
+        if entry is None:
+            return [], False
+        return [create_signature(entry[0], script, tx, index, hash_type, cache)], True
+    if kind == TX_PUBKEYHASH:
+        entry = keystore.get_key(solutions[0])
+        if entry is None:
+            return [], False
+        key, pubkey = entry
+        return [create_signature(key, script, tx, index, hash_type, cache), pubkey], True
+    if kind == TX_MULTISIG:
+        required = solutions[0][0]
+        items = [b""]  # the dummy element CHECKMULTISIG pops
+        for pubkey in solutions[1:-1]:
+            if len(items) > required:
+                break
+            entry = keystore.get_key(hash160(pubkey))
+            if entry is not None:
+                items.append(create_signature(entry[0], script, tx, index, hash_type, cache))
+        return items, len(items) > required
+    if kind == TX_SCRIPTHASH and allow_p2sh:
+        redeem_script = keystore.get_script(solutions[0])
+        if redeem_script is None:
+            return [], False
+        items, complete = _sign_template(redeem_script, keystore, tx, index, hash_type,
+                                         cache, allow_p2sh=False)
+        return items + [redeem_script], complete
+    return [], False
+
+
+def sign_transaction(tx: Transaction, spent_script_pubkeys: Sequence[bytes], keystore: KeyStore,
+                     hash_type: int = SIGHASH_ALL) -> Tuple[Transaction, bool]:
+    """Sign every input we hold keys for; return ``(new_tx, all_inputs_complete)``.
+
+    ``spent_script_pubkeys[i]`` is the output script input ``i`` spends.  An
+    input that cannot be completed keeps its existing scriptSig when it has
+    one (partial signatures are not merged); otherwise it gets whatever
+    partial signature could be made.
+    """
+    if len(spent_script_pubkeys) != len(tx.vin):
+        raise ValueError("need one spent scriptPubKey per input")
+    cache = SighashCache(tx)
+    new_vin = []
+    all_complete = True
+    for index, (txin, script_pubkey) in enumerate(zip(tx.vin, spent_script_pubkeys, strict=True)):
+        items, _ = _sign_template(script_pubkey, keystore, tx, index, hash_type, cache)
+        script_sig = b"".join(push_minimal(item) for item in items)
+        try:
+            verify_script(script_sig, script_pubkey, STANDARD_SCRIPT_VERIFY_FLAGS,
+                          TransactionSignatureChecker(tx, index, cache))
+            complete = True
+        except ScriptError:
+            complete = False
+            if txin.script_sig:
+                script_sig = txin.script_sig
+        all_complete = all_complete and complete
+        new_vin.append(TxIn(txin.prevout, script_sig, txin.sequence))
+    signed = Transaction(new_vin, tx.vout, tx.locktime, tx.version, tx.tx_type,
+                         tx.extra_payload)
+    return signed, all_complete
+
+
+def sign_p2pkh_input(tx: Transaction, index: int, privkey: PrivateKey, script_pubkey: bytes,
+                     hash_type: int = SIGHASH_ALL,
+                     cache: Optional[SighashCache] = None) -> bytes:
+    """scriptSig ``<sig> <pubkey>`` for a P2PKH input, without solving or verifying.
+
+    For chain builders and benchmarks; the key's compressed or uncompressed
+    form is chosen to match the hash in ``script_pubkey``.
+    """
+    key_hash = script_pubkey[3:23]
+    pubkey = privkey.public_key.format(True)
+    if hash160(pubkey) != key_hash:
+        pubkey = privkey.public_key.format(False)
+        if hash160(pubkey) != key_hash:
+            raise ValueError("key does not match the P2PKH script")
+    sig = create_signature(privkey, script_pubkey, tx, index, hash_type, cache)
+    return push_data(sig) + push_data(pubkey)

@@ -1,0 +1,296 @@
+"""The one entry point to chain persistence: block files, block index, UTXO set, chain state.
+
+Layout under the (network-specific) data directory::
+
+    blocks/blkNNNNN.dat   raw blocks, append-only
+    blocks/revNNNNN.dat   undo data, append-only, checksummed
+    chainstate.sqlite     block index, UTXO set, file statistics, best block
+
+Crash safety: :meth:`ChainStore.flush` fsyncs the files first, then writes
+every change (index rows, coins, file statistics, best-block marker) in one
+database transaction, so after a crash the database is exactly at some flush
+and never points at file data the OS did not have.  Blocks written after that
+flush are still in the files; :meth:`ChainStore.scan_blocks` from the
+position of the last indexed block finds them for replay.
+
+Synchronous and meant for one writer thread; :meth:`ChainStore.read_block`
+and :meth:`ChainStore.read_undo` may also be called from other threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from coin.chain.index import BlockIndexEntry
+from coin.chainparams import ChainParams
+from coin.primitives.coin import Coin
+from coin.storage import blockindex, chainmeta, fileinfo, utxodb
+from coin.storage.blockfiles import BlockFiles
+from coin.storage.blockindex import IndexRow
+from coin.storage.coins import CoinsCache, Key
+from coin.storage.database import open_database
+from coin.storage.errors import StorageError
+from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
+
+DB_FILENAME = "chainstate.sqlite"
+BLOCKS_DIRNAME = "blocks"
+DIR_MODE = 0o700
+DEFAULT_MAX_BLOCKFILE_SIZE = 128 << 20
+
+_T = TypeVar("_T")
+
+
+def _storage_errors(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Report database and OS failures as :class:`StorageError` (the caller's only concern)."""
+    @functools.wraps(method)
+    def wrapper(self: "ChainStore", *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except StorageError:
+            raise
+        except self._backend_errors as e:
+            raise StorageError("%s failed: %s" % (method.__name__, e)) from e
+    return wrapper
+
+
+class ChainStore:
+    """Block and undo files plus the chain-state database of one network."""
+
+    def __init__(self, datadir: str, params: ChainParams, dbcache_mib: int = 300,
+                 max_blockfile_size: int = DEFAULT_MAX_BLOCKFILE_SIZE) -> None:
+        self.datadir = datadir
+        self.params = params
+        self.dbcache_bytes = dbcache_mib << 20
+        self.max_blockfile_size = max_blockfile_size
+        self.blocks_dir = os.path.join(datadir, BLOCKS_DIRNAME)
+        self.db_path = os.path.join(datadir, DB_FILENAME)
+        self._backend_errors: Tuple[type, ...] = (SQLAlchemyError, OSError)
+        self._engine: Optional[Engine] = None
+        self._files: Optional[BlockFiles] = None
+        self._utxos: Optional[UtxoTable] = None
+        self.coins: CoinsCache = CoinsCache(self._load_coins, self.dbcache_bytes,
+                                            MAX_FETCH_BATCH)
+
+    # -- life cycle -------------------------------------------------------------
+
+    @_storage_errors
+    def open(self) -> None:
+        """Create or open the data directory, check the schema, recover the file tails."""
+        if self._engine is not None:
+            raise StorageError("chain store is already open")
+        os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
+        engine = open_database(self.db_path)
+        try:
+            self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
+            with engine.connect() as conn:
+                infos = fileinfo.load_file_info_txn(conn)
+            files = BlockFiles(self.blocks_dir, self.params.message_start,
+                               self.max_blockfile_size)
+            files.open(infos)
+            try:
+                self._utxos = UtxoTable(engine)
+            except BaseException:
+                files.close()
+                raise
+        except BaseException:
+            engine.dispose()
+            raise
+        self._engine, self._files = engine, files
+        self.coins.clear()
+
+    @_storage_errors
+    def close(self) -> None:
+        """Sync the files and release everything; unflushed cache changes are dropped."""
+        if self._files is not None:
+            self._files.close()
+            self._files = None
+        if self._utxos is not None:
+            self._utxos.close()
+            self._utxos = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    def abandon(self) -> None:
+        """Let go of everything as a crash would: no sync, unflushed writes and cache lost.
+
+        For tests of crash recovery inside one process.
+        """
+        if self._files is not None:
+            self._files.abandon()
+            self._files = None
+        if self._utxos is not None:
+            self._utxos.close()
+            self._utxos = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+        self.coins.clear()
+
+    @property
+    def engine(self) -> Engine:
+        """The database engine, for read-only work on other threads (see ``dbpool``)."""
+        if self._engine is None:
+            raise StorageError("chain store is not open")
+        return self._engine
+
+    # -- block and undo files ---------------------------------------------------
+
+    @_storage_errors
+    def write_block(self, raw: bytes, height: int, time: int) -> Tuple[int, int]:
+        """Append a serialized block; ``(file_no, pos)`` to record in its index entry."""
+        return self._open_files().write_block(raw, height, time)
+
+    @_storage_errors
+    def read_block(self, file_no: int, pos: int) -> bytes:
+        return self._open_files().read_block(file_no, pos)
+
+    @_storage_errors
+    def write_undo(self, raw: bytes, block_hash: bytes, height: int) -> Tuple[int, int]:
+        """Append a block's undo data; ``height`` is accepted for pruning and not yet used."""
+        return self._open_files().write_undo(raw, block_hash)
+
+    @_storage_errors
+    def read_undo(self, file_no: int, pos: int, block_hash: bytes) -> bytes:
+        """Undo data of ``block_hash``; CorruptionError if the checksum does not match."""
+        return self._open_files().read_undo(file_no, pos, block_hash)
+
+    @_storage_errors
+    def sync(self) -> None:
+        """Flush and fsync the current block and undo files."""
+        self._open_files().sync()
+
+    def scan_blocks(self, from_file: int = 0,
+                    from_pos: int = 0) -> Iterator[Tuple[int, int, bytes]]:
+        """``(file_no, pos, raw_block)`` for each intact record at or after the position.
+
+        ``from_pos`` may be a block position (that block is included) or any
+        record boundary; ``pos`` in the results is what ``write_block`` returned.
+        A torn or garbage tail ends a file's records.
+        """
+        records = self._open_files().scan_blocks(from_file, from_pos)
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except OSError as e:
+                raise StorageError("scan_blocks failed: %s" % e) from e
+            yield record
+
+    def block_file_bytes(self) -> int:
+        """Total bytes of valid block records (the denominator of reindex progress)."""
+        return self._open_files().total_block_bytes()
+
+    def bytes_before(self, file_no: int, pos: int) -> int:
+        """Bytes of block records before ``(file_no, pos)`` (reindex progress)."""
+        return self._open_files().block_bytes_before(file_no, pos)
+
+    # -- database ---------------------------------------------------------------
+
+    @_storage_errors
+    def load_block_index(self) -> List[IndexRow]:
+        """Every stored index row, parents before children."""
+        with self.engine.connect() as conn:
+            return blockindex.load_block_index_txn(conn)
+
+    @_storage_errors
+    def best_block(self) -> Optional[bytes]:
+        """The block the stored UTXO set is at, or None for an empty chain state."""
+        with self.engine.connect() as conn:
+            return chainmeta.get_best_block_txn(conn)
+
+    @_storage_errors
+    def utxo_snapshot(self) -> List[Tuple[Key, Coin]]:
+        """The whole current UTXO set, stored coins overlaid with unflushed changes, by key.
+
+        Holds every coin in memory: for tests and audits, not for big chains.
+        """
+        with self.engine.connect() as conn:
+            coins = dict(utxodb.iter_coins_txn(conn))
+        changes = self.coins.changes()
+        for key in changes.inserts + changes.upserts:
+            coins[key] = self.coins.cached(key)
+        for key in changes.deletes:
+            coins.pop(key, None)
+        return sorted(coins.items(), key=lambda item: item[0])
+
+    def needs_flush(self) -> bool:
+        """True when the UTXO cache has outgrown ``dbcache``."""
+        return self.coins.over_budget()
+
+    @_storage_errors
+    def flush(self, dirty_entries: Iterable[BlockIndexEntry], best_block: bytes) -> None:
+        """Persist everything up to now atomically: after a crash, all of it or none.
+
+        Fsyncs the block and undo files, then in one transaction upserts
+        ``dirty_entries``, applies the cached coin changes, saves the file
+        statistics and sets the best-block marker.  On failure nothing is
+        committed and the cache keeps its changes, so the flush can be retried.
+        """
+        files = self._open_files()
+        files.sync()
+        entries = list(dirty_entries)
+        infos = files.dirty_infos()
+        changes = self.coins.changes()
+        assert self._utxos is not None
+        with self.engine.begin() as conn:
+            blockindex.upsert_block_index_txn(conn, entries)
+            cached = self.coins.cached
+            self._utxos.write_txn(conn,
+                                  [coin_row(key, cached(key)) for key in changes.inserts],
+                                  [coin_row(key, cached(key)) for key in changes.upserts],
+                                  changes.deletes)
+            fileinfo.save_file_info_txn(conn, infos)
+            chainmeta.set_best_block_txn(conn, best_block)
+        self.coins.flushed(changes)
+        files.mark_clean(infos)
+
+    @_storage_errors
+    def wipe_chainstate(self) -> None:
+        """Drop the UTXO set and best block, keeping index and files (-reindex-chainstate)."""
+        with self.engine.begin() as conn:
+            utxodb.delete_all_txn(conn)
+            chainmeta.delete_value_txn(conn, chainmeta.BEST_BLOCK)
+        self.coins.clear()
+
+    @_storage_errors
+    def wipe_index_and_chainstate(self) -> None:
+        """Keep only the block files (-reindex): drop index, UTXO set, best block, undo data."""
+        with self.engine.begin() as conn:
+            blockindex.delete_block_index_txn(conn)
+            utxodb.delete_all_txn(conn)
+            chainmeta.delete_value_txn(conn, chainmeta.BEST_BLOCK)
+            fileinfo.reset_undo_sizes_txn(conn)
+        self.coins.clear()
+        self._open_files().remove_undo_files()
+
+    @_storage_errors
+    def is_reindexing(self) -> bool:
+        """Whether a reindex was started and has not finished (so it must resume)."""
+        with self.engine.connect() as conn:
+            return chainmeta.get_reindexing_txn(conn)
+
+    @_storage_errors
+    def set_reindexing(self, reindexing: bool) -> None:
+        """Persist the reindex flag at once."""
+        with self.engine.begin() as conn:
+            chainmeta.set_reindexing_txn(conn, reindexing)
+
+    # -- internals --------------------------------------------------------------
+
+    def _open_files(self) -> BlockFiles:
+        if self._files is None:
+            raise StorageError("chain store is not open")
+        return self._files
+
+    @_storage_errors
+    def _load_coins(self, keys: Sequence[Key]) -> Dict[Key, Coin]:
+        if self._utxos is None:
+            raise StorageError("chain store is not open")
+        return self._utxos.fetch(keys)

@@ -1,0 +1,76 @@
+"""Everything that differs between database back ends, with portable fallbacks.
+
+SQLite gets its connection pragmas and explicit ``BEGIN`` here; PostgreSQL and
+SQLite share ``INSERT .. ON CONFLICT DO UPDATE``; any other dialect upserts by
+delete-then-insert inside the caller's transaction.
+
+Durability on SQLite: WAL with ``synchronous=NORMAL`` does not fsync on every
+commit.  A committed transaction is in the WAL file in the OS page cache, so it
+survives the process being killed (kill -9, crash, OOM); only power loss or an
+OS crash can lose the last commits, and even then the database stays
+consistent (it rolls back to an earlier commit).  Block files are fsynced
+before every flush, so the index never points at data the OS has not written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from sqlalchemy import Table, and_, bindparam, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql.expression import Executable
+
+#: Applied to every new SQLite connection, in this order.
+SQLITE_PRAGMAS = (
+    "journal_mode=WAL",
+    "synchronous=NORMAL",
+    "foreign_keys=ON",
+    "busy_timeout=10000",
+    # Truncate the WAL back to this size after a checkpoint (a big flush can grow it).
+    "journal_size_limit=67108864",
+)
+
+_ON_CONFLICT_DIALECTS = ("sqlite", "postgresql")
+
+
+def configure_engine(engine: Engine) -> None:
+    """Install per-connection set-up for ``engine``'s dialect (call once, before use)."""
+    if engine.dialect.name != "sqlite":
+        return
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin,
+        # so a transaction covers every statement (DDL and SELECT included).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute("PRAGMA " + pragma)
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+def upsert_statements(table: Table, dialect_name: str) -> Tuple[Executable, ...]:
+    """Statements that, run in order with the same row parameters, insert-or-replace rows.
+
+    Parameters are named after the table's columns.  Run them inside one
+    transaction: the fallback (delete, then insert) is only atomic there.
+    """
+    pk = list(table.primary_key.columns)
+    if dialect_name in _ON_CONFLICT_DIALECTS:
+        if dialect_name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert
+        stmt = insert(table)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=pk,
+            set_={c.name: stmt.excluded[c.name] for c in table.columns if not c.primary_key})
+        return (stmt,)
+    delete = table.delete().where(and_(*(c == bindparam(c.name) for c in pk)))
+    return (delete, table.insert())

@@ -1,0 +1,9 @@
+"""The exceptions that end a coin-cli command."""
+
+
+class CliError(Exception):
+    """Ends the command: coin-cli prints ``error: <message>`` and exits with status 1."""
+
+
+class ConnectionFailed(CliError):
+    """The server could not be reached or is still warming up; -rpcwait retries these."""
