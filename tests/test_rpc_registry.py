@@ -440,8 +440,8 @@ class ControlMethodTests(SynchronousTestCase):
         try:
             xml = _run(control.getmemoryinfo, ["mallocinfo"])
         except RPCError as error:  # not glibc
-            self.assertEqual((error.code, error.message), (-8, "mallocinfo is only available "
-                                                                "when compiled with glibc 2.10+"))
+            self.assertEqual((error.code, error.message),
+                             (-8, "mallocinfo is only available when compiled with glibc 2.10+"))
         else:
             self.assertTrue(xml.startswith('<malloc version="1">'), xml[:40])
         self.assertEqual(rpc_error(_run, control.getmemoryinfo, ["x"]), (-8, "unknown mode x"))

@@ -271,6 +271,7 @@ class ChainState:
                 self.activate_best_chain()
                 self._log_reindex_progress(file_no, pos, total, count, started)
         if full:
+            self.activate_best_chain()
             self._log_reindex_progress(None, 0, total, count, started)
 
     def _replay_one(self, block: Block, file_no: int, pos: int) -> None:

@@ -23,7 +23,8 @@ from twisted.web.http import datetimeToString
 
 from coin.rpc.auth import AllowList, Authenticator
 from coin.rpc.errors import (
-    HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_UNAUTHORIZED, map_exception,
+    HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_PAYLOAD_TOO_LARGE, HTTP_UNAUTHORIZED,
+    map_exception,
 )
 from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json
 
@@ -79,9 +80,9 @@ class CoreHTTPRequest(server.Request):
         self.requestHeaders.removeHeader(b"Expect")  # no "100 Continue" after this
         body = b"Request body too large: the limit is %d bytes\n" % self.channel.site.max_body
         self.channel.transport.write(
-            b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: text/plain\r\n"
-            b"Date: " + datetimeToString() + b"\r\nContent-Length: %d\r\n"
-            b"Connection: close\r\n\r\n" % len(body) + body)
+            b"HTTP/1.1 %d Request Entity Too Large\r\nContent-Type: text/plain\r\n"
+            % HTTP_PAYLOAD_TOO_LARGE + b"Date: " + datetimeToString()
+            + b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
         self.channel.loseConnection()
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
