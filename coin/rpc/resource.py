@@ -131,6 +131,7 @@ class RPCSite(server.Site):
     """The HTTP server for RPC and REST: Core's limits and access rules on every path."""
 
     requestFactory = CoreHTTPRequest
+    noisy = False
 
     def __init__(self, root: resource.IResource, *, allow: AllowList,
                  max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
@@ -138,6 +139,13 @@ class RPCSite(server.Site):
         super().__init__(root, parsePOSTFormSubmission=False, timeout=timeout, reactor=reactor)
         self.allow = allow
         self.max_body = max_body
+
+    def log(self, request: server.Request) -> None:
+        """Requests are logged only with ``-debug=http`` (as Core), not as an access log."""
+        _log.debug("Received a {method} request for {uri} from {peer}",
+                   method=request.method.decode("ascii", "replace"),
+                   uri=request.uri.decode("ascii", "replace"),
+                   peer=request.getClientAddress())
 
 
 def _respond(request: server.Request, status: int, body: bytes = b"",

@@ -1,0 +1,133 @@
+"""What RPC and REST see of the chain: reads, submissions and mining, as Deferreds.
+
+Handlers never touch the chain state's writer directly: anything that reads
+the UTXO set or changes state goes through the validation service's single
+worker thread; block reads from disk run in the reactor's thread pool.  Pure
+index reads (tip, heights, entries) are served from memory in the caller's
+thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Tuple
+
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThread
+
+from coin.chain.chainstate import ChainState
+from coin.chain.clock import NodeClock
+from coin.chain.index import BlockIndexEntry
+from coin.chain.service import ValidationService
+from coin.chainparams import ChainParams
+from coin.mining.assembler import MiningError, create_block, solve
+from coin.primitives.block import Block
+
+
+
+class TipWaiters:
+    """Deferreds waiting for the tip to satisfy a condition (waitfor* RPCs)."""
+
+    def __init__(self) -> None:
+        self._waiting: List[Tuple[Callable[[BlockIndexEntry], bool], Deferred]] = []
+
+    def wait(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
+        d: Deferred = Deferred(lambda d: self._cancel(d))
+        self._waiting.append((condition, d))
+        return d
+
+    def _cancel(self, d: Deferred) -> None:
+        self._waiting = [(c, w) for c, w in self._waiting if w is not d]
+
+    def tip_changed(self, entry: BlockIndexEntry) -> None:
+        ready = [(c, d) for c, d in self._waiting if c(entry)]
+        self._waiting = [(c, d) for c, d in self._waiting if not c(entry)]
+        for _, d in ready:
+            d.callback(entry)
+
+
+class ChainAccess:
+    """The chain facade handed to RPC methods and the REST resource."""
+
+    def __init__(self, service: ValidationService, clock: NodeClock, reactor: Any) -> None:
+        self._service = service
+        self.clock = clock
+        self._reactor = reactor
+        self.tip_waiters = TipWaiters()
+        service.subscribe(self.tip_waiters)
+
+    @property
+    def state(self) -> ChainState:
+        """The in-memory index and active chain (read only from here)."""
+        return self._service.chainstate
+
+    @property
+    def params(self) -> ChainParams:
+        return self.state.params
+
+    def read_block(self, entry: BlockIndexEntry) -> Deferred:
+        """Fires with the :class:`Block` stored for ``entry``."""
+        return deferToThread(self.state.read_block, entry)
+
+    def read_undo(self, entry: BlockIndexEntry) -> Deferred:
+        return deferToThread(self.state.read_undo, entry)
+
+    def get_coins(self, keys: List[Tuple[bytes, int]]) -> Deferred:
+        """Fires with ``[Coin | None]`` for ``(txid, n)`` keys, from the UTXO set."""
+        return self._service.call(lambda cs: cs.store.coins.fetch(keys))
+
+    def utxo_snapshot(self) -> Deferred:
+        """Fires with ``(best_entry, [(key, Coin)])``: a consistent copy of the UTXO set."""
+        return self._service.call(lambda cs: (cs.tip, cs.store.utxo_snapshot()))
+
+    def submit_block(self, block: Block) -> Deferred:
+        return self._service.submit_block(block)
+
+    def submit_header(self, header) -> Deferred:
+        return self._service.submit_header(header)
+
+    def invalidate_block(self, block_hash: bytes) -> Deferred:
+        return self._service.invalidate_block(block_hash)
+
+    def reconsider_block(self, block_hash: bytes) -> Deferred:
+        return self._service.reconsider_block(block_hash)
+
+    def precious_block(self, block_hash: bytes) -> Deferred:
+        return self._service.precious_block(block_hash)
+
+    def call(self, f: Callable[..., Any], *args: Any) -> Deferred:
+        """Run ``f(chainstate, *args)`` on the writer thread."""
+        return self._service.call(f, *args)
+
+    def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
+        """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
+        return self._service.call(_generate, script_pubkey, count, max_tries)
+
+    def wait_for_tip(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
+        """Fires with the tip once ``condition(tip)`` holds (at once if it already does)."""
+        tip = self.state.tip
+        if tip is not None and condition(tip):
+            d: Deferred = Deferred()
+            d.callback(tip)
+            return d
+        return self.tip_waiters.wait(condition)
+
+
+def _generate(chainstate: ChainState, script_pubkey: bytes, count: int,
+              max_tries: int) -> List[bytes]:
+    """Core's generateBlocks: stop early when ``max_tries`` nonces are used up."""
+    hashes: List[bytes] = []
+    extra_nonce = 0
+    tries_left = max_tries
+    while len(hashes) < count and tries_left > 0:
+        extra_nonce += 1
+        template = create_block(chainstate, script_pubkey, extra_nonce=extra_nonce)
+        try:
+            block = solve(template, chainstate.params, max_tries=tries_left)
+        except MiningError:
+            break
+        tries_left -= block.header.nonce + 1
+        entry: Optional[BlockIndexEntry] = chainstate.process_block(block)
+        hashes.append(entry.hash)
+    return hashes
+
+

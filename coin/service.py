@@ -1,0 +1,237 @@
+"""The Twisted MultiService that assembles a node from its configuration.
+
+Start-up order follows Core: lock the datadir, open logs, start the RPC
+server (answering -28 "warming up" at once), then load the chain on the
+validation worker and open RPC for real.  Shutdown reverses it and flushes
+the chain state.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from typing import Any, List, Optional
+
+from twisted.application import service
+from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
+from twisted.internet.error import CannotListenError
+from twisted.logger import Logger, globalLogPublisher
+
+from coin import __version__
+from coin.chain.access import ChainAccess
+from coin.chain.chainstate import ChainState
+from coin.chain.clock import NodeClock
+from coin.chain.service import ValidationService
+from coin.chainparams import ChainParams, get_params
+from coin.config import Config, ConfigError
+from coin.logs import DebugCategories, build_observers
+from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
+from coin.rpc.jsonrpc import JSONRPCCore, Warmup
+from coin.rpc.registry import MethodTable, load_plugins
+from coin.rpc.resource import RPCRoot, RPCSite
+from coin.storage.chainstore import ChainStore
+
+log = Logger()
+
+#: Bytes in a MiB, for -dbcache.
+_MIB = 1 << 20
+
+
+class StartupError(Exception):
+    """A fatal problem found while starting; the message is shown to the user."""
+
+
+class NodeFacade:
+    """What RPC method handlers see of the node (coin.rpc.context.NodeFacade)."""
+
+    def __init__(self, node: "NodeService", chain: ChainAccess, logging: DebugCategories) -> None:
+        self._node = node
+        self.chain = chain
+        self.wallets: dict = {}
+        self.logging = logging
+
+    def shutdown(self) -> None:
+        self._node.request_shutdown()
+
+    def uptime(self) -> int:
+        return self._node.uptime()
+
+
+class NodeService(service.MultiService):
+    """A whole node: chain, validation worker, RPC server."""
+
+    def __init__(self, config: Config, reactor: Any, methods: Optional[MethodTable] = None) -> None:
+        super().__init__()
+        self.config = config
+        self.reactor = reactor
+        self.params: ChainParams = get_params(config.network or "main")
+        self.datadir = config.net_datadir
+        self.started_at = time.time()
+        self._lock_file: Optional[Any] = None
+        self._ports: List[Any] = []
+        self._observers: List[Any] = []
+        #: Process exit status (non-zero when start-up failed after the reactor ran).
+        self.exit_code = 0
+        self.categories = self._parse_debug()
+        self.methods = methods
+        self.warmup = Warmup("Loading block index...")
+        self.clock = NodeClock()
+        self.authenticator: Optional[Authenticator] = None
+        self.validation: Optional[ValidationService] = None
+        self.chain: Optional[ChainAccess] = None
+
+    # ------------------------------------------------------------ helpers
+
+    def _parse_debug(self) -> DebugCategories:
+        try:
+            return DebugCategories.parse(self.config.get_all("debug"))
+        except ValueError as e:
+            raise StartupError(str(e)) from None
+
+    def uptime(self) -> int:
+        return int(time.time() - self.started_at)
+
+    def request_shutdown(self) -> None:
+        """Stop soon, after the current RPC reply is written (the ``stop`` RPC)."""
+        self.reactor.callLater(0.05, self._stop_reactor)
+
+    def _stop_reactor(self) -> None:
+        if self.reactor.running:
+            self.reactor.stop()
+
+    # ------------------------------------------------------------ start-up
+
+    def prepare(self) -> None:
+        """Everything that can fail before the reactor runs; raises StartupError."""
+        os.makedirs(self.datadir, exist_ok=True)
+        self._lock_datadir()
+        self._start_logging()
+        log.info("Coin version v{version}", version=__version__)
+        log.info("Using data directory {datadir}", datadir=self.datadir)
+        for warning in self.config.warnings:
+            log.warn("{warning}", warning=warning)
+        if self.methods is None:
+            try:
+                self.methods = load_plugins()
+            except Exception as e:
+                raise StartupError("Error loading RPC plugins: %s" % e) from None
+        store = ChainStore(self.datadir, self.params,
+                           dbcache_mib=max(4, self.config.get_int("dbcache") or 450))
+        try:
+            store.open()
+        except Exception as e:
+            raise StartupError("Error opening block database: %s" % e) from None
+        chainstate = ChainState(self.params, store, now=self.clock.now)
+        self.validation = ValidationService(
+            chainstate, self.reactor, reindex=self.config.get_bool("reindex", False),
+            reindex_chainstate=self.config.get_bool("reindex-chainstate", False))
+        self.validation.setServiceParent(self)
+        self.chain = ChainAccess(self.validation, self.clock, self.reactor)
+        if self.config.get_bool("server", True):
+            self._start_rpc()
+        self._write_pid_file()
+
+    def _lock_datadir(self) -> None:
+        path = os.path.join(self.datadir, ".lock")
+        handle = open(path, "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise StartupError("Cannot obtain a lock on data directory %s. Coin is probably "
+                               "already running." % self.datadir) from None
+        self._lock_file = handle
+
+    def _start_logging(self) -> None:
+        log_path = None
+        if not self.config.is_negated("debuglogfile"):
+            log_path = self.config.resolve_path(self.config.get("debuglogfile", "debug.log"))
+        console_default = not self.config.get_bool("daemon", False)
+        console = sys.stdout if self.config.get_bool("printtoconsole", console_default) else None
+        self._observers = build_observers(self.categories, log_path, console)
+        for observer in self._observers:
+            globalLogPublisher.addObserver(observer)
+
+    def _start_rpc(self) -> None:
+        config = self.config
+        try:
+            self.authenticator = Authenticator.from_options(
+                rpcuser=config.get("rpcuser", "") or "",
+                rpcpassword=config.get("rpcpassword", "") or "",
+                rpcauth=config.get_all("rpcauth"),
+                cookie_path=config.cookie_path())
+            allow = AllowList(config.get_all("rpcallowip"))
+        except (ConfigError, ValueError) as e:
+            raise StartupError(str(e)) from None
+        default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
+            else None
+        whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
+        facade = NodeFacade(self, self.chain, self.categories)
+        core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
+                           clock=self.reactor)
+        root = RPCRoot(core, self.authenticator, self.reactor)
+        site = RPCSite(root, allow=allow, reactor=self.reactor)
+        port = config.get_int("rpcport") or self.params.rpc_port
+        endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
+                                                 config.get_all("rpcallowip"), port)
+        for warning in warnings:
+            log.warn("WARNING: {warning}", warning=warning)
+        failures = []
+        for host, p in endpoints:
+            try:
+                self._ports.append(self.reactor.listenTCP(p, site, interface=host))
+                log.info("Binding RPC on address {host} port {port}", host=host, port=p)
+            except CannotListenError as e:
+                failures.append("%s:%d (%s)" % (host, p, e.socketError))
+        for failure in failures:
+            log.warn("Binding RPC on address {failure} failed.", failure=failure)
+        if not self._ports:
+            raise StartupError("Unable to start HTTP server. See debug log for details.")
+
+    def _pid_path(self) -> str:
+        return self.config.resolve_path(self.config.get("pid", "coind.pid") or "coind.pid")
+
+    def _write_pid_file(self) -> None:
+        with open(self._pid_path(), "w") as f:
+            f.write("%d\n" % os.getpid())
+
+    def startService(self) -> None:
+        super().startService()
+        assert self.validation is not None
+        self.validation.ready.addCallbacks(self._loaded, self._load_failed)
+
+    def _loaded(self, chainstate: ChainState) -> None:
+        log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
+                 hash=chainstate.tip.hash[::-1].hex())
+        self.warmup.finish()
+
+    def _load_failed(self, failure) -> None:
+        log.failure("Error loading the chain state", failure)
+        sys.stderr.write("Error: %s\n" % failure.getErrorMessage())
+        self.exit_code = 1
+        self._stop_reactor()
+
+    # ------------------------------------------------------------ shutdown
+
+    def stopService(self) -> Deferred:
+        log.info("Shutdown: In progress...")
+        stops = [maybeDeferred(p.stopListening) for p in self._ports]
+        self._ports = []
+        d = DeferredList(stops)
+        d.addCallback(lambda _: super(NodeService, self).stopService())
+        d.addBoth(self._finish_shutdown)
+        return d
+
+    def _finish_shutdown(self, result: Any) -> Any:
+        if self.authenticator is not None and self.authenticator.cookie_path is not None:
+            delete_cookie(self.authenticator.cookie_path)
+        try:
+            os.unlink(self._pid_path())
+        except OSError:
+            pass
+        log.info("Shutdown: done")
+        for observer in self._observers:
+            globalLogPublisher.removeObserver(observer)
+        return result

@@ -1,0 +1,115 @@
+"""``coind`` and ``twistd coind``: Core-style arguments in, a running node out.
+
+Both entry points share :func:`load_config` and :class:`~coin.service.NodeService`;
+a bad argument or a failed start-up check prints ``Error: ...`` on stderr and
+exits with status 1 before anything is served.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+from twisted.python import usage
+
+from coin import __version__
+from coin.config import Config, ConfigError
+from coin.config.node import node_options
+from coin.service import NodeService, StartupError
+
+USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
+
+
+def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
+    """Parse arguments and coin.conf; None when a help/version request was answered."""
+    config = Config(node_options())
+    config.parse_command_line(argv)
+    if config.get_bool("version", False):
+        out.write("Coin Daemon version v%s\n" % __version__)
+        return None
+    if any(config.is_set(name) for name in ("?", "h", "help", "help-debug")):
+        out.write("Coin Daemon version v%s\n\n%s\nOptions:\n\n%s\n" % (
+            __version__, USAGE, config.registry.help_text(config.is_set("help-debug"))))
+        return None
+    if config.args:
+        raise ConfigError("Error: Command line contains unexpected token '%s', see coind -h "
+                          "for a list of options." % config.args[0])
+    config.read_config_files()
+    return config
+
+
+class Options(usage.Options):
+    """twistd's options for ``coind``: the raw argument list goes to coin.config."""
+
+    synopsis = "[coind options]"
+    longdesc = "Run a coin node. Arguments are Core-style: -regtest -rpcport=31931 ..."
+
+    def parseOptions(self, options: Optional[List[str]] = None) -> None:
+        argv = sys.argv[1:] if options is None else list(options)
+        try:
+            self.config = load_config(argv)
+        except ConfigError as e:
+            raise usage.UsageError(str(e)) from None
+        if self.config is None:
+            raise SystemExit(0)
+
+
+def makeService(options: Options) -> NodeService:
+    from twisted.internet import reactor
+
+    node = NodeService(options.config, reactor)
+    try:
+        node.prepare()
+    except StartupError as e:
+        sys.stderr.write("Error: %s\n" % e)
+        raise SystemExit(1) from None
+    return node
+
+
+def _daemonize() -> None:
+    """Detach from the terminal (double fork, new session, stdio to /dev/null)."""
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The ``coind`` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        config = load_config(argv)
+    except ConfigError as e:
+        sys.stderr.write("%s\n" % e)
+        return 1
+    if config is None:
+        return 0
+    if config.get_bool("daemon", False):
+        sys.stdout.write("Coin server starting\n")
+        sys.stdout.flush()
+        _daemonize()
+
+    from twisted.internet import reactor
+    from twisted.logger import globalLogBeginner
+
+    globalLogBeginner.beginLoggingTo([], redirectStandardIO=False, discardBuffer=True)
+    node = NodeService(config, reactor)
+    try:
+        node.prepare()
+    except StartupError as e:
+        sys.stderr.write("Error: %s\n" % e)
+        return 1
+    reactor.callWhenRunning(node.startService)
+    reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
+    reactor.run()
+    return node.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

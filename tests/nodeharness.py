@@ -1,0 +1,203 @@
+"""Real ``coind`` processes for integration tests: free loopback ports, temporary datadirs.
+
+    node = NodeProcess.start(self.mktemp())          # regtest, user u / password p
+    node.rpc("getblockcount")                        # raw HTTP JSON-RPC
+    node.post(b'{"method":"help"}')                  # (status, headers, body bytes)
+    node.cli("getblockhash", "0")                    # coin-cli as a user runs it
+    node.stop()
+
+``shared_node()`` is one node per test process with a mined chain, for tests
+that only read.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from coin.chainparams import REGTEST
+from coin.primitives.address import Destination, encode_address
+from coin.primitives.hashes import hash160
+from coin.testing.chainbuilder import deterministic_key
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER, PASSWORD = "u", "p"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+class RPCFailure(Exception):
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__("HTTP %d, error %d: %s" % (status, code, message))
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class NodeProcess:
+    """A ``coind -regtest`` child process and ways to talk to it."""
+
+    def __init__(self, datadir: str, rpcport: int, args: Sequence[str],
+                 credentials: Optional[Tuple[str, str]]) -> None:
+        self.datadir = os.path.abspath(datadir)
+        self.rpcport = rpcport
+        self.args = list(args)
+        self.credentials = credentials
+        self.process: Optional[subprocess.Popen] = None
+
+    @classmethod
+    def start(cls, datadir: str, extra_args: Sequence[str] = (),
+              credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
+              wait: bool = True) -> "NodeProcess":
+        """Start a node; with ``credentials=None`` it uses cookie authentication."""
+        os.makedirs(datadir, exist_ok=True)
+        port = free_port()
+        args = ["-regtest", "-datadir=%s" % os.path.abspath(datadir), "-rpcport=%d" % port,
+                "-printtoconsole=0"]
+        if credentials is not None:
+            args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
+        node = cls(datadir, port, args + list(extra_args), credentials)
+        node.launch()
+        if wait:
+            node.wait_ready()
+        return node
+
+    @property
+    def net_datadir(self) -> str:
+        return os.path.join(self.datadir, "regtest")
+
+    def launch(self) -> None:
+        self._stderr = open(os.path.join(self.datadir, "stderr.txt"), "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "coin.tap"] + self.args, cwd=ROOT, env=_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr)
+
+    def stderr_text(self) -> str:
+        with open(os.path.join(self.datadir, "stderr.txt")) as f:
+            return f.read()
+
+    def _authorization(self) -> str:
+        if self.credentials is not None:
+            user, password = self.credentials
+        else:
+            with open(os.path.join(self.net_datadir, ".cookie")) as f:
+                user, _, password = f.read().strip().partition(":")
+        return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until RPC answers and the node is past warm-up (-28)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("coind exited with %s: %s"
+                                   % (self.process.returncode, self.stderr_text()))
+            try:
+                self.rpc("uptime")
+                return
+            except (OSError, RPCFailure):
+                time.sleep(0.1)
+        raise RuntimeError("coind did not become ready: %s" % self.stderr_text())
+
+    def post(self, body: bytes, path: str = "/", headers: Optional[Dict[str, str]] = None,
+             auth: bool = True, method: str = "POST",
+             timeout: float = 60.0) -> Tuple[int, Dict[str, str], bytes]:
+        """One raw HTTP request; returns status, headers (lower-case names) and body."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.rpcport, timeout=timeout)
+        try:
+            h = {"Content-Type": "text/plain"}
+            if auth:
+                h["Authorization"] = self._authorization()
+            h.update(headers or {})
+            conn.request(method, path, body=body, headers=h)
+            response = conn.getresponse()
+            return (response.status, {k.lower(): v for k, v in response.getheaders()},
+                    response.read())
+        finally:
+            conn.close()
+
+    def rpc(self, method: str, *params: Any, path: str = "/", **named: Any) -> Any:
+        payload = {"method": method, "params": named if named else list(params), "id": 1}
+        status, _, body = self.post(json.dumps(payload).encode(), path=path)
+        reply = json.loads(body)
+        if reply.get("error"):
+            raise RPCFailure(status, reply["error"]["code"], reply["error"]["message"])
+        return reply["result"]
+
+    def cli(self, *args: str, stdin: Optional[str] = None,
+            auth: bool = True) -> subprocess.CompletedProcess:
+        """Run coin-cli against this node; returns the completed process (text)."""
+        base = ["-regtest", "-datadir=%s" % self.datadir, "-rpcport=%d" % self.rpcport]
+        if auth and self.credentials is not None:
+            base += ["-rpcuser=%s" % self.credentials[0], "-rpcpassword=%s" % self.credentials[1]]
+        return subprocess.run([sys.executable, "-m", "coincli"] + base + list(args),
+                              input=stdin, capture_output=True, text=True, cwd=ROOT,
+                              env=_env(), timeout=120)
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """``stop`` over RPC, then wait for the process to exit; returns its status."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        try:
+            self.rpc("stop")
+        except (OSError, RPCFailure):
+            self.process.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+#: A regtest P2PKH address the shared node mines to (key: sha256("coin test chain")).
+MINER_ADDRESS = encode_address(
+    Destination("pubkeyhash", hash160(deterministic_key("coin test chain").public_key.format())),
+    REGTEST)
+
+_shared: Optional[NodeProcess] = None
+#: Blocks mined on the shared node before tests use it.
+SHARED_BLOCKS = 110
+
+
+def shared_node() -> NodeProcess:
+    """One node per test process with ``SHARED_BLOCKS`` mined; stopped at exit.
+
+    Tests must not change its chain (no invalidateblock, no mining): start a
+    private node for that.
+    """
+    global _shared
+    if _shared is None:
+        node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-shared-"))
+        atexit.register(node.stop)
+        node.rpc("generatetoaddress", SHARED_BLOCKS, MINER_ADDRESS)
+        _shared = node
+    return _shared
+

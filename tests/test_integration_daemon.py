@@ -1,0 +1,228 @@
+"""coind as a user runs it: start, stop, signals, arguments, cookie, plugins, twistd."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.nodeharness import ROOT, NodeProcess, RPCFailure, free_port, _env
+
+
+def run_coind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "coin.tap"] + list(args), capture_output=True,
+                          text=True, cwd=ROOT, env=_env(), timeout=timeout)
+
+
+class LifecycleTests(SynchronousTestCase):
+    def test_start_query_stop(self) -> None:
+        node = NodeProcess.start(self.mktemp())
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("getblockcount"), 0)
+        self.assertEqual(node.rpc("getbestblockhash"),
+                         "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206")
+        pid_file = os.path.join(node.net_datadir, "coind.pid")
+        with open(pid_file) as f:
+            self.assertEqual(int(f.read()), node.process.pid)
+        self.assertTrue(os.path.exists(os.path.join(node.net_datadir, "debug.log")))
+        result = node.cli("stop")
+        self.assertEqual((result.returncode, result.stdout), (0, "Coin server stopping\n"))
+        self.assertEqual(node.wait(), 0)
+        self.assertFalse(os.path.exists(pid_file))
+
+    def test_sigterm_flushes_and_restart_keeps_the_chain(self) -> None:
+        datadir = self.mktemp()
+        node = NodeProcess.start(datadir)
+        self.addCleanup(node.kill)
+        from tests.nodeharness import MINER_ADDRESS
+        hashes = node.rpc("generatetoaddress", 5, MINER_ADDRESS)
+        node.process.send_signal(signal.SIGTERM)
+        self.assertEqual(node.wait(), 0)
+        again = NodeProcess.start(datadir)
+        self.addCleanup(again.kill)
+        self.assertEqual(again.rpc("getblockcount"), 5)
+        self.assertEqual(again.rpc("getbestblockhash"), hashes[-1])
+        again.stop()
+
+    def test_second_node_on_the_same_datadir_is_refused(self) -> None:
+        node = NodeProcess.start(self.mktemp())
+        self.addCleanup(node.kill)
+        result = run_coind(*node.args[:-1], "-rpcport=%d" % free_port())
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Cannot obtain a lock on data directory", result.stderr)
+        node.stop()
+
+    def test_daemon_detaches_with_a_pid_file(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        result = run_coind("-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
+                           "-rpcuser=u", "-rpcpassword=p", "-daemon")
+        self.assertEqual(result.returncode, 0)
+        node = NodeProcess(datadir, port, [], ("u", "p"))
+        pid_file = os.path.join(datadir, "regtest", "coind.pid")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(pid_file) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with open(pid_file) as f:
+            pid = int(f.read())
+        self.addCleanup(lambda: _kill_quietly(pid))
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.assertEqual(node.rpc("getblockcount"), 0)
+                break
+            except (OSError, RPCFailure):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        node.rpc("stop")
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(_alive(pid))
+
+    def test_twistd_plugin_runs_the_node(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n",
+             "--pidfile=", "coind", "-regtest",
+             "-datadir=" + datadir, "-rpcport=%d" % port, "-rpcuser=u", "-rpcpassword=p"],
+            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        node = NodeProcess(datadir, port, [], ("u", "p"))
+        node.process = process
+        node._stderr = None
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.assertEqual(node.rpc("getblockcount"), 0)
+                break
+            except (OSError, RPCFailure):
+                if time.monotonic() > deadline or process.poll() is not None:
+                    self.fail("twistd coind did not start: %s" % process.stderr.read())
+                time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        # twistd re-raises the stopping signal on its way out (its convention for exit status).
+        self.assertIn(process.wait(60), (0, -signal.SIGTERM))
+        with open(os.path.join(datadir, "regtest", "debug.log")) as f:
+            self.assertIn("Shutdown: done", f.read())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class ArgumentTests(SynchronousTestCase):
+    def test_unknown_argument_stops_start_up(self) -> None:
+        result = run_coind("-regtest", "-nosuchoption=1")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Invalid parameter -suchoption", result.stderr)
+
+    def test_malformed_integer(self) -> None:
+        result = run_coind("-regtest", "-rpcport=abc")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("rpcport", result.stderr)
+
+    def test_malformed_rpcauth_stops_start_up(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        result = run_coind("-regtest", "-datadir=" + datadir, "-rpcport=%d" % free_port(),
+                           "-rpcauth=nocolon")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Invalid -rpcauth argument.", result.stderr)
+
+    def test_version(self) -> None:
+        result = run_coind("-version")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("Coin Daemon version", result.stdout)
+
+    def test_conf_file_sections(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        with open(os.path.join(datadir, "coin.conf"), "w") as f:
+            f.write("regtest=1\nrpcuser=u\n[regtest]\nrpcpassword=p\nrpcport=%d\n" % port)
+        process = subprocess.Popen([sys.executable, "-m", "coin.tap", "-datadir=" + datadir,
+                                    "-printtoconsole=0"], cwd=ROOT, env=_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        node = NodeProcess(datadir, port, [], ("u", "p"))
+        node.process = process
+        self.addCleanup(node.kill)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.assertEqual(node.rpc("getblockcount"), 0)
+                break
+            except (OSError, RPCFailure):
+                if time.monotonic() > deadline or process.poll() is not None:
+                    self.fail("coind did not start from coin.conf")
+                time.sleep(0.1)
+        # coin-cli reads the same file.
+        result = subprocess.run([sys.executable, "-m", "coincli", "-datadir=" + datadir,
+                                 "getblockcount"], capture_output=True, text=True, cwd=ROOT,
+                                env=_env())
+        self.assertEqual(result.stdout, "0\n")
+        node.stop()
+
+
+class CookieTests(SynchronousTestCase):
+    def test_cookie_is_private_used_by_cli_and_removed(self) -> None:
+        node = NodeProcess.start(self.mktemp(), credentials=None)
+        self.addCleanup(node.kill)
+        cookie = os.path.join(node.net_datadir, ".cookie")
+        mode = stat.S_IMODE(os.stat(cookie).st_mode)
+        self.assertEqual(mode, 0o600)
+        with open(cookie) as f:
+            user, _, password = f.read().partition(":")
+        self.assertEqual(user, "__cookie__")
+        self.assertEqual(len(password), 64)
+        result = node.cli("getblockcount")
+        self.assertEqual((result.returncode, result.stdout), (0, "0\n"))
+        node.stop()
+        self.assertFalse(os.path.exists(cookie))
+
+
+class PluginTests(SynchronousTestCase):
+    def test_third_party_plugin_is_callable_over_http_and_cli(self) -> None:
+        target = os.path.abspath(self.mktemp())
+        install = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", target,
+             os.path.join(ROOT, "tests", "data", "plugin_pkg")],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(install.returncode, 0, install.stderr)
+        os.environ["PYTHONPATH"] = target + os.pathsep + os.environ.get("PYTHONPATH", "")
+        self.addCleanup(_restore_pythonpath, target)
+        node = NodeProcess.start(self.mktemp())
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("hello", "coin"), {"greeting": "hello, coin", "blocks": 0})
+        self.assertEqual(node.rpc("hello", name="named"),
+                         {"greeting": "hello, named", "blocks": 0})
+        self.assertIn("hello", node.rpc("help"))
+        result = node.cli("hello")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn('"greeting": "hello, world"', result.stdout)
+        node.stop()
+
+
+def _restore_pythonpath(target: str) -> None:
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p != target]
+    os.environ["PYTHONPATH"] = os.pathsep.join(parts)
