@@ -7,6 +7,9 @@ module turns already-typed values into chain objects the way Core 0.17 does.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
 
 #: What C's isspace() skips before the digits (Core's SetHex).
 _C_SPACE = " \t\n\v\f\r"
@@ -27,3 +30,33 @@ def uint256_from_hex(text: str) -> bytes:
         digits = digits[2:]
     digits = _HEX_RUN.match(digits).group()[-64:]
     return int(digits or "0", 16).to_bytes(32, "little")
+
+
+_HEX_PAIRS = re.compile(r"(?:[0-9a-fA-F]{2})+\Z")
+
+
+def is_hex(text: str) -> bool:
+    """Core's IsHex: a non-empty, even-length run of hex digits and nothing else."""
+    return _HEX_PAIRS.match(text) is not None
+
+
+def parse_hex_v(value: Any, name: str) -> bytes:
+    """Core's ParseHexV: hex text -> bytes, else -8 "<name> must be hexadecimal string"."""
+    text = value if isinstance(value, str) else ""
+    if not is_hex(text):
+        raise RPCError(RPC_INVALID_PARAMETER,
+                       "%s must be hexadecimal string (not '%s')" % (name, text))
+    return bytes.fromhex(text)
+
+
+def parse_hash_v(value: Any, name: str) -> bytes:
+    """Core 0.17's ParseHashV: 64 hex digits (RPC order) -> internal byte order, else -8.
+
+    Unlike :func:`uint256_from_hex`, a malformed hash is an error here, as in the
+    raw-transaction, mining and governance methods.
+    """
+    data = parse_hex_v(value, name)
+    if len(data) != 32:
+        raise RPCError(RPC_INVALID_PARAMETER,
+                       "%s must be of length 64 (not %d)" % (name, 2 * len(data)))
+    return data[::-1]
