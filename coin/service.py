@@ -164,7 +164,8 @@ class NodeService(service.MultiService):
                 cookie_path=config.cookie_path())
             allow = AllowList(config.get_all("rpcallowip"))
         except (ConfigError, ValueError) as e:
-            raise StartupError(str(e)) from None
+            # ConfigError texts carry Core's "Error: " already; main() adds it once.
+            raise StartupError(str(e).removeprefix("Error: ")) from None
         default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
             else None
         whitelist = Whitelist(config.get_all("rpcwhitelist"), default)

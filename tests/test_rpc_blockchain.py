@@ -29,7 +29,7 @@ from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.service import ValidationService
-from coin.chainparams import COIN, REGTEST
+from coin.chainparams import REGTEST
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block
 from coin.primitives.coin import Coin

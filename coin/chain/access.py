@@ -61,6 +61,11 @@ class ChainAccess:
         return self._service.chainstate
 
     @property
+    def reactor(self) -> Any:
+        """The reactor: handlers use it as their clock (timeouts, delays)."""
+        return self._reactor
+
+    @property
     def params(self) -> ChainParams:
         return self.state.params
 

@@ -53,6 +53,7 @@ from coin.consensus.tx_check import (
 from coin.consensus.versionbits import VersionBitsCache
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
+from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
 from coin.script.flags import SCRIPT_VERIFY_P2SH
 from coin.chain.scriptcheck import verify_transaction_scripts
@@ -60,15 +61,6 @@ from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
 
 log = Logger()
-
-#: Outputs that can never be spent are not kept in the UTXO set (as Core).
-MAX_SCRIPT_SIZE = 10_000
-OP_RETURN = 0x6A
-
-
-def _spendable(script_pubkey: bytes) -> bool:
-    return not (script_pubkey[:1] == b"\x6a" or len(script_pubkey) > MAX_SCRIPT_SIZE)
-
 
 class ChainState:
     """Block index + active chain + UTXO set, kept consistent with the store."""
@@ -547,7 +539,7 @@ class ChainState:
             version = tx.version
             coinbase = tx.is_coinbase()
             for n, out in enumerate(tx.vout):
-                if _spendable(out.script_pubkey):
+                if not is_unspendable(out.script_pubkey):
                     created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,
                                               version)
 
@@ -578,7 +570,7 @@ class ChainState:
             tx = block.txs[i]
             txid = tx.txid
             for n, out in enumerate(tx.vout):
-                if _spendable(out.script_pubkey):
+                if not is_unspendable(out.script_pubkey):
                     if coins.spend((txid, n)) is None:
                         raise CorruptionError("output %s:%d missing while disconnecting"
                                               % (tx.txid_hex, n))

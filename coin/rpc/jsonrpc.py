@@ -95,6 +95,24 @@ def core_real(value: float) -> simplejson.RawJSON:
     return simplejson.RawJSON("%.16g" % value)
 
 
+class JSONNumber(Decimal):
+    """A request number with a fraction or exponent: a Decimal that prints as it was written.
+
+    UniValue keeps a number's text, so Core echoes ``0.00000001`` (``echojson``, ids) as
+    sent; a plain Decimal would print ``1E-8``. Arithmetic gives plain Decimals.
+    """
+
+    __slots__ = ("_text",)
+
+    def __new__(cls, text: str) -> "JSONNumber":
+        number = super().__new__(cls, text)
+        number._text = text
+        return number
+
+    def __str__(self) -> str:
+        return self._text
+
+
 def _too_deep(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
@@ -107,7 +125,8 @@ def _too_deep(value: Any, limit: int) -> bool:
 
 
 def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
-    """Parse a request body; numbers with a fraction or exponent become Decimal.
+    """Parse a request body; numbers with a fraction or exponent become Decimal
+    (:class:`JSONNumber`, which prints back the request's text).
 
     Invalid UTF-8, invalid JSON, NaN/Infinity and nesting beyond ``max_depth`` raise
     -32700 "Parse error".
@@ -116,7 +135,7 @@ def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
         text = body.decode("utf-8")
         if text.startswith("\ufeff"):  # simplejson skips a byte-order mark; UniValue does not
             raise ValueError("byte-order mark")
-        value = simplejson.loads(text, parse_float=Decimal)
+        value = simplejson.loads(text, parse_float=JSONNumber)
     except (ValueError, RecursionError):
         raise RPCError(RPC_PARSE_ERROR, "Parse error") from None
     if body.count(b"[") + body.count(b"{") > max_depth and _too_deep(value, max_depth):

@@ -40,6 +40,9 @@ DEFAULT_CONTENT_TYPE = b"text/html; charset=ISO-8859-1"
 KNOWN_METHODS = (b"GET", b"POST", b"HEAD", b"PUT")
 
 _log = Logger()
+#: Core logs each request under -debug=http; coin.logs maps twisted.web.* to that category
+#: (this module's own namespace maps to -debug=rpc).
+_http_log = Logger(namespace="twisted.web.server")
 
 
 class CoreHTTPRequest(server.Request):
@@ -142,10 +145,10 @@ class RPCSite(server.Site):
 
     def log(self, request: server.Request) -> None:
         """Requests are logged only with ``-debug=http`` (as Core), not as an access log."""
-        _log.debug("Received a {method} request for {uri} from {peer}",
-                   method=request.method.decode("ascii", "replace"),
-                   uri=request.uri.decode("ascii", "replace"),
-                   peer=request.getClientAddress())
+        _http_log.debug("Received a {method} request for {uri} from {peer}",
+                        method=request.method.decode("ascii", "replace"),
+                        uri=request.uri.decode("ascii", "replace"),
+                        peer=request.getClientAddress())
 
 
 def _respond(request: server.Request, status: int, body: bytes = b"",

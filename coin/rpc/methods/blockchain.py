@@ -3,23 +3,23 @@
 Registered through the ``coin.rpc`` entry point ``blockchain``. Every block,
 header, transaction, output and chain-info object comes from :mod:`coin.views`;
 this module picks the entries, reads the data off the reactor thread and maps
-failures to Core's codes and messages. Behaviour, including where it departs
-from Core, is described in doc/rpc.md ("The blockchain methods").
+failures to Core's codes and messages. Departures from Core are noted where
+they happen (getchaintips' Dash fields, gettxout without a mempool,
+verifychain's level 4).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IReactorTime
 from twisted.internet.threads import deferToThread
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from coin.chain.access import ChainAccess
-from coin.chain.chainstate import ChainState, _spendable
+from coin.chain.chainstate import ChainState
 from coin.chain.index import BLOCK_HAVE_UNDO, BLOCK_VALID_SCRIPTS, BLOCK_VALID_TREE, BlockIndexEntry
 from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
@@ -27,6 +27,7 @@ from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash_to_hex, sha256d
+from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError, var_bytes
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
@@ -37,6 +38,7 @@ from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
     BOOL, INT, STR, Arg, RPCMethod, compose_help, example_cli, example_rpc, rpc_method,
 )
+from coin.storage.coins import Key
 from coin.storage.errors import StorageError
 from coin.views.amounts import amount_to_json, real_to_json
 from coin.views.block import block_json, header_json
@@ -44,9 +46,6 @@ from coin.views.chaininfo import chain_info_json
 from coin.views.utxo import txout_json
 
 log = Logger()
-
-#: A UTXO set key: (txid in internal byte order, output index).
-Key = Tuple[bytes, int]
 
 #: The block hash Core's examples use.
 _EXAMPLE_HASH = '"00000000c937983704a73af28acdec37b049d214adbda81d7e2a3dd146f6ed09"'
@@ -579,7 +578,7 @@ class _UndoneCoins:
         for index in range(len(txs) - 1, -1, -1):
             tx = txs[index]
             for n, out in enumerate(tx.vout):
-                if not _spendable(out.script_pubkey):
+                if is_unspendable(out.script_pubkey):
                     continue
                 key = (tx.txid, n)
                 created = Coin(out.value, out.script_pubkey, entry.height, tx.is_coinbase(),
@@ -735,18 +734,12 @@ _WAIT_HELP = ("Waits for a specific new block and returns useful info about it.\
               "Returns the current block on timeout or exit.")
 
 
-def _reactor() -> IReactorTime:
-    """The running reactor, for timeouts (the RPC context carries no clock yet)."""
-    from twisted.internet import reactor
-
-    return reactor
-
-
 def _tip_json(entry: BlockIndexEntry) -> Dict[str, Any]:
     return {"hash": hash_to_hex(entry.hash), "height": entry.height}
 
 
-def _wait(chain: ChainAccess, condition: Any, timeout_ms: int) -> Any:
+def _wait(chain: ChainAccess, condition: Callable[[BlockIndexEntry], bool],
+          timeout_ms: int) -> Any:
     """Core's waitfor* loop without blocking: the tip once ``condition(tip)`` holds, or
     the tip when ``timeout_ms`` runs out (0: never; negative: at once).
 
@@ -756,7 +749,7 @@ def _wait(chain: ChainAccess, condition: Any, timeout_ms: int) -> Any:
         return _tip_json(chain.state.tip)
     waiting = chain.wait_for_tip(condition)
     if timeout_ms > 0:
-        waiting.addTimeout(timeout_ms / 1000.0, _reactor(),
+        waiting.addTimeout(timeout_ms / 1000.0, chain.reactor,
                            onTimeoutCancel=lambda _cancelled, _timeout: chain.state.tip)
     return waiting.addCallback(_tip_json)
 

@@ -1,0 +1,484 @@
+"""Raw-transaction methods (Core 0.17's "== Rawtransactions ==").
+
+Registered through the ``coin.rpc`` entry point ``rawtransactions``. Transaction
+and script objects come from :mod:`coin.views`; amounts are read with
+``coin.views.amounts.parse_amount``.
+
+Until the mempool and the transaction index exist:
+
+- ``getrawtransaction`` finds transactions only in a block named by
+  ``blockhash``. Core 0.17 without ``-txindex`` also finds a transaction that
+  still has an unspent output (it looks the txid up in the UTXO set); that
+  needs a "first unspent output of a txid" query the storage layer lacks.
+- ``sendrawtransaction`` runs what AcceptToMemoryPool checks that exists today,
+  in Core's order (already in the chain -27; context-free checks, coinbase,
+  finality, missing inputs -25, BIP68, input values, absurd fee, scripts: -26
+  with Core's "reason (code n)") and then answers -26 "mempool not available":
+  nothing is accepted or relayed. Standardness and fee-rate policy arrive
+  with the mempool, which should take over :func:`check_for_mempool`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from twisted.internet.defer import Deferred
+
+from coin.chain.access import ChainAccess
+from coin.chain.chainstate import ChainState
+from coin.chain.index import BlockIndexEntry
+from coin.config.node import DEFAULT_MAX_TX_FEE
+from coin.consensus.errors import REJECT_INVALID, REJECT_NONSTANDARD, ValidationError
+from coin.consensus.tx_check import (
+    LOCKTIME_MEDIAN_TIME_PAST, LOCKTIME_VERIFY_SEQUENCE, check_transaction, check_tx_inputs,
+    is_final_tx, sequence_locks,
+)
+from coin.primitives.address import Destination, try_decode_address
+from coin.primitives.coin import Coin
+from coin.primitives.script import OP_RETURN, push_data
+from coin.primitives.serialize import DeserializationError
+from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+from coin.rpc.context import RPCContext
+from coin.rpc.errors import (
+    RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR,
+    RPC_TYPE_ERROR, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPCError,
+)
+from coin.rpc.params import parse_hash_v, parse_hex_v
+from coin.rpc.registry import (
+    ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
+)
+from coin.script.flags import MANDATORY_SCRIPT_VERIFY_FLAGS, STANDARD_SCRIPT_VERIFY_FLAGS
+from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.sighash import SighashCache
+from coin.script.standard import destination_script
+from coin.views.amounts import AmountError, parse_amount
+from coin.views.script import decodescript_json
+from coin.views.transaction import tx_block_fields, tx_json
+
+#: Version of the transactions createrawtransaction builds (Core 0.17's CURRENT_VERSION).
+RAW_TX_VERSION = 2
+#: BIP125's largest sequence that signals replaceability.
+MAX_BIP125_RBF_SEQUENCE = 0xFFFFFFFD
+#: Core's REJECT_HIGHFEE (a policy code outside the P2P reject range).
+REJECT_HIGHFEE = 0x100
+#: The lock-time rules the mempool applies whatever the soft-fork state (Core).
+STANDARD_LOCKTIME_VERIFY_FLAGS = LOCKTIME_VERIFY_SEQUENCE | LOCKTIME_MEDIAN_TIME_PAST
+
+_WALLET_HINT = ". Use gettransaction for wallet transactions."
+
+
+def _chain(ctx: RPCContext) -> ChainAccess:
+    return ctx.node.chain
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, Decimal)) and not isinstance(value, bool)
+
+
+def decode_transaction(hexstring: str) -> Transaction:
+    """Core's DecodeHexTx: the whole hex must be one transaction; -22 otherwise."""
+    try:
+        return Transaction.from_hex(hexstring)
+    except DeserializationError:
+        raise RPCError(RPC_DESERIALIZATION_ERROR, "TX decode failed") from None
+
+
+# ------------------------------------------------------------------ createrawtransaction
+
+_INPUTS = Arg("inputs", ARR, typecheck=True)
+_INPUT = Arg("input", OBJ)
+_OUTPUTS = Arg("outputs", ARR)
+_VOUT = Arg("vout", INT)
+_SEQUENCE = Arg("sequence", INT64)
+
+
+def _univalue_text(value: Any) -> str:
+    """UniValue's getValStr(): the text a JSON value holds ("" for null, objects, arrays)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "1" if value else ""
+    return str(value) if _is_number(value) else ""
+
+
+def _read_input(value: Any, rbf: bool, locktime: int) -> TxIn:
+    request = _INPUT.convert(value)
+    txid = parse_hash_v(request.get("txid"), "txid")
+    vout = request.get("vout")
+    if not _is_number(vout):
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, missing vout key")
+    n = _VOUT.convert(vout)
+    if n < 0:
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, vout must be positive")
+    if rbf:
+        sequence = MAX_BIP125_RBF_SEQUENCE
+    else:
+        sequence = 0xFFFFFFFE if locktime else 0xFFFFFFFF
+    if _is_number(request.get("sequence")):
+        sequence = _SEQUENCE.convert(request["sequence"])
+        if not 0 <= sequence <= 0xFFFFFFFF:
+            raise RPCError(RPC_INVALID_PARAMETER,
+                           "Invalid parameter, sequence number is out of range")
+    return TxIn(OutPoint(txid, n), b"", sequence)
+
+
+def _output_pairs(outputs: Any) -> List[Tuple[str, Any]]:
+    """The outputs as (key, value) pairs: an object, or an array of one-key objects."""
+    if isinstance(outputs, dict):
+        return list(outputs.items())
+    pairs = []
+    for item in _OUTPUTS.convert(outputs):
+        if not isinstance(item, dict):
+            raise RPCError(RPC_INVALID_PARAMETER,
+                           "Invalid parameter, key-value pair not an object as expected")
+        if len(item) != 1:
+            raise RPCError(RPC_INVALID_PARAMETER,
+                           "Invalid parameter, key-value pair must contain exactly one key")
+        pairs.extend(item.items())
+    return pairs
+
+
+def _read_outputs(outputs: Any, params: Any) -> List[TxOut]:
+    result = []
+    seen: set[Destination] = set()
+    has_data = False
+    for key, value in _output_pairs(outputs):
+        if key == "data":
+            if has_data:
+                raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, duplicate key: data")
+            has_data = True
+            data = parse_hex_v(_univalue_text(value), "Data")
+            result.append(TxOut(0, bytes((OP_RETURN,)) + push_data(data)))
+            continue
+        destination = try_decode_address(key, params)
+        if destination is None:
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid Coin address: " + key)
+        if destination in seen:
+            raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, duplicated address: " + key)
+        seen.add(destination)
+        try:
+            amount = parse_amount(value)
+        except AmountError as error:
+            raise RPCError(RPC_TYPE_ERROR, error.message) from None
+        result.append(TxOut(amount, destination_script(destination)))
+    return result
+
+
+_CREATE_HELP = """\
+createrawtransaction [{"txid":"id","vout":n},...] [{"address":amount},{"data":"hex"},...] ( locktime ) ( \
+replaceable )
+
+Create a transaction spending the given inputs and creating new outputs.
+Outputs can be addresses or data.
+Returns hex-encoded raw transaction.
+Note that the transaction's inputs are not signed, and
+it is not stored in the wallet or transmitted to the network.
+
+Arguments:
+1. "inputs"                (array, required) A json array of json objects
+     [
+       {
+         "txid":"id",      (string, required) The transaction id
+         "vout":n,         (numeric, required) The output number
+         "sequence":n      (numeric, optional) The sequence number
+       }
+       ,...
+     ]
+2. "outputs"               (array, required) a json array with outputs (key-value pairs)
+   [
+    {
+      "address": x.xxx,    (obj, optional) A key-value pair. The key (string) is the coin address, the \
+value (float or string) is the amount in COIN
+    },
+    {
+      "data": "hex"        (obj, optional) A key-value pair. The key must be "data", the value is hex \
+encoded data
+    }
+    ,...                     More key-value pairs of the above form. For compatibility reasons, a \
+dictionary, which holds the key-value pairs directly, is also
+                             accepted as second parameter.
+   ]
+3. locktime                  (numeric, optional, default=0) Raw locktime. Non-0 value also \
+locktime-activates inputs
+4. replaceable               (boolean, optional, default=false) Marks this transaction as BIP125 replaceable.
+                             Allows this transaction to be replaced by a transaction with higher fees. \
+If provided, it is an error if explicit sequence numbers are incompatible.
+
+Result:
+"transaction"              (string) hex string of the transaction
+
+Examples:
+""" + (example_cli("createrawtransaction",
+                   '"[{\\"txid\\":\\"myid\\",\\"vout\\":0}]" "[{\\"address\\":0.01}]"')
+       + example_cli("createrawtransaction",
+                     '"[{\\"txid\\":\\"myid\\",\\"vout\\":0}]" "[{\\"data\\":\\"00010203\\"}]"')
+       + example_rpc("createrawtransaction",
+                     '"[{\\"txid\\":\\"myid\\",\\"vout\\":0}]", "[{\\"address\\":0.01}]"')
+       + example_rpc("createrawtransaction",
+                     '"[{\\"txid\\":\\"myid\\",\\"vout\\":0}]", "[{\\"data\\":\\"00010203\\"}]"'))
+
+
+def createrawtransaction_(ctx: RPCContext, inputs: Any, outputs: Any, locktime: Optional[int],
+                          replaceable: Optional[bool]) -> str:
+    """Core 0.17's ConstructTransaction, errors in its order."""
+    if inputs is None or outputs is None:
+        raise RPCError(RPC_INVALID_PARAMETER,
+                       "Invalid parameter, arguments 1 and 2 must be non-null")
+    inputs = _INPUTS.convert(inputs)
+    if locktime is None:
+        locktime = 0
+    elif not 0 <= locktime <= 0xFFFFFFFF:
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, locktime out of range")
+    rbf = replaceable is True
+    vin = [_read_input(value, rbf, locktime) for value in inputs]
+    vout = _read_outputs(outputs, _chain(ctx).params)
+    signals_rbf = any(txin.sequence < 0xFFFFFFFE for txin in vin)
+    if replaceable is not None and vin and rbf != signals_rbf:
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter combination: Sequence "
+                       "number(s) contradict replaceable option")
+    return Transaction(vin, vout, locktime, RAW_TX_VERSION).serialize().hex()
+
+
+createrawtransaction = RPCMethod(
+    name="createrawtransaction", category="rawtransactions", handler=createrawtransaction_,
+    help_text=_CREATE_HELP,
+    # Core type-checks with nulls allowed, then rejects null inputs/outputs itself.
+    args=(Arg("inputs", ANY), Arg("outputs", ANY),
+          Arg("locktime", INT64, default=None, typecheck=True),
+          Arg("replaceable", BOOL, default=None, typecheck=True)))
+
+
+# ------------------------------------------------------------------ decoding
+
+@rpc_method(
+    "decoderawtransaction", category="rawtransactions",
+    signature='decoderawtransaction "hexstring" ( iswitness )',
+    args=[Arg("hexstring", STR, typecheck=True, help="The transaction hex string"),
+          Arg("iswitness", BOOL, default=None, typecheck=True, help=(
+              "Accepted for compatibility; this chain has no witness serialization, so it "
+              "does not change the result"))],
+    help="Return a JSON object representing the serialized, hex-encoded transaction.",
+    result=("{\n"
+            '  "txid" : "id",        (string) The transaction id\n'
+            '  "size" : n,           (numeric) The transaction size\n'
+            '  "version" : n,        (numeric) The version\n'
+            '  "type" : n,           (numeric) The DIP2 transaction type (0 for normal ones)\n'
+            '  "locktime" : ttt,     (numeric) The lock time\n'
+            '  "vin" : [ ... ],      (array of json objects) The inputs\n'
+            '  "vout" : [ ... ],     (array of json objects) The outputs\n'
+            "}"),
+    examples=example_cli("decoderawtransaction", '"hexstring"')
+    + example_rpc("decoderawtransaction", '"hexstring"'))
+def decoderawtransaction(ctx: RPCContext, hexstring: str, iswitness: Optional[bool]) -> Dict:
+    return tx_json(decode_transaction(hexstring), _chain(ctx).params, include_hex=False)
+
+
+@rpc_method(
+    "decodescript", category="rawtransactions",
+    args=[Arg("hexstring", STR, typecheck=True, help="the hex encoded script")],
+    help="Decode a hex-encoded script.",
+    result=("{\n"
+            '  "asm":"asm",   (string) Script public key\n'
+            '  "type":"type", (string) The output type\n'
+            '  "reqSigs": n,    (numeric) The required signatures\n'
+            '  "addresses": [   (json array of string)\n'
+            '     "address"     (string) coin address\n'
+            "     ,...\n"
+            "  ],\n"
+            '  "p2sh":"str"       (string) address of P2SH script wrapping this redeem script '
+            "(not returned if the script is already a P2SH).\n"
+            "}"),
+    examples=example_cli("decodescript", '"hexstring"') + example_rpc("decodescript",
+                                                                        '"hexstring"'))
+def decodescript(ctx: RPCContext, hexstring: str) -> Dict:
+    # An empty script is valid (and not hex by Core's rule).
+    script = parse_hex_v(hexstring, "argument") if hexstring else b""
+    return decodescript_json(script, _chain(ctx).params)
+
+
+# ------------------------------------------------------------------ getrawtransaction
+
+_VERBOSE = Arg("verbose", INT)
+
+
+def _read_verbose(value: Any) -> bool:
+    """Core 0.17 accepts a boolean or a number (non-zero: verbose) here."""
+    if value is None:
+        return False
+    if _is_number(value):
+        return _VERBOSE.convert(value) != 0
+    if isinstance(value, bool):
+        return value
+    raise RPCError(RPC_TYPE_ERROR, "Invalid type provided. Verbose parameter must be a boolean.")
+
+
+_GETRAW_HELP = """\
+getrawtransaction "txid" ( verbose "blockhash" )
+
+NOTE: By default this function only works for mempool transactions. If the -txindex option is
+enabled, it also works for blockchain transactions. If the block which contains the transaction
+is known, its hash can be provided even for nodes without -txindex. Note that if a blockhash is
+provided, only that block will be searched and if the transaction is in the mempool or other
+blocks, or if this node does not have the given block available, the transaction will not be found.
+
+Return the raw transaction data.
+
+If verbose is 'true', returns an Object with information about 'txid'.
+If verbose is 'false' or omitted, returns a string that is serialized, hex-encoded data for 'txid'.
+
+Arguments:
+1. "txid"      (string, required) The transaction id
+2. verbose     (bool, optional, default=false) If false, return a string, otherwise return a json object
+3. "blockhash" (string, optional) The block in which to look for the transaction
+
+Result (if verbose is not set or set to false):
+"data"      (string) The serialized, hex-encoded data for 'txid'
+
+Result (if verbose is set to true):
+{
+  "in_active_chain": b, (bool) Whether specified block is in the active chain or not (only present with \
+explicit "blockhash" argument)
+  "txid" : "id",        (string) The transaction id (same as provided)
+  "size" : n,           (numeric) The serialized transaction size
+  "version" : n,        (numeric) The version
+  "type" : n,           (numeric) The DIP2 transaction type (0 for normal ones)
+  "locktime" : ttt,     (numeric) The lock time
+  "vin" : [ ... ],      (array of json objects) The inputs
+  "vout" : [ ... ],     (array of json objects) The outputs
+  "hex" : "data",       (string) The serialized, hex-encoded data for 'txid'
+  "blockhash" : "hash",   (string) the block hash
+  "height" : n,           (numeric) the block height (-1 off the active chain)
+  "confirmations" : n,    (numeric) The confirmations
+  "time" : ttt,           (numeric) The transaction time in seconds since epoch (Jan 1 1970 GMT)
+  "blocktime" : ttt       (numeric) The block time in seconds since epoch (Jan 1 1970 GMT)
+}
+
+Examples:
+""" + (example_cli("getrawtransaction", '"mytxid"') + example_cli("getrawtransaction", '"mytxid" true')
+       + example_rpc("getrawtransaction", '"mytxid", true')
+       + example_cli("getrawtransaction", '"mytxid" false "myblockhash"')
+       + example_cli("getrawtransaction", '"mytxid" true "myblockhash"'))
+
+
+async def getrawtransaction_(ctx: RPCContext, txid: Any, verbose: Any, blockhash: Any) -> Any:
+    chain = _chain(ctx)
+    tx_hash = parse_hash_v(txid, "parameter 1")
+    if tx_hash == chain.params.genesis.txs[0].txid:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "The genesis block coinbase is not "
+                       "considered an ordinary transaction and cannot be retrieved")
+    verbose = _read_verbose(verbose)
+    if blockhash is None:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "No such mempool transaction. Use -txindex "
+                       "to enable blockchain transaction queries" + _WALLET_HINT)
+    entry = chain.state.lookup(parse_hash_v(blockhash, "parameter 3"))
+    if entry is None:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block hash not found")
+    if not entry.have_data():
+        raise RPCError(RPC_MISC_ERROR, "Block not available")
+    block = await chain.read_block(entry)
+    tx = next((tx for tx in block.txs if tx.txid == tx_hash), None)
+    if tx is None:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY,
+                       "No such transaction found in the provided block" + _WALLET_HINT)
+    if not verbose:
+        return tx.serialize().hex()
+    state = chain.state
+    return {"in_active_chain": state.contains(entry),
+            **tx_json(tx, chain.params, **tx_block_fields(entry, state))}
+
+
+getrawtransaction = RPCMethod(
+    name="getrawtransaction", category="rawtransactions", handler=getrawtransaction_,
+    help_text=_GETRAW_HELP,
+    # Hashes are read by ParseHashV, which names non-strings in its own message.
+    args=(Arg("txid", ANY), Arg("verbose", ANY, default=None),
+          Arg("blockhash", ANY, default=None)))
+
+
+# ------------------------------------------------------------------ sendrawtransaction
+
+def _format_state(error: ValidationError) -> str:
+    """Core's FormatStateMessage: reason, debug text, reject code."""
+    return "%s (code %d)" % (error, error.code)
+
+
+def _verify_scripts(tx: Transaction, spent: Sequence[Coin]) -> None:
+    """Core's CheckInputs for the mempool: standard flags, and whether a failure is policy."""
+    cache = SighashCache(tx)
+    for index, (txin, coin) in enumerate(zip(tx.vin, spent)):
+        try:
+            verify_script(txin.script_sig, coin.script_pubkey, STANDARD_SCRIPT_VERIFY_FLAGS,
+                          TransactionSignatureChecker(tx, index, cache))
+            continue
+        except ScriptError as error:
+            message = error.message
+        try:
+            verify_script(txin.script_sig, coin.script_pubkey, MANDATORY_SCRIPT_VERIFY_FLAGS,
+                          TransactionSignatureChecker(tx, index, cache))
+        except ScriptError:
+            raise ValidationError("mandatory-script-verify-flag-failed (%s)" % message,
+                                  dos=100, code=REJECT_INVALID) from None
+        raise ValidationError("non-mandatory-script-verify-flag (%s)" % message,
+                              code=REJECT_NONSTANDARD)
+
+
+def check_for_mempool(chainstate: ChainState, tx: Transaction, max_fee: int) -> None:
+    """sendrawtransaction's checks before a mempool exists; always raises RPCError.
+
+    Runs on the writer thread: the UTXO set and the tip are one consistent view.
+    """
+    coins = chainstate.store.coins
+    if any(coin is not None for coin in coins.fetch([(tx.txid, n) for n in range(len(tx.vout))])):
+        raise RPCError(RPC_VERIFY_ALREADY_IN_CHAIN, "transaction already in block chain")
+    tip = chainstate.tip
+    height = tip.height + 1
+    try:
+        check_transaction(tx)
+        if tx.is_coinbase():
+            raise ValidationError("coinbase", dos=100)
+        if not is_final_tx(tx, height, tip.median_time_past()):
+            raise ValidationError("non-final", code=REJECT_NONSTANDARD)
+        spent = coins.fetch([txin.prevout.key() for txin in tx.vin])
+        if any(coin is None for coin in spent):
+            raise RPCError(RPC_VERIFY_ERROR, "Missing inputs")
+        # The block that would include it: on the tip, at the next height (Core's dummy index).
+        next_block = BlockIndexEntry(b"\0" * 32, height, tip, 0, b"\0" * 32, 0, 0, 0, 0)
+        if not sequence_locks(tx, STANDARD_LOCKTIME_VERIFY_FLAGS,
+                              [coin.height for coin in spent], next_block):
+            raise ValidationError("non-BIP68-final", code=REJECT_NONSTANDARD)
+        fee = check_tx_inputs(tx, spent, height)
+        if max_fee and fee > max_fee:
+            raise ValidationError("absurdly-high-fee", "%d > %d" % (fee, max_fee),
+                                  code=REJECT_HIGHFEE)
+        _verify_scripts(tx, spent)
+    except ValidationError as error:
+        raise RPCError(RPC_VERIFY_REJECTED, _format_state(error)) from None
+    raise RPCError(RPC_VERIFY_REJECTED, "mempool not available")
+
+
+@rpc_method(
+    "sendrawtransaction", category="rawtransactions",
+    args=[Arg("hexstring", STR, typecheck=True,
+              help="The hex string of the raw transaction)"),
+          Arg("allowhighfees", BOOL, default=False, typecheck=True, help="Allow high fees")],
+    help=("Submits raw transaction (serialized, hex-encoded) to local node and network.\n\n"
+          "Also see createrawtransaction and signrawtransactionwithkey calls."),
+    result='"hex"             (string) The transaction hash in hex',
+    examples=("\nCreate a transaction\n"
+              + example_cli("createrawtransaction", '"[{\\"txid\\" : \\"mytxid\\",\\"vout\\":0}]" '
+                            '"{\\"myaddress\\":0.01}"')
+              + "Sign the transaction, and get back the hex\n"
+              + example_cli("signrawtransactionwithkey", '"myhex"')
+              + "\nSend the transaction (signed hex)\n"
+              + example_cli("sendrawtransaction", '"signedhex"')
+              + "\nAs a json rpc call\n" + example_rpc("sendrawtransaction", '"signedhex"')))
+def sendrawtransaction(ctx: RPCContext, hexstring: str, allowhighfees: bool) -> Deferred:
+    tx = decode_transaction(hexstring)
+    max_fee = 0 if allowhighfees else parse_amount(DEFAULT_MAX_TX_FEE)
+    return _chain(ctx).call(check_for_mempool, tx, max_fee)
+
+
+#: What the ``rawtransactions`` entry point registers.
+METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction,
+           sendrawtransaction]
