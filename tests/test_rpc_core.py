@@ -23,7 +23,7 @@ from twisted.web import resource
 from coin.rpc.auth import AllowList, Whitelist
 from coin.rpc.errors import RPCError
 from coin.rpc.jsonrpc import (
-    JSONRPCCore, Reply, RPCLimits, Warmup, core_real, encode_json, parse_json,
+    JSONRPCCore, Reply, RPCLimits, Warmup, encode_json, parse_json,
 )
 from coin.rpc.registry import ANY, Arg, MethodTable, rpc_method
 from coin.rpc.resource import RPCRoot, RPCSite
@@ -206,11 +206,6 @@ class CoreTests(SynchronousTestCase):
     def test_text_is_utf8_and_lone_surrogates_are_escaped(self):
         self.assertEqual(encode_json("é€"), '"é€"'.encode())
         self.assertEqual(encode_json(["\ud800"]), b'["\\ud800"]')
-
-    def test_core_real_prints_like_univalue(self):
-        self.assertEqual(encode_json([core_real(1.0), core_real(2.190595064976095e-05),
-                                      core_real(0.1 + 0.2)]),
-                         b"[1,2.190595064976095e-05,0.3]")
 
     def test_unexpected_exceptions_are_logged_not_leaked(self):
         @rpc_method("broken", category="test")

@@ -90,11 +90,6 @@ def encode_json(value: Any) -> bytes:
         return _ASCII_ENCODER.encode(value).encode("ascii")
 
 
-def core_real(value: float) -> simplejson.RawJSON:
-    """A double printed as Core's UniValue prints it (``%.16g``: 1 not 1.0)."""
-    return simplejson.RawJSON("%.16g" % value)
-
-
 class JSONNumber(Decimal):
     """A request number with a fraction or exponent: a Decimal that prints as it was written.
 

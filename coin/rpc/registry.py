@@ -17,14 +17,13 @@ from __future__ import annotations
 import enum
 import importlib.metadata
 import inspect
-import re
 from dataclasses import dataclass
-from decimal import Context, Decimal
+from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import simplejson
 
-from coin.chainparams import money_range
+from coin.views.amounts import AmountError, parse_amount
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPCError
 
 #: The entry-point group every RPC plugin registers under.
@@ -110,31 +109,12 @@ def _get_real(value: Any) -> float:
     return result
 
 
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
-_SATOSHI = Decimal("1e-8")
-_AMOUNT_CONTEXT = Context(prec=40)
-
-
 def amount_from_value(value: Any) -> int:
-    """Core's AmountFromValue: a JSON number or numeric string of coins -> base units.
-
-    Never goes through binary floating point: the parser hands numbers over as Decimal.
-    """
-    if not (_is_number(value) or isinstance(value, str)):
-        raise RPCError(RPC_TYPE_ERROR, "Amount is not a number or string")
-    if isinstance(value, str) and not _JSON_NUMBER.match(value):
-        raise RPCError(RPC_TYPE_ERROR, "Invalid amount")
-    coins = Decimal(value)
-    # ParseFixedPoint: below 10^10 coins and nothing finer than 8 decimals.
-    if coins and not -8 <= coins.adjusted() < 10:
-        raise RPCError(RPC_TYPE_ERROR, "Invalid amount")
-    exact = coins.quantize(_SATOSHI, context=_AMOUNT_CONTEXT)
-    if exact != coins:
-        raise RPCError(RPC_TYPE_ERROR, "Invalid amount")
-    units = int(exact.scaleb(8, _AMOUNT_CONTEXT))
-    if not money_range(units):
-        raise RPCError(RPC_TYPE_ERROR, "Amount out of range")
-    return units
+    """Core's AmountFromValue for AMOUNT arguments: coins -> base units, or -3."""
+    try:
+        return parse_amount(value)
+    except AmountError as e:
+        raise RPCError(RPC_TYPE_ERROR, e.message) from None
 
 
 def _typed(kind: ArgType, message: str) -> Callable[[Any], Any]:

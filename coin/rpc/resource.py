@@ -148,7 +148,15 @@ class RPCSite(server.Site):
         _http_log.debug("Received a {method} request for {uri} from {peer}",
                         method=request.method.decode("ascii", "replace"),
                         uri=request.uri.decode("ascii", "replace"),
-                        peer=request.getClientAddress())
+                        peer=_peer(request.getClientAddress()))
+
+
+def _peer(address: Any) -> str:
+    """``host:port`` as Core prints a client address (``[v6]:port`` for IPv6)."""
+    host, port = getattr(address, "host", None), getattr(address, "port", None)
+    if host is None or port is None:
+        return str(address)
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
 
 
 def _respond(request: server.Request, status: int, body: bytes = b"",

@@ -18,8 +18,9 @@ from typing import Any, Dict, List, Optional
 
 import coincurve
 
-from coin.primitives.address import AddressError, Destination, decode_wif, encode_address, \
-    try_decode_address
+from coin.primitives.address import (
+    AddressError, Destination, decode_wif, encode_address, try_decode_address,
+)
 from coin.primitives.hashes import hash160, sha256d
 from coin.primitives.script import MAX_SCRIPT_ELEMENT_SIZE
 from coin.primitives.serialize import var_bytes

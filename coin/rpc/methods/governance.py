@@ -1,0 +1,525 @@
+"""Dash's governance, masternode and spork methods, answered from the node's real state.
+
+Registered through the ``coin.rpc`` entry point ``governance``. This node has no
+masternode network, no governance objects, no spork key and no P2P layer, so
+every list is empty and every count is 0; the messages, codes and help texts
+are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
+
+- ``gobject count`` returns an object with the counts (Dash 0.13's fields), not
+  the reference's formatted string (shared/reference/README.md).
+- ``masternode count`` returns the integer 0, as recorded (rpcm_35, cli_28).
+- ``mnsync status`` reports MASTERNODE_SYNC_FINISHED since start-up: with no
+  masternode network there is nothing to download (Dash in lite mode finishes
+  the same way). Block download progress is getblockchaininfo's business.
+- ``spork show`` lists the reference's Dash sporks (not its proof-of-stake one)
+  at their "off" values; none has an effect here, so ``spork active`` is all
+  false. Setting a spork answers -31: there is no P2P layer to relay it.
+- Creating, checking and voting on governance objects needs a governance object
+  model this node does not have: ``check``/``submit`` say so (-1), ``prepare``
+  and the masternode wallet commands first need a wallet (Core's -32601),
+  votes fail for want of masternodes exactly as Dash reports it.
+- Governance parameters (:data:`GOVERNANCE`) are the reference node's values; the
+  chain parameters (design.md §2) define none yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, NamedTuple
+
+import coincurve
+
+from coin.chainparams import COIN
+from coin.primitives.address import encode_wif
+from coin.rpc.context import RPCContext
+from coin.rpc.errors import (
+    RPC_CLIENT_P2P_DISABLED, RPC_INTERNAL_ERROR, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
+    RPC_MISC_ERROR, RPCError,
+)
+from coin.rpc.jsonrpc import encode_json, parse_json
+from coin.rpc.params import parse_hash_v
+from coin.rpc.registry import (
+    ANY, REAL, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc, rpc_method,
+)
+from coin.views.amounts import amount_to_json
+
+#: Dash's "off" value for a time-based spork (2099-01-01).
+SPORK_OFF = 4070908800
+#: The sporks ``spork show`` lists, with their values on this chain.
+SPORKS = (("SPORK_2_INSTANTSEND_ENABLED", SPORK_OFF),
+          ("SPORK_3_INSTANTSEND_BLOCK_FILTERING", SPORK_OFF),
+          ("SPORK_5_INSTANTSEND_MAX_VALUE", 1000),
+          ("SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT", SPORK_OFF),
+          ("SPORK_9_SUPERBLOCKS_ENABLED", SPORK_OFF),
+          ("SPORK_10_MASTERNODE_PAY_UPDATED_NODES", SPORK_OFF),
+          ("SPORK_12_RECONSIDER_BLOCKS", 0),
+          ("SPORK_13_OLD_SUPERBLOCK_FLAG", SPORK_OFF),
+          ("SPORK_14_REQUIRE_SENTINEL_FLAG", SPORK_OFF))
+
+
+class GovernanceParams(NamedTuple):
+    min_quorum: int
+    watchdog_max_seconds: int
+    proposal_fee: int
+    superblock_start: int
+    superblock_cycle: int
+    max_object_size: int
+
+
+#: The reference node's governance parameters (rpcm_42).
+GOVERNANCE = GovernanceParams(min_quorum=10, watchdog_max_seconds=7200, proposal_fee=5 * COIN,
+                              superblock_start=43200, superblock_cycle=43200,
+                              max_object_size=16384)
+
+GOVERNANCE_UNSUPPORTED = "Governance objects are not supported by this node"
+MASTERNODES_UNSUPPORTED = "Masternodes are not supported by this node"
+_NO_WALLET = "Method not found (wallet method is disabled because no wallet is loaded)"
+
+_STR = Arg("value", STR)
+_REST = (Arg("args", ANY, variadic=True),)
+
+
+def _text(value: Any) -> str:
+    """UniValue's get_str(): -1 "JSON value is not a string as expected" otherwise."""
+    return _STR.convert(value)
+
+
+def _invalid(message: str) -> RPCError:
+    return RPCError(RPC_INVALID_PARAMETER, message)
+
+
+def _wallet_then(ctx: RPCContext, unsupported: str) -> RPCError:
+    """Core's EnsureWalletIsAvailable, then why the command still cannot run here."""
+    if not ctx.node.wallets:
+        return RPCError(RPC_METHOD_NOT_FOUND, _NO_WALLET)
+    return RPCError(RPC_MISC_ERROR, unsupported)
+
+
+# ------------------------------------------------------------------ gobject
+
+def _gobject_count(ctx: RPCContext, *ignored: Any) -> Dict[str, int]:
+    return {"objects_total": 0, "proposals": 0, "triggers": 0, "other": 0, "erased": 0,
+            "votes": 0}
+
+
+_LIST_SIGNALS = ("valid", "funding", "delete", "endorsed", "all")
+_LIST_TYPES = ("proposals", "triggers", "watchdogs", "all")
+
+
+def _gobject_list(ctx: RPCContext, *rest: Any) -> Any:
+    """list and diff: the filters are checked (Dash answers bad ones as strings), no objects."""
+    if len(rest) > 2:
+        raise _invalid("Correct usage is 'gobject [list|diff] ( signal type )'")
+    if rest and _text(rest[0]) not in _LIST_SIGNALS:
+        return "Invalid signal, should be 'valid', 'funding', 'delete', 'endorsed' or 'all'"
+    if len(rest) == 2 and _text(rest[1]) not in _LIST_TYPES:
+        return "Invalid type, should be 'proposals', 'triggers', 'watchdogs' or 'all'"
+    return {}
+
+
+def _gobject_get(ctx: RPCContext, *rest: Any) -> Any:
+    if len(rest) != 1:
+        raise _invalid("Correct usage is 'gobject get <governance-hash>'")
+    parse_hash_v(rest[0], "GovObj hash")
+    raise _invalid("Unknown governance object")
+
+
+def _gobject_getvotes(ctx: RPCContext, *rest: Any) -> Any:
+    if len(rest) != 1:
+        raise RPCError(RPC_MISC_ERROR, "Correct usage is 'gobject getvotes <governance-hash>'")
+    parse_hash_v(rest[0], "Governance hash")
+    raise _invalid("Unknown governance-hash")
+
+
+def _gobject_getcurrentvotes(ctx: RPCContext, *rest: Any) -> Any:
+    if len(rest) not in (1, 3):
+        raise RPCError(RPC_MISC_ERROR, "Correct usage is 'gobject getcurrentvotes "
+                       "<governance-hash> [txid vout_index]'")
+    parse_hash_v(rest[0], "Governance hash")
+    if len(rest) == 3:
+        parse_hash_v(rest[1], "Masternode Collateral hash")
+        vout = _text(rest[2])
+        if not (vout.isdigit() and int(vout) <= 0xFFFFFFFF):
+            # boost::lexical_cast<uint32_t>'s exception, passed on by the RPC server.
+            raise RPCError(RPC_MISC_ERROR, "bad lexical cast: source type value could not be "
+                           "interpreted as target")
+    raise _invalid("Unknown governance-hash")
+
+
+def _hex_prefix(text: str) -> bytes:
+    """Core's ParseHex: hex digit pairs (whitespace between pairs skipped) until the first misfit."""
+    out = bytearray()
+    i = 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        pair = text[i:i + 2]
+        if len(pair) < 2 or not all(c in "0123456789abcdefABCDEF" for c in pair):
+            return bytes(out)
+        out.append(int(pair, 16))
+        i += 2
+
+
+def _gobject_deserialize(ctx: RPCContext, *rest: Any) -> str:
+    """The object data (hex of JSON text) as compact JSON text; "null" if it is not JSON."""
+    if len(rest) != 1:
+        raise _invalid("Correct usage is 'gobject deserialize <data-hex>'")
+    try:
+        value = parse_json(_hex_prefix(_text(rest[0])))
+    except RPCError:
+        return "null"
+    return encode_json(value).decode("utf-8")
+
+
+def _gobject_unsupported(usage: str, count: Callable[[int], bool]) -> Callable[..., Any]:
+    """check/submit: the argument count is checked, then there is no object model to use."""
+
+    def handler(ctx: RPCContext, *rest: Any) -> Any:
+        if not count(len(rest)):
+            raise _invalid(usage)
+        raise RPCError(RPC_MISC_ERROR, GOVERNANCE_UNSUPPORTED)
+
+    return handler
+
+
+def _gobject_prepare(ctx: RPCContext, *rest: Any) -> Any:
+    raise _wallet_then(ctx, GOVERNANCE_UNSUPPORTED)
+
+
+_VOTE_SIGNALS = ("funding", "valid", "delete", "endorsed")
+_VOTE_OUTCOMES = ("yes", "no", "abstain")
+
+
+def _read_vote(rest: tuple, count: int, usage: str) -> None:
+    """A vote's hash, signal, outcome (and alias), checked in Dash's order."""
+    if len(rest) != count:
+        raise _invalid(usage)
+    parse_hash_v(rest[0], "Object hash")
+    signal, outcome = (_text(value) for value in rest[1:3])
+    for value in rest[3:]:
+        _text(value)
+    if signal not in _VOTE_SIGNALS:
+        raise _invalid("Invalid vote signal. Please using one of the following: "
+                       "(funding|valid|delete|endorsed)")
+    if outcome not in _VOTE_OUTCOMES:
+        raise _invalid("Invalid vote outcome. Please use one of the following: "
+                       "'yes', 'no' or 'abstain'")
+
+
+def _vote_result(failed: int, detail: Dict[str, Any]) -> Dict[str, Any]:
+    return {"overall": "Voted successfully 0 time(s) and failed %d time(s)." % failed,
+            "detail": detail}
+
+
+def _gobject_vote_conf(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
+    _read_vote(rest, 3, "Correct usage is 'gobject vote-conf <governance-hash> "
+               "[funding|valid|delete] [yes|no|abstain]'")
+    return _vote_result(1, {"coin.conf": {"result": "failed", "errorMessage":
+                                          "Can't find masternode by collateral output"}})
+
+
+def _gobject_vote_many(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
+    # No masternode.conf entries: nothing votes, nothing fails.
+    _read_vote(rest, 3, "Correct usage is 'gobject vote-many <governance-hash> "
+               "[funding|valid|delete] [yes|no|abstain]'")
+    return _vote_result(0, {})
+
+
+def _gobject_vote_alias(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
+    _read_vote(rest, 4, "Correct usage is 'gobject vote-alias <governance-hash> "
+               "[funding|valid|delete] [yes|no|abstain] <alias-name>'")
+    return _vote_result(0, {})
+
+
+def _gobject_sub(name: str, handler: Callable[..., Any], summary: str) -> SubCommand:
+    return SubCommand(name, handler, args=_REST, summary=summary)
+
+
+gobject = command_family(
+    "gobject", category="governance", width=18,
+    help='gobject "command"...\nManage governance objects\n',
+    subcommands=[
+        _gobject_sub("check", _gobject_unsupported(
+            "Correct usage is 'gobject check <data-hex>'", lambda n: n == 1),
+            "Validate governance object data (proposal only)"),
+        _gobject_sub("prepare", _gobject_prepare,
+                     "Prepare governance object by signing and creating tx"),
+        _gobject_sub("submit", _gobject_unsupported(
+            "Correct usage is 'gobject submit <parent-hash> <revision> <time> <data-hex> "
+            "<fee-txid>'", lambda n: 4 <= n <= 5), "Submit governance object to network"),
+        _gobject_sub("deserialize", _gobject_deserialize,
+                     "Deserialize governance object from hex string to JSON"),
+        _gobject_sub("count", _gobject_count, "Count governance objects and votes"),
+        _gobject_sub("get", _gobject_get, "Get governance object by hash"),
+        _gobject_sub("getvotes", _gobject_getvotes,
+                     "Get all votes for a governance object hash (including old votes)"),
+        _gobject_sub("getcurrentvotes", _gobject_getcurrentvotes,
+                     "Get only current (tallying) votes for a governance object hash (does not "
+                     "include old votes)"),
+        _gobject_sub("list", _gobject_list,
+                     "List governance objects (can be filtered by signal and/or object type)"),
+        _gobject_sub("diff", _gobject_list, "List differences since last diff"),
+        _gobject_sub("vote-alias", _gobject_vote_alias,
+                     "Vote on a governance object by masternode alias (using masternode.conf "
+                     "setup)"),
+        # The reference's text (its brand replacement left "bitcoin.conf").
+        _gobject_sub("vote-conf", _gobject_vote_conf,
+                     "Vote on a governance object by masternode configured in bitcoin.conf"),
+        _gobject_sub("vote-many", _gobject_vote_many,
+                     "Vote on a governance object by all masternodes (using masternode.conf "
+                     "setup)"),
+    ])
+
+
+@rpc_method(
+    "getgovernanceinfo", category="governance",
+    help="Returns an object containing governance parameters.",
+    result=(
+        "{\n"
+        '  "governanceminquorum": xxxxx,           (numeric) the absolute minimum number of '
+        "votes needed to trigger a governance action\n"
+        '  "masternodewatchdogmaxseconds": xxxxx,  (numeric) sentinel watchdog expiration time '
+        "in seconds\n"
+        '  "proposalfee": xxx.xx,                  (numeric) the collateral transaction fee '
+        "which must be paid to create a proposal in COIN\n"
+        '  "superblockcycle": xxxxx,               (numeric) the number of blocks between '
+        "superblocks\n"
+        '  "lastsuperblock": xxxxx,                (numeric) the block number of the last '
+        "superblock\n"
+        '  "nextsuperblock": xxxxx,                (numeric) the block number of the next '
+        "superblock\n"
+        '  "maxgovobjdatasize": xxxxx,             (numeric) maximum governance object data size '
+        "in bytes\n"
+        "}"),
+    examples=example_cli("getgovernanceinfo") + example_rpc("getgovernanceinfo"))
+def getgovernanceinfo(ctx: RPCContext) -> Dict[str, Any]:
+    height = ctx.node.chain.state.height
+    start, cycle = GOVERNANCE.superblock_start, GOVERNANCE.superblock_cycle
+    first = start + (cycle - start % cycle) % cycle
+    if height < first:
+        last, following = 0, first
+    else:
+        last = height - height % cycle
+        following = last + cycle
+    return {"governanceminquorum": GOVERNANCE.min_quorum,
+            "masternodewatchdogmaxseconds": GOVERNANCE.watchdog_max_seconds,
+            "proposalfee": amount_to_json(GOVERNANCE.proposal_fee),
+            "superblockcycle": cycle,
+            "lastsuperblock": last,
+            "nextsuperblock": following,
+            "maxgovobjdatasize": GOVERNANCE.max_object_size}
+
+
+# ------------------------------------------------------------------ masternodelist
+
+_LIST_MODES = ("activeseconds", "addr", "daemon", "full", "info", "json", "lastseen",
+               "lastpaidtime", "lastpaidblock", "protocol", "payee", "pubkey", "rank",
+               "sentinel", "status")
+
+_MASTERNODELIST_HELP = """\
+masternodelist ( "mode" "filter" )
+Get a list of masternodes in different modes
+
+Arguments:
+1. "mode"      (string, optional/required to use filter, defaults = json) The mode to run \
+list in
+2. "filter"    (string, optional) Filter results. Partial match by outpoint by default in all \
+modes,
+                                    additional matches in some modes are also available
+
+Available modes:
+  activeseconds  - Print number of seconds masternode recognized by the network as enabled
+                   (since latest issued "masternode start/start-many/start-alias")
+  addr           - Print ip address associated with a masternode (can be additionally \
+filtered, partial match)
+  daemon         - Print daemon version of a masternode (can be additionally filtered, exact \
+match)
+  full           - Print info in format 'status protocol payee lastseen activeseconds \
+lastpaidtime lastpaidblock IP'
+                   (can be additionally filtered, partial match)
+  info           - Print info in format 'status protocol payee lastseen activeseconds \
+sentinelversion sentinelstate IP'
+                   (can be additionally filtered, partial match)
+  json           - Print info in JSON format (can be additionally filtered, partial match)
+  lastpaidblock  - Print the last block height a node was paid on the network
+  lastpaidtime   - Print the last time a node was paid on the network
+  lastseen       - Print timestamp of when a masternode was last seen on the network
+  payee          - Print Coin address associated with a masternode (can be additionally \
+filtered,
+                   partial match)
+  protocol       - Print protocol of a masternode (can be additionally filtered, exact match)
+  pubkey         - Print the masternode (not collateral) public key
+  rank           - Print rank of a masternode based on current block
+  sentinel       - Print sentinel version of a masternode (can be additionally filtered, \
+exact match)
+  status         - Print masternode status: PRE_ENABLED / ENABLED / EXPIRED / \
+SENTINEL_PING_EXPIRED / NEW_START_REQUIRED /
+                   UPDATE_REQUIRED / POSE_BAN / OUTPOINT_SPENT (can be additionally filtered, \
+partial match)
+"""
+
+_LIST_ARGS = (Arg("mode", STR, default="json"), Arg("filter", STR, default=""))
+
+
+def _masternode_list(ctx: RPCContext, mode: str, filter: str) -> Dict[str, Any]:
+    """Every mode lists the known masternodes: there are none."""
+    if mode not in _LIST_MODES:
+        raise RPCError(RPC_MISC_ERROR, _MASTERNODELIST_HELP)
+    return {}
+
+
+masternodelist = RPCMethod(name="masternodelist", category="masternode",
+                           handler=_masternode_list, help_text=_MASTERNODELIST_HELP,
+                           args=_LIST_ARGS)
+
+
+# ------------------------------------------------------------------ masternode
+
+def _masternode_count(ctx: RPCContext, *rest: Any) -> Any:
+    if len(rest) > 1:
+        raise _invalid("Too many parameters")
+    if not rest:
+        return 0
+    mode = _text(rest[0])
+    if mode in ("ps", "enabled", "qualify"):
+        return 0
+    if mode == "all":
+        return "Total: 0 (PS Compatible: 0 / Enabled: 0 / Qualify: 0)"
+    return None  # Dash falls through to the end of the command and answers null
+
+
+def _masternode_winner(ctx: RPCContext, *ignored: Any) -> str:
+    return "unknown"  # no masternode is in the payment queue
+
+
+def _masternode_genkey(ctx: RPCContext, *ignored: Any) -> str:
+    """A new masternode private key (uncompressed, as Dash makes them)."""
+    return encode_wif(coincurve.PrivateKey().secret, ctx.node.chain.params, compressed=False)
+
+
+def _masternode_wallet(ctx: RPCContext, *ignored: Any) -> Any:
+    raise _wallet_then(ctx, MASTERNODES_UNSUPPORTED)
+
+
+def _masternode_status(ctx: RPCContext, *ignored: Any) -> Any:
+    raise RPCError(RPC_INTERNAL_ERROR, "This is not a masternode")
+
+
+def _masternode_list_conf(ctx: RPCContext, *ignored: Any) -> Dict[str, Any]:
+    return {}  # masternode.conf is not read: no entries
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: optional blanks and sign, then digits; 0 if there are none."""
+    text = text.lstrip(" \t\n\v\f\r")
+    sign = -1 if text[:1] == "-" else 1
+    digits = text[1:] if text[:1] in "+-" and text else text
+    run = len(digits) - len(digits.lstrip("0123456789"))
+    return sign * int(digits[:run]) if run else 0
+
+
+def _masternode_winners(ctx: RPCContext, *rest: Any) -> Dict[str, str]:
+    """No payment votes exist, so every height's payee is "Unknown" (Dash's word).
+
+    The look-back is capped at the chain height (Dash would list negative heights too),
+    so a huge count cannot stall the reactor.
+    """
+    height = ctx.node.chain.state.height
+    last = _atoi(_text(rest[0])) if rest else 10
+    wanted = _text(rest[1]) if len(rest) == 2 else ""
+    if len(rest) > 2:
+        raise _invalid("Correct usage is 'masternode winners ( \"count\" \"filter\" )'")
+    if wanted and wanted not in "Unknown":
+        return {}
+    return {str(h): "Unknown" for h in range(height - min(last, height), height + 20)}
+
+
+def _masternode_sub(name: str, handler: Callable[..., Any], summary: str,
+                    **options: Any) -> SubCommand:
+    return SubCommand(name, handler, args=options.pop("args", _REST), summary=summary, **options)
+
+
+masternode = command_family(
+    "masternode", category="masternode", width=12,
+    help=('masternode "command"...\nSet of commands to execute masternode related actions\n\n'
+          "Arguments:\n"
+          '1. "command"        (string or set of strings, required) The command to execute\n'),
+    subcommands=[
+        _masternode_sub("count", _masternode_count, "Print number of all known masternodes "
+                        "(optional: 'ps', 'enabled', 'all', 'qualify')"),
+        _masternode_sub("current", _masternode_winner, "Print info on current masternode "
+                        "winner to be paid the next block (calculated locally)"),
+        _masternode_sub("genkey", _masternode_genkey, "Generate new masternodeprivkey"),
+        _masternode_sub("outputs", _masternode_wallet, "Print masternode compatible outputs"),
+        _masternode_sub("start-alias", _masternode_wallet, "Start single remote masternode by "
+                        "assigned alias configured in masternode.conf"),
+        _masternode_sub("start-all", _masternode_wallet, "Start remote masternodes configured "
+                        "in masternode.conf (<mode>: 'all', 'missing', 'disabled')",
+                        label="start-<mode>", aliases=("start-missing", "start-disabled")),
+        _masternode_sub("status", _masternode_status, "Print masternode status information"),
+        _masternode_sub("list", _masternode_list, "Print list of all known masternodes (see "
+                        "masternodelist for more info)", args=_LIST_ARGS,
+                        usage=_MASTERNODELIST_HELP),
+        _masternode_sub("list-conf", _masternode_list_conf,
+                        "Print masternode.conf in JSON format"),
+        _masternode_sub("winner", _masternode_winner,
+                        "Print info on next masternode winner to vote for"),
+        _masternode_sub("winners", _masternode_winners, "Print list of masternode winners"),
+    ])
+
+
+# ------------------------------------------------------------------ mnsync
+
+_SYNC_FINISHED = 999
+
+
+def _mnsync(ctx: RPCContext, mode: str) -> Any:
+    if mode == "status":
+        started = int(ctx.node.chain.clock.now()) - ctx.node.uptime()
+        return {"AssetID": _SYNC_FINISHED, "AssetName": "MASTERNODE_SYNC_FINISHED",
+                "AssetStartTime": started, "Attempt": 0, "IsBlockchainSynced": True,
+                "IsMasternodeListSynced": True, "IsWinnersListSynced": True, "IsSynced": True,
+                "IsFailed": False}
+    if mode == "next":
+        return "sync updated to MASTERNODE_SYNC_FINISHED"
+    if mode == "reset":
+        return "success"  # a restarted sync has nothing to fetch and finishes at once
+    return "failure"
+
+
+mnsync = RPCMethod(
+    name="mnsync", category="masternode", handler=_mnsync, args=(Arg("mode", STR),),
+    help_text=("mnsync [status|next|reset]\n"
+               "Returns the sync status, updates to the next step or resets it entirely.\n"))
+
+
+# ------------------------------------------------------------------ spork
+
+_SPORK_HELP = ("spork <name> [<value>]\n"
+               "<name> is the corresponding spork name, or 'show' to show all current spork "
+               "settings, active to show which sporks are active\n"
+               "<value> is a epoch datetime to enable or disable spork\n")
+_SPORK_ARGS = (Arg("name", STR, typecheck=True), Arg("value", REAL, typecheck=True))
+
+
+def _spork(ctx: RPCContext, *args: Any) -> Any:
+    if len(args) == 1:
+        command = _text(args[0])
+        if command == "show":
+            return dict(SPORKS)
+        if command == "active":
+            return {name: False for name, _ in SPORKS}
+    elif len(args) == 2:
+        name, _ = (arg.convert(value) for arg, value in zip(_SPORK_ARGS, args))
+        if name not in dict(SPORKS):
+            return "Invalid spork name"  # Dash answers this as a result, not an error
+        raise RPCError(RPC_CLIENT_P2P_DISABLED,
+                       "Error: Peer-to-peer functionality missing or disabled")
+    raise RPCError(RPC_MISC_ERROR, _SPORK_HELP)
+
+
+spork = RPCMethod(name="spork", category="coin", handler=_spork, help_text=_SPORK_HELP,
+                  args=(Arg("args", ANY, variadic=True),))
+
+
+#: What the ``governance`` entry point registers.
+METHODS = [gobject, getgovernanceinfo, masternode, masternodelist, mnsync, spork]
