@@ -159,7 +159,7 @@ class NodeProcess:
             return self.process.returncode if self.process else 0
         try:
             self.rpc("stop")
-        except (OSError, RPCFailure):
+        except (OSError, ValueError, RPCFailure):
             self.process.send_signal(signal.SIGTERM)
         return self.wait(timeout)
 

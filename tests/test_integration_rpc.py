@@ -444,7 +444,7 @@ class WhitelistTests(SynchronousTestCase):
     def test_listed_methods_work(self) -> None:
         node = whitelist_node()
         self.assertEqual(node.rpc("getblockcount"), 0)
-        self.assertTrue(node.rpc("help").startswith("== Blockchain =="))
+        self.assertIn("uptime", node.rpc("help").splitlines())
         self.assertGreaterEqual(node.rpc("uptime"), 0)
 
     def test_entries_for_one_user_intersect(self) -> None:
@@ -488,7 +488,7 @@ class WhitelistTests(SynchronousTestCase):
     def test_whitelistdefault_0_lets_unlisted_users_call_anything(self) -> None:
         node = open_node()
         self.assertEqual(node.rpc("echo", "a", 1), ["a", 1])
-        self.assertTrue(node.rpc("help").startswith("== Blockchain =="))
+        self.assertIn("uptime", node.rpc("help").splitlines())
         self.assertEqual(len(node.rpc("getblockhash", 0)), 64)
         alice = ("alice", _alice["password"])
         self.assertEqual(call_as(node, alice, b'{"method":"uptime"}').status, 200)

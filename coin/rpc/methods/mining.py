@@ -27,7 +27,7 @@ Where this differs from Core 0.17, and why:
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
@@ -35,7 +35,7 @@ from twisted.internet.threads import deferToThread
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID_SCRIPTS, BlockIndexEntry
-from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE
+from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE, ChainParams
 from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import compact_to_target, get_difficulty
@@ -65,10 +65,6 @@ from coin.views.amounts import real_to_json
 POW_TARGET_TIMESPAN = 24 * 60 * 60
 #: The coinbase script Core's getblocktemplate assembles with (the miner replaces it).
 TEMPLATE_SCRIPT = bytes((OP_TRUE,))
-#: Dash 0.12's getblocktemplate fields; no masternode or superblock payments exist here.
-DASH_TEMPLATE_FIELDS = (("masternode", {}), ("masternode_payments_started", False),
-                        ("masternode_payments_enforced", False), ("superblock", []),
-                        ("superblocks_started", False), ("superblocks_enabled", False))
 
 
 def _chain(ctx: RPCContext) -> ChainAccess:
@@ -89,7 +85,7 @@ def _chain(ctx: RPCContext) -> ChainAccess:
     examples="\nGenerate 11 blocks to myaddress\n" + example_cli("generatetoaddress",
                                                                '11 "myaddress"'))
 async def generatetoaddress(ctx: RPCContext, nblocks: int, address: str,
-                            maxtries: int) -> list:
+                            maxtries: int) -> List[str]:
     chain = _chain(ctx)
     destination = try_decode_address(address, chain.params)
     if destination is None:
@@ -201,7 +197,8 @@ def check_proposal(chainstate: ChainState, block: Block) -> Optional[str]:
     return None
 
 
-def _template_json(template: Template, params: Any, force_version: bool) -> Dict[str, Any]:
+def template_json(template: Template, params: ChainParams,
+                  force_version: bool) -> Dict[str, Any]:
     """The BIP22/23/9 template object in Core 0.17's key order (module docstring)."""
     prev, block, states = template
     header = block.header
@@ -219,14 +216,14 @@ def _template_json(template: Template, params: Any, force_version: bool) -> Dict
     mutable = ["time", "transactions", "prevblock"]
     if force_version:
         mutable.append("version/force")
-    out: Dict[str, Any] = {
+    return {
         "capabilities": ["proposal"],
         "version": version,
         "rules": rules,
         "vbavailable": available,
         "vbrequired": 0,
         "previousblockhash": hash_to_hex(prev.hash),
-        "transactions": [],
+        "transactions": [],  # no mempool yet: the block holds its coinbase only
         "coinbaseaux": {"flags": ""},
         "coinbasevalue": block.txs[0].vout[0].value,
         "longpollid": hash_to_hex(prev.hash) + "0",
@@ -239,9 +236,14 @@ def _template_json(template: Template, params: Any, force_version: bool) -> Dict
         "curtime": header.time,
         "bits": "%08x" % header.bits,
         "height": prev.height + 1,
+        # Dash 0.12's payment fields: no masternode or superblock is ever owed here.
+        "masternode": {},
+        "masternode_payments_started": False,
+        "masternode_payments_enforced": False,
+        "superblock": [],
+        "superblocks_started": False,
+        "superblocks_enabled": False,
     }
-    out.update(DASH_TEMPLATE_FIELDS)
-    return out
 
 
 _RULE = Arg("rule", STR)
@@ -384,7 +386,7 @@ async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) 
     if longpollid is not None:
         await _wait_for_new_tip(chain, longpollid)
     template = await chain.call(assemble_template)
-    return _template_json(template, chain.params, force_version)
+    return template_json(template, chain.params, force_version)
 
 
 getblocktemplate = RPCMethod(

@@ -1,8 +1,8 @@
 """Raw-transaction methods (Core 0.17's "== Rawtransactions ==").
 
 Registered through the ``coin.rpc`` entry point ``rawtransactions``. Transaction
-and script objects come from :mod:`coin.views`; amounts are read with
-``coin.views.amounts.parse_amount``.
+and script objects come from :mod:`coin.views`; amounts are read with Core's
+AmountFromValue (``coin.views.amounts.parse_amount``).
 
 Until the mempool and the transaction index exist:
 
@@ -28,6 +28,7 @@ from twisted.internet.defer import Deferred
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.index import BlockIndexEntry
+from coin.chainparams import ChainParams
 from coin.config.node import DEFAULT_MAX_TX_FEE
 from coin.consensus.errors import REJECT_INVALID, REJECT_NONSTANDARD, ValidationError
 from coin.consensus.tx_check import (
@@ -46,13 +47,14 @@ from coin.rpc.errors import (
 )
 from coin.rpc.params import parse_hash_v, parse_hex_v
 from coin.rpc.registry import (
-    ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
+    ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
+    example_rpc, rpc_method,
 )
 from coin.script.flags import MANDATORY_SCRIPT_VERIFY_FLAGS, STANDARD_SCRIPT_VERIFY_FLAGS
 from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
 from coin.script.sighash import SighashCache
 from coin.script.standard import destination_script
-from coin.views.amounts import AmountError, parse_amount
+from coin.views.amounts import parse_amount
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
 
@@ -139,7 +141,7 @@ def _output_pairs(outputs: Any) -> List[Tuple[str, Any]]:
     return pairs
 
 
-def _read_outputs(outputs: Any, params: Any) -> List[TxOut]:
+def _read_outputs(outputs: Any, params: ChainParams) -> List[TxOut]:
     result = []
     seen: set[Destination] = set()
     has_data = False
@@ -157,11 +159,7 @@ def _read_outputs(outputs: Any, params: Any) -> List[TxOut]:
         if destination in seen:
             raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, duplicated address: " + key)
         seen.add(destination)
-        try:
-            amount = parse_amount(value)
-        except AmountError as error:
-            raise RPCError(RPC_TYPE_ERROR, error.message) from None
-        result.append(TxOut(amount, destination_script(destination)))
+        result.append(TxOut(amount_from_value(value), destination_script(destination)))
     return result
 
 

@@ -1,4 +1,4 @@
-"""Utility methods (Core 0.17's "== Util ==") and the hidden ``setmocktime``.
+"""Utility methods (Core 0.17's "== Util ==") and the hidden ``setmocktime`` and ``getinfo``.
 
 Registered through the ``coin.rpc`` entry point ``util``. None of them needs a
 wallet. validateaddress reports what a node without a wallet knows (rpcm_46)
@@ -26,10 +26,13 @@ from coin.primitives.script import MAX_SCRIPT_ELEMENT_SIZE
 from coin.primitives.serialize import var_bytes
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPCError,
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR,
+    RPC_TYPE_ERROR, RPCError,
 )
 from coin.rpc.params import is_hex
-from coin.rpc.registry import ANY, ARR, INT, INT64, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.rpc.registry import (
+    ANY, ARR, INT, INT64, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
+)
 from coin.script.standard import destination_script, multisig_script
 
 #: Prefix of every signed message (design.md §2).
@@ -246,5 +249,27 @@ def setmocktime(ctx: RPCContext, timestamp: Any) -> None:
     chain.clock.set_mock_time(_TIMESTAMP.convert(timestamp))
 
 
+# ------------------------------------------------------------------ getinfo
+
+_GETINFO_REMOVED = (
+    "getinfo\n\nThis call was removed in version 0.16.0. Use the appropriate fields from:\n"
+    "- getblockchaininfo: blocks, difficulty, chain\n"
+    "- getnetworkinfo: version, protocolversion, timeoffset, connections, proxy, relayfee, "
+    "warnings\n"
+    "- getwalletinfo: balance, keypoololdest, keypoolsize, paytxfee, unlocked_until, "
+    "walletversion\n\n"
+    "coin-cli has the option -getinfo to collect and format these in the old format.")
+
+
+def _getinfo(ctx: RPCContext, *ignored: Any) -> Any:
+    raise RPCError(RPC_METHOD_NOT_FOUND, _GETINFO_REMOVED)
+
+
+#: Core 0.16+'s hidden stub: whatever the arguments, -32601 naming the replacements (rpcm_43).
+getinfo = RPCMethod(name="getinfo", category="hidden", handler=_getinfo,
+                    help_text=_GETINFO_REMOVED, args=(Arg("args", ANY, variadic=True),))
+
+
 #: What the ``util`` entry point registers.
-METHODS = [validateaddress, createmultisig, verifymessage, signmessagewithprivkey, setmocktime]
+METHODS = [validateaddress, createmultisig, verifymessage, signmessagewithprivkey, setmocktime,
+           getinfo]
