@@ -57,6 +57,8 @@ SPORKS = (("SPORK_2_INSTANTSEND_ENABLED", SPORK_OFF),
 
 
 class GovernanceParams(NamedTuple):
+    """Dash's governance parameters (its Consensus::Params fields and constants)."""
+
     min_quorum: int
     watchdog_max_seconds: int
     proposal_fee: int
