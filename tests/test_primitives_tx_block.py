@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
 from coin.primitives.block import HEADER_SIZE, Block, BlockHeader
@@ -23,12 +23,12 @@ from coin.primitives.transaction import (
 
 
 def vectors_dir() -> str:
+    """The consensus vectors (a copy of shared/vectors lives in tests/data/vectors)."""
     for path in (os.environ.get("COIN_VECTORS"),
-                 os.path.join(os.path.dirname(__file__), "data", "vectors"),
-                 "/work/shared/vectors"):
+                 os.path.join(os.path.dirname(__file__), "data", "vectors")):
         if path and os.path.isfile(os.path.join(path, "tx_valid.json")):
             return path
-    raise SkipTest("test vectors not found (set COIN_VECTORS)")
+    raise FileNotFoundError("consensus test vectors not found in tests/data/vectors")
 
 
 def load_tx_rows(name: str):
