@@ -2,8 +2,9 @@
 
 Usage: ``python bench/cli.py [coin-cli options]``, for example
 ``python bench/cli.py -regtest -datadir=/tmp/node -rpcport=28443``. The options
-go to every coin-cli run. If no node answers, the import-only path
-(``coin-cli -version``) is timed instead and the JSON says so.
+go to every coin-cli run. Without options the bench starts its own regtest
+coind (tests/nodeharness.py) and stops it afterwards. If no node answers, the
+import-only path (``coin-cli -version``) is timed instead and the JSON says so.
 
 Prints one JSON object; times in milliseconds, medians of 20 runs, plus the
 cumulative ``-X importtime`` of ``coincli.main`` (median of 5).
@@ -17,6 +18,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 RUNS = 20
@@ -62,6 +64,21 @@ def import_ms(env: dict[str, str]) -> float:
 def main() -> None:
     env = environment()
     options = sys.argv[1:]
+    node = None
+    if not options:
+        sys.path.insert(0, REPO)
+        from tests.nodeharness import NodeProcess
+
+        node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-bench-cli-"))
+        options = node.args[:3] + ["-rpcuser=u", "-rpcpassword=p"]
+    try:
+        run(env, options)
+    finally:
+        if node is not None:
+            node.stop()
+
+
+def run(env: dict[str, str], options: list[str]) -> None:
     cli = cli_command()
     probe = subprocess.run(cli + options + ["getblockcount"], env=env, capture_output=True,
                            text=True, stdin=subprocess.DEVNULL)
