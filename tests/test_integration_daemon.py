@@ -14,6 +14,21 @@ from twisted.trial.unittest import SynchronousTestCase
 from tests.nodeharness import ROOT, NodeProcess, RPCFailure, free_port, _env
 
 
+def wait_answering(node: NodeProcess, what: str, timeout: float = 60) -> None:
+    """Until ``node`` answers getblockcount with 0 (its process may still be starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if node.rpc("getblockcount") == 0:
+                return
+        except (OSError, RPCFailure):
+            pass
+        process = node.process
+        if time.monotonic() > deadline or (process is not None and process.poll() is not None):
+            raise AssertionError("%s did not start" % what)
+        time.sleep(0.1)
+
+
 def run_coind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "coin.tap"] + list(args), capture_output=True,
                           text=True, cwd=ROOT, env=_env(), timeout=timeout)
@@ -72,15 +87,7 @@ class LifecycleTests(SynchronousTestCase):
         with open(pid_file) as f:
             pid = int(f.read())
         self.addCleanup(lambda: _kill_quietly(pid))
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                self.assertEqual(node.rpc("getblockcount"), 0)
-                break
-            except (OSError, RPCFailure):
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_answering(node, "coind -daemon")
         node.rpc("stop")
         deadline = time.monotonic() + 30
         while _alive(pid) and time.monotonic() < deadline:
@@ -95,20 +102,11 @@ class LifecycleTests(SynchronousTestCase):
             [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n",
              "--pidfile=", "coind", "-regtest",
              "-datadir=" + datadir, "-rpcport=%d" % port, "-rpcuser=u", "-rpcpassword=p"],
-            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         node = NodeProcess(datadir, port, [], ("u", "p"))
         node.process = process
-        node._stderr = None
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.assertEqual(node.rpc("getblockcount"), 0)
-                break
-            except (OSError, RPCFailure):
-                if time.monotonic() > deadline or process.poll() is not None:
-                    self.fail("twistd coind did not start: %s" % process.stderr.read())
-                time.sleep(0.2)
+        wait_answering(node, "twistd coind")
         process.send_signal(signal.SIGTERM)
         # twistd re-raises the stopping signal on its way out (its convention for exit status).
         self.assertIn(process.wait(60), (0, -signal.SIGTERM))
@@ -163,19 +161,11 @@ class ArgumentTests(SynchronousTestCase):
             f.write("regtest=1\nrpcuser=u\n[regtest]\nrpcpassword=p\nrpcport=%d\n" % port)
         process = subprocess.Popen([sys.executable, "-m", "coin.tap", "-datadir=" + datadir,
                                     "-printtoconsole=0"], cwd=ROOT, env=_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         node = NodeProcess(datadir, port, [], ("u", "p"))
         node.process = process
         self.addCleanup(node.kill)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.assertEqual(node.rpc("getblockcount"), 0)
-                break
-            except (OSError, RPCFailure):
-                if time.monotonic() > deadline or process.poll() is not None:
-                    self.fail("coind did not start from coin.conf")
-                time.sleep(0.1)
+        wait_answering(node, "coind configured by coin.conf")
         # coin-cli reads the same file.
         result = subprocess.run([sys.executable, "-m", "coincli", "-datadir=" + datadir,
                                  "getblockcount"], capture_output=True, text=True, cwd=ROOT,
