@@ -1,0 +1,50 @@
+"""During start-up coind answers RPC with -28 (warming up) instead of refusing connections."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.nodeharness import NodeProcess
+from coin.testing.chainbuilder import ChainBuilder, open_chain
+
+#: Enough blocks that -reindex outlasts the first request by seconds on any machine here.
+BLOCKS = 5000
+
+
+class WarmupTests(SynchronousTestCase):
+    def test_rpc_answers_minus_28_until_the_chain_is_loaded(self) -> None:
+        datadir = self.mktemp()
+        chain = open_chain(datadir + "/regtest")
+        ChainBuilder(chain).mine(BLOCKS)
+        tip = chain.tip.hash[::-1].hex()
+        chain.close()
+
+        node = NodeProcess.start(datadir, extra_args=["-reindex"], wait=False)
+        self.addCleanup(node.kill)
+        warming = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                status, headers, body = node.post(b'{"method":"getblockcount","id":1}')
+            except OSError:
+                time.sleep(0.02)
+                continue
+            reply = json.loads(body)
+            if reply["error"] is None:
+                break
+            warming.append((status, headers["content-type"], reply))
+            time.sleep(0.05)
+        self.assertTrue(warming, "the node never answered while warming up")
+        for status, content_type, reply in warming:
+            self.assertEqual((status, content_type), (500, "application/json"))
+            self.assertEqual(reply["error"]["code"], -28)
+            self.assertEqual(reply["error"]["message"], "Loading block index...")
+            self.assertIsNone(reply["result"])
+        self.assertEqual(node.rpc("getblockcount"), BLOCKS)
+        self.assertEqual(node.rpc("getbestblockhash"), tip)
+        node.stop()
+
+
