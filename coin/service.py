@@ -23,15 +23,18 @@ from coin import __version__
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
+from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
+from coin.index.txindex import TxIndex, drop_txindex
 from coin.logs import DebugCategories, build_observers
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.rpc.resource import RPCRoot, RPCSite
-from coin.storage.chainstore import ChainStore
+from coin.rest import RESTResource
+from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
 
 log = Logger()
 
@@ -81,6 +84,7 @@ class NodeService(service.MultiService):
         self.authenticator: Optional[Authenticator] = None
         self.validation: Optional[ValidationService] = None
         self.chain: Optional[ChainAccess] = None
+        self.txindex: Optional[TxIndex] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -105,6 +109,13 @@ class NodeService(service.MultiService):
 
     def prepare(self) -> None:
         """Everything that can fail before the reactor runs; raises StartupError."""
+        txindex = self.config.get_bool("txindex", False)
+        if txindex and (self.config.get_int("prune") or 0):
+            raise StartupError("Prune mode is incompatible with -txindex.")
+        try:
+            prune_mode, prune_target = prune_target_from_option(self.config.get_int("prune") or 0)
+        except PruneConfigError as e:
+            raise StartupError(str(e)) from None
         os.makedirs(self.datadir, exist_ok=True)
         self._lock_datadir()
         self._start_logging()
@@ -118,20 +129,61 @@ class NodeService(service.MultiService):
             except Exception as e:
                 raise StartupError("Error loading RPC plugins: %s" % e) from None
         store = ChainStore(self.datadir, self.params,
-                           dbcache_mib=max(4, self.config.get_int("dbcache") or 450))
+                           dbcache_mib=max(4, self.config.get_int("dbcache") or 450),
+                           max_blockfile_size=(self.config.get_int("blockfilesize")
+                                               or DEFAULT_MAX_BLOCKFILE_SIZE))
         try:
             store.open()
         except Exception as e:
             raise StartupError("Error opening block database: %s" % e) from None
+        self._check_prune_state(store, prune_mode)
         chainstate = ChainState(self.params, store, now=self.clock.now)
+        chainstate.configure_pruning(prune_mode, prune_target)
+        if prune_mode:
+            if prune_target:
+                log.info("Prune configured to target {mib}MiB on disk for block and undo "
+                         "files.", mib=prune_target >> 20)
+            else:
+                log.info("Block pruning enabled.  Use RPC call pruneblockchain(height) to "
+                         "manually prune block and undo files.")
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=self.config.get_bool("reindex", False),
             reindex_chainstate=self.config.get_bool("reindex-chainstate", False))
         self.validation.setServiceParent(self)
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
+        if txindex:
+            # A child after validation: stops first, letting its current step finish.
+            self.txindex = TxIndex(self.validation, self.reactor,
+                                   reindex=self.config.get_bool("reindex", False))
+            self.txindex.setServiceParent(self)
+            self.chain.txindex = self.txindex
         if self.config.get_bool("server", True):
             self._start_rpc()
         self._write_pid_file()
+
+    def _check_prune_state(self, store: ChainStore, prune_mode: bool) -> None:
+        """Refuse what a pruned data directory cannot do (the store is closed on refusal)."""
+        try:
+            have_pruned = store.have_pruned()
+        except Exception as e:
+            store.close()
+            raise StartupError("Error opening block database: %s" % e) from None
+        if not have_pruned:
+            return
+        message = None
+        if self.config.get_bool("reindex", False) or \
+                self.config.get_bool("reindex-chainstate", False):
+            # Core would wipe and download again; this node has no block download yet.
+            message = ("Block files of this data directory have been pruned, so -reindex and "
+                       "-reindex-chainstate cannot rebuild from them and there is no "
+                       "peer-to-peer download to fetch them again.  Start with an empty data "
+                       "directory instead")
+        elif not prune_mode:
+            message = ("You need to rebuild the database using -reindex to go back to "
+                       "unpruned mode.  This will redownload the entire blockchain")
+        if message is not None:
+            store.close()
+            raise StartupError(message)
 
     def _lock_datadir(self) -> None:
         path = os.path.join(self.datadir, ".lock")
@@ -173,6 +225,11 @@ class NodeService(service.MultiService):
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor)
         root = RPCRoot(core, self.authenticator, self.reactor)
+        if config.get_bool("rest", True):
+            # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
+            root.putChild(b"rest", RESTResource(
+                self.chain, warmup=self.warmup,
+                max_mempool=(config.get_int("maxmempool") or 0) * 1_000_000))
         site = RPCSite(root, allow=allow, reactor=self.reactor)
         port = config.get_int("rpcport") or self.params.rpc_port
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
@@ -207,6 +264,9 @@ class NodeService(service.MultiService):
         log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
                  hash=chainstate.tip.hash[::-1].hex())
         self.warmup.finish()
+        if self.txindex is None:
+            drop_txindex(self.validation).addErrback(
+                lambda f: log.failure("Dropping the transaction index failed", f))
 
     def _load_failed(self, failure) -> None:
         log.failure("Error loading the chain state", failure)

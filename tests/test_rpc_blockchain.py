@@ -73,7 +73,7 @@ REFERENCE_HELP_LINES = [
     "getblockcount", "getblockhash height", 'getblockheader "hash" ( verbose )', "getchaintips",
     "getchaintxstats ( nblocks blockhash )", "getdifficulty",
     'gettxout "txid" n ( include_mempool )', "gettxoutsetinfo", 'preciousblock "blockhash"',
-    "verifychain ( checklevel nblocks )"]
+    "pruneblockchain", "verifychain ( checklevel nblocks )"]
 
 TIP_HEIGHT = 110
 SPEND_HEIGHT = 102

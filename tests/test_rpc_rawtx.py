@@ -218,6 +218,21 @@ class GetRawTransactionTests(RawTxTestCase):
                          block.txs[0].serialize().hex())
 
     @inlineCallbacks
+    def test_found_through_an_unspent_output_without_txindex(self):
+        # Core 0.17 without -txindex: a transaction with an unspent output is found.
+        spend = self.signed(self.spend(3, 49 * COIN))
+        block, = yield self.mine(txs=[spend])
+        self.assertEqual((yield self.result("getrawtransaction", spend.txid_hex)),
+                         spend.serialize().hex())
+        verbose = yield self.result("getrawtransaction", spend.txid_hex, True)
+        self.assertNotIn("in_active_chain", verbose)
+        self.assertEqual((verbose["blockhash"], verbose["height"], verbose["confirmations"]),
+                         (hash_to_hex(block.hash), TIP_HEIGHT + 1, 1))
+        coinbase = self.mature_coinbase(TIP_HEIGHT).outpoint.txid
+        self.assertEqual((yield self.result("getrawtransaction", hash_to_hex(coinbase), True))
+                         ["txid"], hash_to_hex(coinbase))
+
+    @inlineCallbacks
     def test_block_off_the_active_chain(self):
         side = yield self.build(parent=self.state.tip.prev.hash)
         yield self.access.submit_block(side)
@@ -229,15 +244,11 @@ class GetRawTransactionTests(RawTxTestCase):
     @inlineCallbacks
     def test_errors(self):
         tip = self.tip_hex()
-        coinbase = hash_to_hex(self.mature_coinbase(TIP_HEIGHT).outpoint.txid)
         header_only = yield self.build()
         yield self.access.submit_header(header_only.header)
         for params, expected in (
                 ((TXID,), (-5, "No such mempool transaction. Use -txindex to enable blockchain "
                                "transaction queries. Use gettransaction for wallet transactions.")),
-                ((coinbase,), (-5, "No such mempool transaction. Use -txindex to enable "
-                                   "blockchain transaction queries. Use gettransaction for "
-                                   "wallet transactions.")),
                 ((TXID, True, tip), (-5, "No such transaction found in the provided block. "
                                          "Use gettransaction for wallet transactions.")),
                 ((TXID, True, "bb" * 32), (-5, "Block hash not found")),

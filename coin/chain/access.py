@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.threads import deferToThread
 
 from coin.chain.chainstate import ChainState
@@ -21,7 +21,8 @@ from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams
 from coin.mining.assembler import MiningError, create_block, solve
 from coin.primitives.block import Block
-
+from coin.primitives.serialize import ByteReader, DeserializationError
+from coin.primitives.transaction import Transaction
 
 
 class TipWaiters:
@@ -54,6 +55,8 @@ class ChainAccess:
         self._reactor = reactor
         self.tip_waiters = TipWaiters()
         service.subscribe(self.tip_waiters)
+        #: The transaction index (coin.index.txindex.TxIndex) when -txindex is on.
+        self.txindex: Any = None
 
     @property
     def state(self) -> ChainState:
@@ -83,6 +86,34 @@ class ChainAccess:
     def utxo_snapshot(self) -> Deferred:
         """Fires with ``(best_entry, [(key, Coin)])``: a consistent copy of the UTXO set."""
         return self._service.call(lambda cs: (cs.tip, cs.store.utxo_snapshot()))
+
+    @inlineCallbacks
+    def get_transaction(self, txid: bytes):
+        """Fires with ``(Transaction, BlockIndexEntry)`` for a confirmed ``txid``, or None.
+
+        Uses the transaction index when -txindex is on; otherwise (or while the
+        index has not reached the block yet) finds the transaction through an
+        unspent output of it in the UTXO set, as Core 0.17 does without
+        -txindex.  Only transactions in blocks of the active chain are found.
+        The entry is never None today; the mempool will answer with None.
+        """
+        state = self.state
+        if self.txindex is not None:
+            pos = yield deferToThread(state.store.txindex_lookup, txid)
+            if pos is not None:
+                entry = state.lookup(pos.block_hash)
+                if entry is not None and state.contains(entry):
+                    tx = yield deferToThread(_read_tx_at, state, entry, pos.tx_offset, txid)
+                    if tx is not None:
+                        return (tx, entry)
+        found = yield self._service.call(_entry_of_unspent, txid)
+        if found is None:
+            return None
+        block = yield self.read_block(found)
+        for tx in block.txs:
+            if tx.txid == txid:
+                return (tx, found)
+        return None
 
     def submit_block(self, block: Block) -> Deferred:
         return self._service.submit_block(block)
@@ -136,3 +167,20 @@ def _generate(chainstate: ChainState, script_pubkey: bytes, count: int,
     return hashes
 
 
+def _entry_of_unspent(chainstate: ChainState, txid: bytes) -> Optional[BlockIndexEntry]:
+    """Active-chain block holding ``txid``, found via an unspent output of it."""
+    found = chainstate.store.unspent_output_of(txid)
+    if found is None:
+        return None
+    return chainstate.at_height(found[1].height)
+
+
+def _read_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,
+                txid: bytes) -> Optional[Transaction]:
+    """The transaction at ``offset`` inside ``entry``'s block, if it is ``txid``."""
+    raw = state.store.read_block(entry.file_no, entry.data_pos)
+    try:
+        tx = Transaction.read(ByteReader(raw, offset))
+    except DeserializationError:
+        return None
+    return tx if tx.txid == txid else None

@@ -56,6 +56,7 @@ from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_u
 from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
 from coin.script.flags import SCRIPT_VERIFY_P2SH
+from coin.chain import pruning
 from coin.chain.scriptcheck import verify_transaction_scripts
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
@@ -89,6 +90,12 @@ class ChainState:
         self.time_offset = 0
         #: ``(entry, ValidationError)`` for blocks that failed in the last activation.
         self.connect_failures: List[Tuple[BlockIndexEntry, ValidationError]] = []
+        #: ``-prune`` mode (manual or automatic) and the automatic target in bytes (0: none).
+        self.prune_mode = False
+        self.prune_target = 0
+        self._prune_checked_file: Optional[int] = None
+        self._prune_height_cache: Optional[Tuple[int, int]] = None
+        self._prune_generation = 0
 
     # ------------------------------------------------------------------ queries
 
@@ -119,12 +126,68 @@ class ChainState:
 
     def read_block(self, entry: BlockIndexEntry) -> Block:
         if not entry.have_data():
+            if self.is_pruned_block(entry):
+                raise CorruptionError("block %s not available (pruned data)"
+                                      % entry.hash[::-1].hex())
             raise CorruptionError("block %s has no data" % entry.hash[::-1].hex())
         return Block.deserialize(self.store.read_block(entry.file_no, entry.data_pos))
 
     def read_undo(self, entry: BlockIndexEntry) -> List[List[Coin]]:
         raw = self.store.read_undo(entry.undo_file, entry.undo_pos, entry.hash)
         return deserialize_block_undo(raw)
+
+    # ----------------------------------------------------------- pruning
+
+    def configure_pruning(self, prune_mode: bool, target_bytes: int = 0) -> None:
+        """Enable ``-prune``: manual only (target 0) or automatic to ``target_bytes``."""
+        self.prune_mode = prune_mode
+        self.prune_target = target_bytes if prune_mode else 0
+
+    @property
+    def have_pruned(self) -> bool:
+        """Whether block data was ever pruned from this data directory."""
+        return self.store.have_pruned()
+
+    def is_pruned_block(self, entry: BlockIndexEntry) -> bool:
+        """Core's test: data was stored once (``nTx > 0``), is gone, and the node has pruned."""
+        return not entry.have_data() and entry.tx_count > 0 and self.have_pruned
+
+    def prune_height(self) -> Optional[int]:
+        """Lowest height from which the active chain's blocks are all stored (pruneheight)."""
+        tip = self.tip
+        if tip is None:
+            return None
+        if not self.have_pruned:
+            return 0
+        # Only pruning moves it (new tips have their data): walk the chain once per prune.
+        cached = self._prune_height_cache
+        if cached is not None and cached[0] == self._prune_generation and cached[1] <= tip.height:
+            return cached[1]
+        height = pruning.prune_height(self)
+        if height is not None:
+            self._prune_height_cache = (self._prune_generation, height)
+        return height
+
+    def prune_manual(self, height: int) -> int:
+        """Prune files holding only blocks at or below ``height`` (pruneblockchain).
+
+        Keeps the last ``MIN_BLOCKS_TO_KEEP`` blocks; returns the height used.
+        """
+        tip = self.tip
+        if tip is None:
+            return height
+        height = min(height, tip.height - pruning.MIN_BLOCKS_TO_KEEP)
+        self._flush(manual_prune_height=height)
+        return height
+
+    def _prune_due(self) -> bool:
+        """Core checks when a new block file is started: usage over target in a new file."""
+        if not self.prune_target:
+            return False
+        current = self.store.current_files()[0]
+        if current == self._prune_checked_file:
+            return False
+        return self.store.file_usage() >= self.prune_target
 
     def adjusted_time(self) -> int:
         return int(self._now()) + self.time_offset
@@ -360,8 +423,16 @@ class ChainState:
             self.best_header = entry
 
     def _link_chain_tx(self, entry: BlockIndexEntry) -> None:
-        """Give ``entry`` (and waiting descendants) a chain tx count once its parent has one."""
-        if not entry.have_data() or entry.chain_tx:
+        """Give ``entry`` (and waiting descendants) a chain tx count once its parent has one.
+
+        ``tx_count`` says the block was stored once: pruned blocks keep their counts.
+        """
+        if not entry.tx_count or entry.chain_tx:
+            if entry.chain_tx and entry.have_data() and entry.is_valid(BLOCK_VALID_TRANSACTIONS):
+                # Data stored again after pruning: a candidate once more.
+                tip = self.tip
+                if tip is None or entry.chainwork >= tip.chainwork:
+                    self._candidates.add(entry)
             return
         prev = entry.prev
         if prev is not None and not prev.chain_tx:
@@ -380,11 +451,42 @@ class ChainState:
     # ----------------------------------------------------------- activation
 
     def _best_candidate(self) -> Optional[BlockIndexEntry]:
-        best = None
-        for e in self._candidates:
-            if best is None or (e.chainwork, -e.sequence_id) > (best.chainwork, -best.sequence_id):
-                best = e
-        return best
+        while True:
+            best = None
+            for e in self._candidates:
+                if best is None or (e.chainwork, -e.sequence_id) > (best.chainwork,
+                                                                    -best.sequence_id):
+                    best = e
+            if best is None or best is self.tip or self._reachable(best):
+                return best
+            self._candidates.discard(best)
+
+    def _reachable(self, best: BlockIndexEntry) -> bool:
+        """Whether the data to reorganise to ``best`` is stored (pruning may have removed it).
+
+        Core skips candidates whose path lacks data; disconnecting needs blocks and undo.
+        """
+        tip = self.tip
+        fork = self.find_fork(tip, best) if tip is not None else None
+        walk: Optional[BlockIndexEntry] = best
+        while walk is not None and walk is not fork:
+            if not walk.have_data():
+                log.warn("Cannot activate block {hash}: block {missing} at height {height} "
+                         "is not available (pruned data)", hash=best.hash[::-1].hex(),
+                         missing=walk.hash[::-1].hex(), height=walk.height)
+                return False
+            walk = walk.prev
+        walk = tip
+        while walk is not None and walk is not fork:
+            if not walk.have_data() or (walk.prev is not None
+                                        and not walk.status & BLOCK_HAVE_UNDO):
+                log.error("Cannot reorganise to {hash}: disconnecting block {missing} at height "
+                          "{height} needs data that is not available (pruned data)",
+                          hash=best.hash[::-1].hex(), missing=walk.hash[::-1].hex(),
+                          height=walk.height)
+                return False
+            walk = walk.prev
+        return True
 
     def activate_best_chain(self) -> List[ChainEvent]:
         """Reorganise to the most-work valid chain; publish and return the events."""
@@ -417,7 +519,7 @@ class ChainState:
                         self._candidates.discard(entry)
                     self._rebuild_candidates()
                     break
-                if self.store.needs_flush():
+                if self.store.needs_flush() or self._prune_due():
                     self.flush()
             self._prune_candidates()
         if self.tip is not old_tip and self.tip is not None:
@@ -584,11 +686,29 @@ class ChainState:
     # ----------------------------------------------------------- flush
 
     def flush(self) -> None:
-        """Write the index, the UTXO changes and the best block in one transaction."""
+        """Write the index, the UTXO changes and the best block in one transaction.
+
+        In automatic prune mode, files to prune are chosen first and their
+        removal is committed in the same transaction (``coin.chain.pruning``).
+        """
+        self._flush()
+
+    def _flush(self, manual_prune_height: Optional[int] = None) -> None:
         tip = self.tip
         if tip is None:
             return
-        self.store.flush(list(self._dirty), tip.hash)
+        prune_blk: List[int] = []
+        prune_rev: List[int] = []
+        if self.prune_mode and (self.prune_target or manual_prune_height is not None):
+            prune_blk, prune_rev = pruning.find_files_to_prune(
+                self, self.prune_target, manual_prune_height)
+            self._prune_checked_file = self.store.current_files()[0]
+            if prune_blk or prune_rev:
+                log.info("Pruning block files {blk} and undo files {rev}",
+                         blk=prune_blk, rev=prune_rev)
+                self._dirty.update(pruning.mark_entries_pruned(self, prune_blk, prune_rev))
+                self._prune_generation += 1
+        self.store.flush(list(self._dirty), tip.hash, prune_blk, prune_rev)
         self._dirty.clear()
 
     # ----------------------------------------------------------- manual control
@@ -598,6 +718,14 @@ class ChainState:
         entry = self._require(block_hash)
         events: List[ChainEvent] = []
         old_tip = self.tip
+        walk = old_tip
+        while walk is not None and self.contains(entry) and walk.height >= entry.height:
+            if not walk.have_data() or (walk.prev is not None
+                                        and not walk.status & BLOCK_HAVE_UNDO):
+                raise CorruptionError("block %s at height %d is not available (pruned data): "
+                                      "cannot disconnect it" % (walk.hash[::-1].hex(),
+                                                                walk.height))
+            walk = walk.prev
         while self.contains(entry):
             events.append(self._disconnect_tip())
         self._mark_failed(entry)

@@ -58,6 +58,8 @@ def node_options() -> OptionRegistry:
           "re-downloading the entire blockchain. (default: 0 = disable pruning blocks, 1 = "
           "allow manual pruning via RPC, >550 = automatically prune block files to stay under "
           "the specified target size in MiB)", kind="int", default=0, meta="=<n>")
+    r.add("blockfilesize", "Roll block and undo files over at <n> bytes (tests of pruning; "
+          "default: %d)" % (128 << 20), kind="int", meta="=<n>", debug_only=True)
     r.add("reindex", "Rebuild chain state and block index from the blk*.dat files on disk",
           kind="bool", default=False)
     r.add("reindex-chainstate", "Rebuild chain state from the currently indexed blocks",
@@ -119,7 +121,7 @@ def node_options() -> OptionRegistry:
           default=DEFAULT_MIN_RELAY_TX_FEE, category=c, meta="=<amt>")
 
     c = "RPC server options"
-    r.add("rest", "Accept public REST requests (default: 0)", kind="bool", default=False,
+    r.add("rest", "Accept public REST requests (default: 1)", kind="bool", default=True,
           category=c)
     r.add("rpcallowip", "Allow JSON-RPC connections from specified source. Valid for <ip> are "
           "a single IP (e.g. 1.2.3.4), a network/netmask (e.g. 1.2.3.4/255.255.255.0) or a "

@@ -17,7 +17,7 @@ from twisted.logger import Logger
 from coin.primitives.hashes import sha256d
 from coin.storage.errors import CorruptionError
 from coin.storage.fileinfo import BlockFileInfo
-from coin.storage.flatfile import HEADER_SIZE, FlatFileSeq
+from coin.storage.flatfile import HEADER_SIZE, FlatFileSeq, fsync_directory
 
 log = Logger()
 
@@ -109,6 +109,50 @@ class BlockFiles:
     def block_bytes_before(self, file_no: int, pos: int) -> int:
         """Bytes of block records before ``(file_no, pos)``: progress through the files."""
         return pos + sum(info.size for n, info in list(self._info.items()) if n < file_no)
+
+    # -- pruning ----------------------------------------------------------------
+
+    def current_files(self) -> Tuple[int, int]:
+        """``(blk, rev)`` numbers of the files being appended to; never pruned."""
+        return self._blocks.current_file, self._undo.current_file
+
+    def usage(self) -> int:
+        """Bytes of block and undo records in all files (Core's CalculateCurrentUsage)."""
+        return sum(info.size + info.undo_size for info in list(self._info.values()))
+
+    def infos(self) -> Dict[int, BlockFileInfo]:
+        """Copies of every file's statistics."""
+        return {n: copy(info) for n, info in list(self._info.items())}
+
+    def mark_pruned(self, blk_files: Iterable[int], rev_files: Iterable[int]) -> None:
+        """Zero the statistics of files about to be pruned (saved by the next flush)."""
+        for n in blk_files:
+            self._reset_blocks(self._touch(n))
+        for n in rev_files:
+            self._reset_undo(self._touch(n))
+
+    def remove_files(self, blk_files: Iterable[int], rev_files: Iterable[int]) -> None:
+        """Unlink pruned files: only after the database says they are gone."""
+        removed = False
+        for n in blk_files:
+            removed |= self._blocks.remove(n)
+        for n in rev_files:
+            removed |= self._undo.remove(n)
+        if removed:
+            fsync_directory(self._blocks.directory)
+
+    def pruned_leftovers(self) -> Tuple[List[int], List[int]]:
+        """Files on disk that the statistics say were pruned (a crash before the unlink).
+
+        A file below the last one holding records always holds records unless
+        it was pruned, so zero recorded bytes there means pruned.
+        """
+        def leftovers(seq: FlatFileSeq, size_of: Callable[[BlockFileInfo], int]) -> List[int]:
+            last, _ = self._last_recorded(size_of)
+            return [n for n in range(last) if seq.exists(n)
+                    and (n not in self._info or size_of(self._info[n]) == 0)]
+        return (leftovers(self._blocks, lambda i: i.size),
+                leftovers(self._undo, lambda i: i.undo_size))
 
     def sync(self) -> None:
         """Flush and fsync both current files: call before recording positions in the database."""

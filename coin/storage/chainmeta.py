@@ -12,6 +12,8 @@ from coin.storage.schema import chain_state
 
 BEST_BLOCK = "best_block"
 REINDEXING = "reindexing"
+#: Set once block or undo files have been pruned; never cleared (Core's fHavePruned).
+HAVE_PRUNED = "have_pruned"
 
 
 def get_value_txn(conn: Connection, key: str) -> Optional[bytes]:
@@ -45,3 +47,11 @@ def set_reindexing_txn(conn: Connection, reindexing: bool) -> None:
         set_value_txn(conn, REINDEXING, b"\x01")
     else:
         delete_value_txn(conn, REINDEXING)
+
+
+def get_have_pruned_txn(conn: Connection) -> bool:
+    return get_value_txn(conn, HAVE_PRUNED) == b"\x01"
+
+
+def set_have_pruned_txn(conn: Connection) -> None:
+    set_value_txn(conn, HAVE_PRUNED, b"\x01")

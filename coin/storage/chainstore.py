@@ -24,13 +24,15 @@ import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from sqlalchemy.engine import Engine
+from twisted.logger import Logger
 from sqlalchemy.exc import SQLAlchemyError
 
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams
 from coin.primitives.coin import Coin
-from coin.storage import blockindex, chainmeta, fileinfo, utxodb
+from coin.storage import blockindex, chainmeta, fileinfo, txindex, utxodb
 from coin.storage.blockfiles import BlockFiles
+from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
 from coin.storage.database import open_database
@@ -43,6 +45,7 @@ DIR_MODE = 0o700
 DEFAULT_MAX_BLOCKFILE_SIZE = 128 << 20
 
 _T = TypeVar("_T")
+log = Logger()
 
 
 def _storage_errors(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -73,6 +76,7 @@ class ChainStore:
         self._engine: Optional[Engine] = None
         self._files: Optional[BlockFiles] = None
         self._utxos: Optional[UtxoTable] = None
+        self._have_pruned: Optional[bool] = None
         self.coins: CoinsCache = CoinsCache(self._load_coins, self.dbcache_bytes,
                                             MAX_FETCH_BATCH)
 
@@ -101,7 +105,10 @@ class ChainStore:
             engine.dispose()
             raise
         self._engine, self._files = engine, files
+        self._have_pruned = None
         self.coins.clear()
+        if self.have_pruned():
+            self._remove_pruned_leftovers()
 
     @_storage_errors
     def close(self) -> None:
@@ -152,7 +159,7 @@ class ChainStore:
 
     @_storage_errors
     def write_undo(self, raw: bytes, block_hash: bytes, height: int) -> Tuple[int, int]:
-        """Append a block's undo data; ``height`` is accepted for pruning and not yet used."""
+        """Append a block's undo data; ``height`` is unused (pruning reads heights off the index)."""
         return self._open_files().write_undo(raw, block_hash)
 
     @_storage_errors
@@ -225,16 +232,28 @@ class ChainStore:
         return self.coins.over_budget()
 
     @_storage_errors
-    def flush(self, dirty_entries: Iterable[BlockIndexEntry], best_block: bytes) -> None:
+    def flush(self, dirty_entries: Iterable[BlockIndexEntry], best_block: bytes,
+              prune_blk: Iterable[int] = (), prune_rev: Iterable[int] = ()) -> None:
         """Persist everything up to now atomically: after a crash, all of it or none.
 
         Fsyncs the block and undo files, then in one transaction upserts
         ``dirty_entries``, applies the cached coin changes, saves the file
         statistics and sets the best-block marker.  On failure nothing is
         committed and the cache keeps its changes, so the flush can be retried.
+
+        ``prune_blk``/``prune_rev`` name block and undo files to delete: their
+        statistics are zeroed and the have-pruned flag set in the same
+        transaction (the caller has already taken the data flags off the
+        entries in them), and the files are unlinked only after the commit, so
+        the database never references a missing file.  A crash between commit
+        and unlink leaves files that :meth:`open` deletes.
         """
         files = self._open_files()
         files.sync()
+        prune_blk, prune_rev = sorted(set(prune_blk)), sorted(set(prune_rev))
+        pruning = bool(prune_blk or prune_rev)
+        if pruning:
+            files.mark_pruned(prune_blk, prune_rev)
         entries = list(dirty_entries)
         infos = files.dirty_infos()
         changes = self.coins.changes()
@@ -248,8 +267,13 @@ class ChainStore:
                                   changes.deletes)
             fileinfo.save_file_info_txn(conn, infos)
             chainmeta.set_best_block_txn(conn, best_block)
+            if pruning:
+                chainmeta.set_have_pruned_txn(conn)
         self.coins.flushed(changes)
         files.mark_clean(infos)
+        if pruning:
+            self._have_pruned = True
+            files.remove_files(prune_blk, prune_rev)
 
     @_storage_errors
     def wipe_chainstate(self) -> None:
@@ -281,6 +305,83 @@ class ChainStore:
         """Persist the reindex flag at once."""
         with self.engine.begin() as conn:
             chainmeta.set_reindexing_txn(conn, reindexing)
+
+    # -- transaction index (-txindex) ------------------------------------------
+
+    @_storage_errors
+    def txindex_best(self) -> Optional[bytes]:
+        """The last block the transaction index has committed, or None."""
+        with self.engine.connect() as conn:
+            return txindex.get_best_txn(conn)
+
+    @_storage_errors
+    def txindex_apply(self, removed: Sequence[tuple], added: Sequence[txindex.TxRow],
+                      best: bytes) -> None:
+        """Commit index changes and the new marker atomically (see ``storage.txindex``)."""
+        with self.engine.begin() as conn:
+            txindex.apply_txn(conn, removed, added, best)
+
+    @_storage_errors
+    def txindex_has_data(self) -> bool:
+        with self.engine.connect() as conn:
+            return txindex.has_data_txn(conn)
+
+    @_storage_errors
+    def txindex_wipe(self) -> None:
+        with self.engine.begin() as conn:
+            txindex.wipe_txn(conn)
+
+    @_storage_errors
+    def txindex_lookup(self, txid: bytes) -> Optional[txindex.TxPos]:
+        """Where ``txid`` is stored per the index; safe from any thread."""
+        with self.engine.connect() as conn:
+            return txindex.lookup_txn(conn, txid)
+
+    @_storage_errors
+    def unspent_output_of(self, txid: bytes) -> Optional[Tuple[int, Coin]]:
+        """Some unspent output ``(n, coin)`` of ``txid`` in the current UTXO set, or None.
+
+        Stored coins overlaid with the cache's unflushed changes: writer thread only.
+        """
+        with self.engine.connect() as conn:
+            stored = utxodb.output_numbers_txn(conn, txid)
+        numbers = sorted(set(stored) | set(self.coins.changed_outputs_of(txid)))
+        for start in range(0, len(numbers), MAX_FETCH_BATCH):
+            chunk = numbers[start:start + MAX_FETCH_BATCH]
+            for n, coin in zip(chunk, self.coins.fetch([(txid, n) for n in chunk])):
+                if coin is not None:
+                    return n, coin
+        return None
+
+    # -- pruning ----------------------------------------------------------------
+
+    @_storage_errors
+    def have_pruned(self) -> bool:
+        """Whether any block or undo file was ever pruned (persisted; Core's fHavePruned)."""
+        if self._have_pruned is None:
+            with self.engine.connect() as conn:
+                self._have_pruned = chainmeta.get_have_pruned_txn(conn)
+        return self._have_pruned
+
+    def current_files(self) -> Tuple[int, int]:
+        """``(blk, rev)`` numbers of the files being written: never pruned."""
+        return self._open_files().current_files()
+
+    def file_usage(self) -> int:
+        """Bytes of block plus undo records on disk (compared with the prune target)."""
+        return self._open_files().usage()
+
+    def file_infos(self) -> Dict[int, BlockFileInfo]:
+        """Copies of the per-file statistics."""
+        return self._open_files().infos()
+
+    def _remove_pruned_leftovers(self) -> None:
+        files = self._open_files()
+        blk, rev = files.pruned_leftovers()
+        if blk or rev:
+            log.info("Removing pruned files left by an interrupted prune: blk {blk} rev {rev}",
+                     blk=blk, rev=rev)
+            files.remove_files(blk, rev)
 
     # -- internals --------------------------------------------------------------
 

@@ -79,6 +79,10 @@ class CoinsCache:
             return self._entries[key]
         return self.fetch([key])[0]
 
+    def changed_outputs_of(self, txid: bytes) -> List[int]:
+        """Output numbers of ``txid`` changed since the last flush (a scan of those changes)."""
+        return sorted(n for t, n in self._dirty if t == txid)
+
     def cached(self, key: Key) -> Optional[Coin]:
         """The cached entry for ``key`` without loading (KeyError if not cached)."""
         return self._entries[key]

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from coin.storage.dialect import configure_engine
 from coin.storage.errors import SchemaError, StorageError
 
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 
 # Alembic's own bookkeeping table; deliberately not part of schema.metadata.

@@ -144,6 +144,29 @@ class FlatFileSeq:
             while self._readers:
                 os.close(self._readers.popitem()[1])
 
+    @property
+    def current_file(self) -> int:
+        """Number of the file being appended to (never pruned)."""
+        return self._file_no
+
+    def remove(self, file_no: int) -> bool:
+        """Delete one file that is not the current one (pruning); True if it existed.
+
+        The caller fsyncs the directory once after a batch of removals.
+        """
+        with self._lock:
+            if file_no == self._file_no and self._fd is not None:
+                raise StorageError("cannot remove %s, the file being written"
+                                   % os.path.basename(self.path(file_no)))
+            fd = self._readers.pop(file_no, None)
+            if fd is not None:
+                os.close(fd)
+        try:
+            os.remove(self.path(file_no))
+        except FileNotFoundError:
+            return False
+        return True
+
     def remove_all(self) -> None:
         """Delete every file of the sequence and start again at file 0 (caller reopens)."""
         self.close()

@@ -87,3 +87,16 @@ chain_state = Table(
     Column("key", String(32), primary_key=True),
     Column("value", LargeBinary, nullable=False),
 )
+
+# Transaction index (-txindex): where each transaction of the indexed chain is stored.
+# ``block_pos`` is the block's payload position in blk<file_no>.dat (as in block_index)
+# and ``tx_offset`` the transaction's offset inside the block: Core's CDiskTxPos.
+tx_index = Table(
+    "tx_index", metadata,
+    Column("txid", LargeBinary(32), primary_key=True),
+    Column("block_hash", LargeBinary(32), nullable=False),
+    Column("file_no", Integer, nullable=False),
+    Column("block_pos", BigInteger, nullable=False),
+    Column("tx_offset", BigInteger, nullable=False),
+    sqlite_with_rowid=False,
+)

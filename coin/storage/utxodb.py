@@ -124,3 +124,9 @@ def iter_coins_txn(conn: Connection) -> Iterator[Tuple[Key, Coin]]:
 
 def delete_all_txn(conn: Connection) -> None:
     conn.execute(delete(utxo))
+
+
+def output_numbers_txn(conn: Connection, txid: bytes) -> List[int]:
+    """Output numbers of ``txid`` with a stored coin (a range scan of the primary key)."""
+    return list(conn.execute(select(utxo.c.n).where(utxo.c.txid == txid)
+                             .order_by(utxo.c.n)).scalars())

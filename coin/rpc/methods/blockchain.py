@@ -11,6 +11,7 @@ verifychain's level 4).
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from twisted.internet.defer import Deferred
@@ -20,6 +21,7 @@ from twisted.python.failure import Failure
 
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
+from coin.chain.pruning import MIN_BLOCKS_TO_KEEP
 from coin.chain.index import BLOCK_HAVE_UNDO, BLOCK_VALID_SCRIPTS, BLOCK_VALID_TREE, BlockIndexEntry
 from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
@@ -163,7 +165,9 @@ def getdifficulty(ctx: RPCContext) -> Any:
     examples=example_cli("getblockchaininfo") + example_rpc("getblockchaininfo"))
 def getblockchaininfo(ctx: RPCContext) -> Dict[str, Any]:
     chain = _chain(ctx)
-    return chain_info_json(chain.state, chain.params)
+    state = chain.state
+    return chain_info_json(state, chain.params, pruned=state.prune_mode,
+                           prune_height=state.prune_height() if state.prune_mode else None)
 
 
 # ---------------------------------------------------------------- blocks and headers
@@ -200,6 +204,8 @@ _GETBLOCK_ARGS = (
 def getblock_(ctx: RPCContext, blockhash: str, verbosity: int | bool) -> Deferred:
     chain = _chain(ctx)
     entry = _lookup(chain, blockhash)
+    if chain.state.is_pruned_block(entry):
+        raise RPCError(RPC_MISC_ERROR, "Block not available (pruned data)")
     if not entry.have_data():
         # Core: a header we accepted without (or before) its block data.
         raise RPCError(RPC_MISC_ERROR, "Block not found on disk")
@@ -210,11 +216,16 @@ def getblock_(ctx: RPCContext, blockhash: str, verbosity: int | bool) -> Deferre
             return block.serialize().hex()
         return block_json(block, entry, chain.state, chain.params, tx_detail=level >= 2)
 
-    return chain.read_block(entry).addCallbacks(render, _not_on_disk)
+    return chain.read_block(entry).addCallbacks(render, _not_on_disk,
+                                                errbackArgs=(chain.state, entry))
 
 
-def _not_on_disk(failure: Failure) -> None:
+def _not_on_disk(failure: Failure, state: Optional[ChainState] = None,
+                 entry: Optional[BlockIndexEntry] = None) -> None:
     failure.trap(StorageError, DeserializationError)
+    if state is not None and entry is not None and state.is_pruned_block(entry):
+        # Pruned while the read was on its way.
+        raise RPCError(RPC_MISC_ERROR, "Block not available (pruned data)")
     log.failure("Reading a block for getblock failed", failure)
     raise RPCError(RPC_MISC_ERROR, "Block not found on disk")
 
@@ -641,6 +652,12 @@ def verify_chain(chainstate: ChainState, level: int, depth: int) -> bool:
     entry = tip
     checked_txs = 0
     while entry.prev is not None and entry.height > chainstate.height - depth:
+        if chainstate.prune_mode and not (entry.have_data()
+                                          and entry.status & BLOCK_HAVE_UNDO):
+            # Core: when pruning, only go back as far as there is data.
+            log.info("verifychain: stopping at height {height} (pruning, no data)",
+                     height=entry.height)
+            break
         try:
             problem = _check_block(chainstate, entry, level, undone)
         except (StorageError, DeserializationError) as e:
@@ -789,7 +806,48 @@ def waitforblockheight(ctx: RPCContext, height: int, timeout: int) -> Any:
 
 
 #: What the ``blockchain`` entry point registers.
+# ---------------------------------------------------------------- pruning
+
+#: Core's TIMESTAMP_WINDOW: pruneblockchain by time allows blocks this much older.
+_TIMESTAMP_WINDOW = 2 * 60 * 60
+
+
+def _prune_to(chainstate: ChainState, height: int) -> int:
+    """pruneblockchain on the writer thread (Core 0.17's checks and clamping)."""
+    if not chainstate.prune_mode:
+        raise RPCError(RPC_MISC_ERROR, "Cannot prune blocks because node is not in prune mode.")
+    if height < 0:
+        raise RPCError(RPC_INVALID_PARAMETER, "Negative block height.")
+    if height > 1000000000:
+        # Too high for a height, so a time: the first block at least that late, less 2 hours.
+        chain = chainstate.chain
+        at = bisect_left(chain, height - _TIMESTAMP_WINDOW, key=lambda e: e.time_max)
+        if at >= len(chain):
+            raise RPCError(RPC_INVALID_PARAMETER,
+                           "Could not find block with at least the specified timestamp.")
+        height = chain[at].height
+    chain_height = chainstate.height
+    if chain_height < MIN_BLOCKS_TO_KEEP:
+        # Core refuses below PruneAfterHeight; nothing could be pruned here anyway.
+        raise RPCError(RPC_MISC_ERROR, "Blockchain is too short for pruning.")
+    if height > chain_height:
+        raise RPCError(RPC_INVALID_PARAMETER,
+                       "Blockchain is shorter than the attempted prune height.")
+    return chainstate.prune_manual(height)
+
+
+@rpc_method(
+    "pruneblockchain", category="blockchain", signature="pruneblockchain",
+    args=[Arg("height", INT, help="The block height to prune up to. May be set to a discrete "
+              "height, or a unix timestamp\n                  to prune blocks whose block time "
+              "is at least 2 hours older than the provided timestamp.")],
+    result="n    (numeric) Height of the last block pruned.",
+    examples=example_cli("pruneblockchain", "1000") + example_rpc("pruneblockchain", "1000"))
+def pruneblockchain(ctx: RPCContext, height: int) -> Deferred:
+    return _chain(ctx).call(_prune_to, height)
+
+
 METHODS = [getbestblockhash, getblock, getblockchaininfo, getblockcount, getblockhash,
            getblockheader, getchaintips, getchaintxstats, getdifficulty, gettxout,
-           gettxoutsetinfo, preciousblock, verifychain, invalidateblock, reconsiderblock,
-           waitfornewblock, waitforblock, waitforblockheight]
+           gettxoutsetinfo, preciousblock, pruneblockchain, verifychain, invalidateblock,
+           reconsiderblock, waitfornewblock, waitforblock, waitforblockheight]

@@ -6,10 +6,10 @@ AmountFromValue (``coin.views.amounts.parse_amount``).
 
 Until the mempool and the transaction index exist:
 
-- ``getrawtransaction`` finds transactions only in a block named by
-  ``blockhash``. Core 0.17 without ``-txindex`` also finds a transaction that
-  still has an unspent output (it looks the txid up in the UTXO set); that
-  needs a "first unspent output of a txid" query the storage layer lacks.
+- ``getrawtransaction`` without ``blockhash`` asks ``ChainAccess.get_transaction``:
+  the transaction index with ``-txindex``, else (as Core 0.17 without it) a
+  transaction that still has an unspent output in the UTXO set. Mempool
+  transactions come with the mempool.
 - ``sendrawtransaction`` runs what AcceptToMemoryPool checks that exists today,
   in Core's order (already in the chain -27; context-free checks, coinbase,
   finality, missing inputs -25, BIP68, input values, absurd fee, scripts: -26
@@ -367,8 +367,24 @@ async def getrawtransaction_(ctx: RPCContext, txid: Any, verbose: Any, blockhash
                        "considered an ordinary transaction and cannot be retrieved")
     verbose = _read_verbose(verbose)
     if blockhash is None:
-        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "No such mempool transaction. Use -txindex "
-                       "to enable blockchain transaction queries" + _WALLET_HINT)
+        found = await chain.get_transaction(tx_hash)
+        if found is None:
+            txindex = chain.txindex
+            if txindex is None:
+                message = ("No such mempool transaction. Use -txindex to enable blockchain "
+                           "transaction queries")
+            elif not txindex.synced:
+                message = ("No such mempool transaction. Blockchain transactions are still in "
+                           "the process of being indexed")
+            else:
+                message = "No such mempool or blockchain transaction"
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, message + _WALLET_HINT)
+        tx, found_entry = found
+        if not verbose:
+            return tx.serialize().hex()
+        if found_entry is None:
+            return tx_json(tx, chain.params)
+        return tx_json(tx, chain.params, **tx_block_fields(found_entry, chain.state))
     entry = chain.state.lookup(parse_hash_v(blockhash, "parameter 3"))
     if entry is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block hash not found")

@@ -1,0 +1,1 @@
+"""Optional indexes kept beside the chain state (-txindex)."""

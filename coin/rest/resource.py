@@ -1,0 +1,441 @@
+"""``/rest``: Core's REST interface on twisted.web.
+
+Paths (GET and HEAD; any other method gets 405):
+
+- ``block/<hash>.<fmt>``, ``block/notxdetails/<hash>.<fmt>``
+- ``headers/<count>/<hash>.<fmt>`` (count 1..2000)
+- ``tx/<txid>.<fmt>``
+- ``getutxos[/checkmempool]/<txid>-<n>/....<fmt>`` (at most 15 outpoints)
+- ``blockhashbyheight/<height>.<fmt>``
+- ``chaininfo.json``, ``mempool/info.json``, ``mempool/contents.json``
+
+``fmt`` is ``json``, ``hex`` or ``bin`` (the last three paths: ``json`` only).
+Handlers are plain functions of (path argument, format) returning a Deferred
+``(content type, body)`` or raising :class:`RESTError`; :meth:`RESTResource.render`
+maps every failure to a reply in one place.  Errors are ``text/plain`` with the
+message and ``\\r\\n``, as Core; an unknown path is 404 with an empty body.
+
+Block data is read and rendered in the reactor's thread pool, so a large block
+never holds the reactor for its whole render.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from twisted.internet.defer import (
+    CancelledError, Deferred, DeferredSemaphore, inlineCallbacks, succeed,
+)
+from twisted.internet.threads import deferToThread
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web import resource, server
+
+from coin.chain.access import ChainAccess
+from coin.chain.index import BlockIndexEntry
+from coin.primitives.block import Block, BlockHeader
+from coin.primitives.hashes import hash_to_hex
+from coin.rest.formats import (
+    ALL_FORMATS, BIN, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
+    block_json_body, json_body,
+    mempool_info_json,
+)
+from coin.views.block import block_json, header_json
+from coin.views.chaininfo import chain_info_json
+from coin.views.transaction import tx_block_fields, tx_json
+from coin.views.utxo import getutxos_bin, getutxos_json
+
+_log = Logger()
+
+MAX_HEADERS = 2000
+MAX_GETUTXOS_OUTPOINTS = 15
+#: Blocks whose transaction positions /tx remembers (a block of 2,000 txs: about 200 kB).
+POSITION_CACHE_BLOCKS = 16
+#: Heavy work (reading and rendering a block, 2,000 headers, a transaction's undo data)
+#: runs in the thread pool this many at a time. Python threads share one GIL: every extra
+#: busy thread delays the reactor (and so RPC) further, for no extra throughput.
+HEAVY_CONCURRENCY = 1
+HTTP_BAD_REQUEST = 400
+HTTP_NOT_FOUND = 404
+HTTP_BAD_METHOD = 405
+HTTP_INTERNAL_SERVER_ERROR = 500
+HTTP_SERVICE_UNAVAILABLE = 503
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
+_DIGITS = re.compile(r"[0-9]+\Z")
+
+
+class RESTError(Exception):
+    """A failed request: HTTP status and the message (sent as text with ``\\r\\n``)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class NoSuchPath(Exception):
+    """Not a REST path: 404 with an empty body (Core's unhandled-URI reply)."""
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_format(part: str, formats: Sequence[str]) -> Tuple[str, str]:
+    """Split ``<param>.<fmt>`` at the last dot; 404 unless ``fmt`` is one of ``formats``."""
+    param, dot, suffix = part.rpartition(".")
+    if not dot or suffix not in formats:
+        raise RESTError(HTTP_NOT_FOUND,
+                        "output format not found (available: %s)" % available_text(tuple(formats)))
+    return param, suffix
+
+
+def parse_hash(text: str) -> bytes:
+    """64 hex digits (either case) in RPC order -> internal order; 400 otherwise."""
+    if not _HEX64.match(text):
+        raise RESTError(HTTP_BAD_REQUEST, "Invalid hash: %s" % text)
+    return bytes.fromhex(text)[::-1]
+
+
+def parse_outpoints(segments: Sequence[str]) -> Tuple[bool, List[Tuple[bytes, int]]]:
+    """``[checkmempool, ]txid-n, ...`` -> (check mempool, outpoints); Core's errors."""
+    check_mempool = bool(segments) and segments[0] == "checkmempool"
+    outpoints: List[Tuple[bytes, int]] = []
+    for segment in segments[1 if check_mempool else 0:]:
+        txid, dash, n = segment.partition("-")
+        if not dash or not _HEX64.match(txid) or not _DIGITS.match(n) or int(n) > 0xFFFFFFFF:
+            raise RESTError(HTTP_BAD_REQUEST, "Parse error")
+        outpoints.append((bytes.fromhex(txid)[::-1], int(n)))
+    if not outpoints:
+        raise RESTError(HTTP_BAD_REQUEST, "Error: empty request")
+    if len(outpoints) > MAX_GETUTXOS_OUTPOINTS:
+        raise RESTError(HTTP_BAD_REQUEST, "Error: max outpoints exceeded (max: %d, tried: %d)"
+                        % (MAX_GETUTXOS_OUTPOINTS, len(outpoints)))
+    return check_mempool, outpoints
+
+
+def entry_header(entry: BlockIndexEntry) -> bytes:
+    """The 80-byte serialized header of an index entry."""
+    return BlockHeader(entry.version, entry.prev_hash, entry.merkle_root, entry.time,
+                       entry.bits, entry.nonce).serialize()
+
+
+# ---------------------------------------------------------------- handlers
+
+
+class RESTHandlers:
+    """The endpoints, independent of HTTP: ``(path argument, format) -> Deferred[Body]``."""
+
+    def __init__(self, chain: ChainAccess, *, max_mempool: int,
+                 pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
+        """``pruned(entry)`` overrides the chain state's ``is_pruned_block`` (tests)."""
+        self.chain = chain
+        self.max_mempool = max_mempool
+        self.pruned = pruned
+        #: block hash -> {txid: position}, for the undo data of /tx (insertion order = age).
+        self._positions: Dict[bytes, Dict[bytes, int]] = {}
+        self._positions_lock = threading.Lock()
+        self._heavy = DeferredSemaphore(HEAVY_CONCURRENCY)
+
+    def _in_thread(self, f: Callable[[], Any]) -> Deferred:
+        """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
+        return self._heavy.run(deferToThread, f)
+
+    # -- blocks
+
+    @inlineCallbacks
+    def _block_entry(self, block_hash: bytes, text: str):
+        entry = self.chain.state.lookup(block_hash)
+        if entry is None:
+            raise RESTError(HTTP_NOT_FOUND, "%s not found" % text)
+        if not entry.have_data():
+            pruned = yield self._is_pruned(entry)
+            if pruned:
+                raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % text)
+            raise RESTError(HTTP_NOT_FOUND, "%s not found" % text)
+        return entry
+
+    def _is_pruned(self, entry: BlockIndexEntry) -> Deferred:
+        """Core's test (data stored once, now gone, node has pruned), on the writer thread."""
+        if self.pruned is not None:
+            return succeed(self.pruned(entry))
+        if not hasattr(self.chain.state, "is_pruned_block"):
+            return succeed(False)
+        return self.chain.call(lambda cs: cs.is_pruned_block(entry))
+
+    @inlineCallbacks
+    def block(self, part: str, tx_detail: bool):
+        param, fmt = parse_format(part, ALL_FORMATS)
+        block_hash = parse_hash(param)
+        entry = yield self._block_entry(block_hash, param)
+        state, params = self.chain.state, self.chain.params
+
+        def read_and_render() -> Optional[Body]:
+            try:
+                block: Block = state.read_block(entry)
+            except Exception:
+                return None
+            if fmt == JSON:
+                return block_json_body(block_json(block, entry, state, params,
+                                                  tx_detail=tx_detail))
+            return binary_body(fmt, block.serialize())
+
+        body = yield self._in_thread(read_and_render)
+        if body is None:
+            # Pruned or unreadable between the check and the read.
+            pruned = yield self._is_pruned(entry)
+            raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % param if pruned
+                            else "%s not found" % param)
+        return body
+
+    def headers(self, part: str) -> Deferred:
+        param, fmt = parse_format(part, ALL_FORMATS)
+        pieces = param.split("/")
+        if len(pieces) != 2:
+            raise RESTError(HTTP_BAD_REQUEST,
+                            "No header count specified. Use /rest/headers/<count>/<hash>.<ext>.")
+        count_text, hash_text = pieces
+        count = int(count_text) if _DIGITS.match(count_text) and len(count_text) < 10 else 0
+        if not 1 <= count <= MAX_HEADERS:
+            raise RESTError(HTTP_BAD_REQUEST, "Header count out of range: %s" % count_text)
+        block_hash = parse_hash(hash_text)
+        state = self.chain.state
+        entries: List[BlockIndexEntry] = []
+        entry = state.lookup(block_hash)
+        # Core: only a block on the active chain starts a run (an unknown one gives []).
+        while entry is not None and state.contains(entry):
+            entries.append(entry)
+            if len(entries) == count:
+                break
+            entry = state.next_on_chain(entry)
+        if fmt == JSON:
+            # Up to 2,000 header objects: rendered off the reactor thread, like blocks.
+            return self._in_thread(lambda: json_body([header_json(e, state) for e in entries]))
+        return succeed(binary_body(fmt, b"".join(entry_header(e) for e in entries)))
+
+    def blockhash_by_height(self, part: str) -> Deferred:
+        param, fmt = parse_format(part, ALL_FORMATS)
+        if not _DIGITS.match(param) or int(param) > 0x7FFFFFFF:
+            raise RESTError(HTTP_BAD_REQUEST, "Invalid height: %s" % param)
+        entry = self.chain.state.at_height(int(param))
+        if entry is None:
+            raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
+        if fmt == JSON:
+            return succeed(json_body({"blockhash": hash_to_hex(entry.hash)}))
+        if fmt == HEX:
+            return succeed((b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n"))
+        return succeed(binary_body(BIN, entry.hash))
+
+    # -- transactions
+
+    @inlineCallbacks
+    def tx(self, part: str):
+        param, fmt = parse_format(part, ALL_FORMATS)
+        txid = parse_hash(param)
+        found = yield self.chain.get_transaction(txid)
+        if found is None:
+            raise RESTError(HTTP_NOT_FOUND, "%s not found" % param)
+        tx, entry = found
+        if fmt != JSON:
+            return binary_body(fmt, tx.serialize())
+        spent = yield self._spent_outputs(tx, entry)
+        state = self.chain.state
+        fields: Dict[str, Any] = tx_block_fields(entry, state) if entry is not None else {}
+        return json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
+
+    @inlineCallbacks
+    def _spent_outputs(self, tx: Any, entry: Optional[BlockIndexEntry]):
+        """What each input spends, where known (None per unknown input), or None.
+
+        Confirmed: the block's undo data (one list per non-coinbase transaction).
+        Unconfirmed: the UTXO set.
+        """
+        if tx.is_coinbase():
+            return None
+        if entry is None:
+            keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
+            coins = yield self.chain.get_coins(keys)
+            return list(coins)
+        if not self.chain.state.contains(entry) or not entry.have_data():
+            return None
+        state, txid, positions, lock = (self.chain.state, tx.txid, self._positions,
+                                           self._positions_lock)
+
+        def spent_in_block() -> Optional[list]:
+            with lock:
+                index = positions.get(entry.hash)
+            if index is None:
+                block = state.read_block(entry)
+                index = {candidate.txid: i for i, candidate in enumerate(block.txs)}
+                with lock:
+                    positions[entry.hash] = index
+                    while len(positions) > POSITION_CACHE_BLOCKS:
+                        positions.pop(next(iter(positions)))
+            i = index.get(txid)
+            if i is None or i == 0:
+                return None
+            undo = state.read_undo(entry)
+            coins = undo[i - 1] if i <= len(undo) else None
+            if coins is None or len(coins) != len(tx.vin):
+                return None
+            return list(coins)
+
+        try:
+            spent = yield self._in_thread(spent_in_block)
+        except CancelledError:
+            raise
+        except Exception:
+            # Undo data missing (pruned) or unreadable: the object without input values.
+            return None
+        return spent
+
+    @inlineCallbacks
+    def getutxos(self, part: str):
+        """``part`` is what follows ``getutxos`` (``""`` or ``/...``) with the suffix."""
+        param, fmt = parse_format(part, ALL_FORMATS)
+        segments = [s for s in param.split("/")[1:]] if param.startswith("/") else (
+            [] if param == "" else None)
+        if segments is None:
+            raise NoSuchPath()
+        if segments and segments[-1] == "":
+            segments.pop()
+        # The mempool does not exist yet: with or without checkmempool the answer is the
+        # UTXO set's (no pool spends to hide, no pool outputs to add).
+        _check_mempool, outpoints = parse_outpoints(segments)
+        tip, coins = yield self.chain.call(
+            lambda cs: (cs.tip, cs.store.coins.fetch(outpoints)))
+        found = [coin is not None for coin in coins]
+        unspent = [coin for coin in coins if coin is not None]
+        if fmt == JSON:
+            return json_body(getutxos_json(tip.height, tip.hash, found, unspent,
+                                           self.chain.params))
+        return binary_body(fmt, getutxos_bin(tip.height, tip.hash, found, unspent))
+
+    # -- status
+
+    def chaininfo(self, part: str) -> Deferred:
+        name, _ = parse_format(part, JSON_ONLY)
+        if name != "chaininfo":
+            raise NoSuchPath()
+        # The same arguments getblockchaininfo passes (the pruning fields).
+        state = self.chain.state
+        pruned = bool(getattr(state, "prune_mode", False))
+        return succeed(json_body(chain_info_json(
+            state, self.chain.params, pruned=pruned,
+            prune_height=state.prune_height() if pruned else None)))
+
+    def mempool(self, part: str) -> Deferred:
+        """``info`` or ``contents``: the pool is always empty until the mempool lands."""
+        name, _ = parse_format(part, JSON_ONLY)
+        if name == "info":
+            return succeed(json_body(mempool_info_json(max_mempool=self.max_mempool)))
+        if name == "contents":
+            return succeed(json_body({}))
+        raise NoSuchPath()
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def _exact(name: str, path: str) -> Optional[str]:
+    """``path`` if it is ``name`` or ``name.<anything>``; None otherwise (no prefix match)."""
+    if path == name or path.startswith(name + "."):
+        return path
+    return None
+
+
+class RESTResource(resource.Resource):
+    """The ``/rest`` tree; no authentication (Core serves REST to anyone allowed in)."""
+
+    isLeaf = True
+
+    def __init__(self, chain: ChainAccess, *, warmup: Any = None,
+                 max_mempool: int = 300_000_000,
+                 pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
+        super().__init__()
+        self.handlers = RESTHandlers(chain, max_mempool=max_mempool, pruned=pruned)
+        self._warmup = warmup
+
+    def route(self, path: str) -> Deferred:
+        """Dispatch the path after ``/rest/``; raises RESTError or NoSuchPath."""
+        h = self.handlers
+        if path.startswith("block/notxdetails/"):
+            return h.block(path[len("block/notxdetails/"):], False)
+        if path.startswith("block/"):
+            return h.block(path[len("block/"):], True)
+        if path.startswith("headers/"):
+            return h.headers(path[len("headers/"):])
+        if path.startswith("tx/"):
+            return h.tx(path[len("tx/"):])
+        if path.startswith("blockhashbyheight/"):
+            return h.blockhash_by_height(path[len("blockhashbyheight/"):])
+        if path == "getutxos" or path.startswith(("getutxos/", "getutxos.")):
+            return h.getutxos(path[len("getutxos"):])
+        if _exact("chaininfo", path):
+            return h.chaininfo(path)
+        for name in ("info", "contents"):
+            if path.startswith("mempool/") and _exact(name, path[len("mempool/"):]):
+                return h.mempool(path[len("mempool/"):])
+        raise NoSuchPath()
+
+    def render(self, request: server.Request) -> Any:
+        if request.method not in (b"GET", b"HEAD"):
+            self._reply(request, HTTP_BAD_METHOD, b"text/plain",
+                        b"Only GET and HEAD requests are supported for REST\r\n")
+            return server.NOT_DONE_YET
+        if self._warmup is not None and self._warmup.message is not None:
+            self._reply(request, HTTP_SERVICE_UNAVAILABLE, b"text/plain",
+                        b"Service temporarily unavailable: %s\r\n"
+                        % self._warmup.message.encode("utf-8"))
+            return server.NOT_DONE_YET
+        raw = request.path
+        if not raw.startswith(b"/rest/"):
+            self._reply(request, HTTP_NOT_FOUND, None, b"")
+            return server.NOT_DONE_YET
+        path = raw[len(b"/rest/"):].decode("utf-8", "replace")
+        try:
+            answer = self.route(path)
+        except Exception:
+            answer = Deferred()
+            answer.errback(Failure())
+        lost: List[Failure] = []
+
+        def connection_lost(reason: Failure) -> None:
+            lost.append(reason)
+            answer.cancel()
+
+        request.notifyFinish().addErrback(connection_lost)
+
+        def send(body: Body) -> None:
+            if not lost:
+                self._reply(request, 200, body[0], body[1])
+
+        def failed(reason: Failure) -> None:
+            if lost or reason.check(CancelledError):
+                return
+            if reason.check(RESTError):
+                error = reason.value
+                self._reply(request, error.status, b"text/plain",
+                            error.message.encode("utf-8", "replace") + b"\r\n")
+            elif reason.check(NoSuchPath):
+                self._reply(request, HTTP_NOT_FOUND, None, b"")
+            else:
+                _log.failure("REST request {uri} failed", reason,
+                             uri=request.uri.decode("ascii", "replace"))
+                self._reply(request, HTTP_INTERNAL_SERVER_ERROR, b"text/plain",
+                            b"Internal error\r\n")
+
+        answer.addCallbacks(send, failed)
+        return server.NOT_DONE_YET
+
+    @staticmethod
+    def _reply(request: server.Request, status: int, content_type: Optional[bytes],
+               body: bytes) -> None:
+        request.setResponseCode(status)
+        if content_type is not None:
+            request.setHeader(b"Content-Type", content_type)
+        request.setHeader(b"Content-Length", b"%d" % len(body))
+        request.write(body)
+        request.finish()
