@@ -64,6 +64,15 @@ class LifecycleTests(SynchronousTestCase):
         self.assertEqual(again.rpc("getbestblockhash"), hashes[-1])
         again.stop()
 
+    def test_sigint_shuts_down_cleanly(self) -> None:
+        node = NodeProcess.start(self.mktemp())
+        self.addCleanup(node.kill)
+        node.process.send_signal(signal.SIGINT)
+        self.assertEqual(node.wait(), 0)
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            self.assertIn("Shutdown: done", f.read())
+        self.assertFalse(os.path.exists(os.path.join(node.net_datadir, "coind.pid")))
+
     def test_second_node_on_the_same_datadir_is_refused(self) -> None:
         node = NodeProcess.start(self.mktemp())
         self.addCleanup(node.kill)
