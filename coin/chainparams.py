@@ -76,6 +76,8 @@ class ChainParams:
     majority_rules: Tuple[MajorityRule, ...] = field(default=(
         MajorityRule("bip34", 2), MajorityRule("bip66", 3), MajorityRule("bip65", 4)))
     coinbase_maturity: int = COINBASE_MATURITY
+    #: Relay only standard transactions unless -acceptnonstdtxn (Core: main only).
+    require_standard: bool = True
 
     def deployment(self, name: str) -> Deployment:
         for d in self.deployments:
@@ -121,6 +123,7 @@ TEST = ChainParams(
     pow_allow_min_difficulty_blocks=True, pow_no_retargeting=False, dgw_past_blocks=24,
     majority_enforce=75, majority_reject=95, majority_window=100,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 100, 75),),
+    require_standard=False,
 )
 
 REGTEST = ChainParams(
@@ -136,6 +139,7 @@ REGTEST = ChainParams(
     pow_allow_min_difficulty_blocks=True, pow_no_retargeting=True, dgw_past_blocks=24,
     majority_enforce=75, majority_reject=95, majority_window=100,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 144, 108),),
+    require_standard=False,
 )
 
 _BY_NAME: Dict[str, ChainParams] = {p.name: p for p in (MAIN, TEST, REGTEST)}

@@ -12,7 +12,7 @@ import fcntl
 import os
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
@@ -29,12 +29,17 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.logs import DebugCategories, build_observers
+from coin.mempool.accept import PoolPolicy
+from coin.mempool.policy import FeeRate
+from coin.mempool.pool import AncestorLimits, Mempool
+from coin.mempool.service import MempoolService
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.rpc.resource import RPCRoot, RPCSite
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
+from coin.views.amounts import AmountError, parse_amount
 
 log = Logger()
 
@@ -54,6 +59,8 @@ class NodeFacade:
         self.chain = chain
         self.wallets: dict = {}
         self.logging = logging
+        #: The mempool service (coin.mempool.service.MempoolService).
+        self.mempool = node.mempool
 
     def shutdown(self) -> None:
         self._node.request_shutdown()
@@ -85,6 +92,7 @@ class NodeService(service.MultiService):
         self.validation: Optional[ValidationService] = None
         self.chain: Optional[ChainAccess] = None
         self.txindex: Optional[TxIndex] = None
+        self.mempool: Optional[MempoolService] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -157,9 +165,53 @@ class NodeService(service.MultiService):
                                    reindex=self.config.get_bool("reindex", False))
             self.txindex.setServiceParent(self)
             self.chain.txindex = self.txindex
+        policy, max_tx_fee = self._pool_policy()
+        pool = Mempool(max_usage=policy.max_usage, min_relay_fee=policy.min_relay_fee,
+                       incremental_relay_fee=policy.incremental_relay_fee, now=self.clock.now)
+        # A child after validation: stops first, saving the pool before the chain closes.
+        self.mempool = MempoolService(self.validation, pool, policy, now=self.clock.now,
+                                      datadir=self.datadir,
+                                      persist=self.config.get_bool("persistmempool", True),
+                                      max_tx_fee=max_tx_fee)
+        self.mempool.setServiceParent(self)
+        self.chain.mempool = pool
         if self.config.get_bool("server", True):
             self._start_rpc()
         self._write_pid_file()
+
+    def _fee_option(self, name: str) -> int:
+        text = self.config.get(name) or "0"
+        try:
+            return parse_amount(text)
+        except (AmountError, ValueError):
+            raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
+
+    def _pool_policy(self) -> Tuple[PoolPolicy, int]:
+        """The relay policy from -minrelaytxfee, -maxmempool, -limit*, ...; and -maxtxfee."""
+        config = self.config
+        descendant_size = config.get_int("limitdescendantsize") * 1000
+        max_usage = config.get_int("maxmempool") * 1_000_000
+        minimum = descendant_size * 40
+        if max_usage < 0 or max_usage < minimum:
+            raise StartupError("-maxmempool must be at least %d MB" % -(-minimum // 1_000_000))
+        if config.is_set("acceptnonstdtxn") and self.params.require_standard:
+            raise StartupError("acceptnonstdtxn is not currently supported for %s chain"
+                               % self.params.name)
+        require_standard = not config.get_bool("acceptnonstdtxn",
+                                               not self.params.require_standard)
+        policy = PoolPolicy(
+            min_relay_fee=FeeRate(self._fee_option("minrelaytxfee")),
+            incremental_relay_fee=FeeRate(self._fee_option("incrementalrelayfee")),
+            require_standard=require_standard,
+            max_datacarrier=(config.get_int("datacarriersize")
+                             if config.get_bool("datacarrier", True) else None),
+            permit_bare_multisig=config.get_bool("permitbaremultisig", True),
+            limits=AncestorLimits(config.get_int("limitancestorcount"),
+                                  config.get_int("limitancestorsize") * 1000,
+                                  config.get_int("limitdescendantcount"), descendant_size),
+            max_usage=max_usage,
+            expiry_seconds=config.get_int("mempoolexpiry") * 3600)
+        return policy, self._fee_option("maxtxfee")
 
     def _check_prune_state(self, store: ChainStore, prune_mode: bool) -> None:
         """Refuse what a pruned data directory cannot do (the store is closed on refusal)."""
@@ -227,9 +279,7 @@ class NodeService(service.MultiService):
         root = RPCRoot(core, self.authenticator, self.reactor)
         if config.get_bool("rest", True):
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
-            root.putChild(b"rest", RESTResource(
-                self.chain, warmup=self.warmup,
-                max_mempool=(config.get_int("maxmempool") or 0) * 1_000_000))
+            root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
         site = RPCSite(root, allow=allow, reactor=self.reactor)
         port = config.get_int("rpcport") or self.params.rpc_port
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),

@@ -25,6 +25,10 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.service import ValidationService
 from coin.chainparams import REGTEST, ChainParams
+from coin.config.node import DEFAULT_MAX_TX_FEE
+from coin.mempool.accept import PoolPolicy
+from coin.mempool.pool import Mempool
+from coin.mempool.service import MempoolService
 from coin.primitives.address import Destination, encode_address
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash160, hash_to_hex
@@ -34,6 +38,7 @@ from coin.rpc.methods.control import METHODS as CONTROL_METHODS
 from coin.rpc.registry import MethodTable, RPCMethod
 from coin.storage.chainstore import ChainStore
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
+from coin.views.amounts import parse_amount
 
 from .rpchelpers import FakeNode
 
@@ -79,7 +84,14 @@ class ChainRPCTestCase(TestCase):
         self.addCleanup(self.service.stopService)
         self.access = ChainAccess(self.service, self.clock, reactor)
         self.state = self.service.chainstate
-        self.node = FakeNode(chain=self.access)
+        self.mempool = MempoolService(self.service, Mempool(now=self.clock.now),
+                                      # Standardness off, as on a default regtest node.
+                                      PoolPolicy(require_standard=False), now=self.clock.now,
+                                      max_tx_fee=parse_amount(DEFAULT_MAX_TX_FEE))
+        self.mempool.startService()
+        self.addCleanup(self.mempool.stopService)
+        self.access.mempool = self.mempool.pool
+        self.node = FakeNode(chain=self.access, mempool=self.mempool)
         self.core = JSONRPCCore(MethodTable(CONTROL_METHODS + list(self.methods)), self.node,
                                 whitelist=Whitelist(), warmup=Warmup(None), clock=reactor)
         self.builder = ChainBuilder(self.state)

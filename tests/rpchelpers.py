@@ -86,6 +86,7 @@ class FakeNode:
     wallets: dict[str, Any] = field(default_factory=dict)
     logging: FakeLogging = field(default_factory=FakeLogging)
     chain: Any = None
+    mempool: Any = None
     shutdowns: int = 0
 
     def shutdown(self) -> None:

@@ -269,7 +269,7 @@ class RESTNodeTests(SynchronousTestCase):
             self.assert_like_reference(name, status, headers, body)
         self.assertEqual(self.get("/rest/mempool/info.json")[2],
                          b'{"size":0,"bytes":0,"usage":0,"maxmempool":300000000,'
-                         b'"mempoolminfee":0.00000000}\n')
+                         b'"mempoolminfee":0.00001000,"minrelaytxfee":0.00001000}\n')
         self.assertEqual(self.get("/rest/mempool/contents.json")[::2], (200, b"{}\n"))
         # Quirks not copied: prefix matching and POST answering 200.
         self.assertEqual(self.get("/rest/chaininfoXYZ.json")[::2], (404, b""))

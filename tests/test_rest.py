@@ -25,12 +25,15 @@ from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import Transaction
 from coin.rest import RESTResource
-from coin.rest.formats import mempool_info_json
 from coin.rest.resource import entry_header
 from coin.rpc.auth import AllowList, Authenticator, Whitelist
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup, encode_json
 from coin.rpc.methods.blockchain import METHODS as BLOCKCHAIN_METHODS
 from coin.rpc.methods.control import METHODS as CONTROL_METHODS
+from coin.rpc.methods.mempool import METHODS as MEMPOOL_METHODS
+from coin.mempool.accept import PoolPolicy
+from coin.mempool.pool import Mempool
+from coin.mempool.service import MempoolService
 from coin.rpc.registry import MethodTable
 from coin.storage.chainstore import ChainStore
 from coin.testing.chainbuilder import ChainBuilder
@@ -95,8 +98,7 @@ class RESTTestCase(ChainRPCTestCase):
         """The real RPC site with the REST resource under /rest (auth only for JSON-RPC)."""
         self.warmup = Warmup(None)
         root = RPCRoot(self.core, Authenticator(("u", "p"), []), reactor)
-        self.rest = RESTResource(self.access, warmup=self.warmup, max_mempool=300_000_000,
-                                 pruned=pruned)
+        self.rest = RESTResource(self.access, self.mempool, warmup=self.warmup, pruned=pruned)
         root.putChild(b"rest", self.rest)
         self.site = RPCSite(root, allow=AllowList(), reactor=reactor, timeout=None)
 
@@ -280,14 +282,18 @@ class TxTests(RESTTestCase):
         self.assertEqual(Transaction.deserialize(r.body).txid, self.spend.txid)
 
     @inlineCallbacks
-    def test_unconfirmed_transaction_gets_inputs_from_the_utxo_set(self):
-        # What get_transaction gives for a mempool transaction: (tx, None).
-        tx = self.builder.spend(self.builder.outputs_of(self.spend)[0])
-        self.access.get_transaction = lambda txid: self.access.call(lambda cs: (tx, None))
-        r = yield self.get("/rest/tx/%s.json" % tx.txid_hex)
-        got = r.json()
-        self.assertNotIn("blockhash", got)
-        self.assertEqual(got["vin"][0]["valueSat"], self.spend.vout[0].value)
+    def test_mempool_transactions_get_inputs_from_the_utxo_set_and_the_pool(self):
+        parent = self.builder.spend(self.builder.outputs_of(self.spend)[0])
+        child = self.builder.spend(self.builder.outputs_of(parent)[0])
+        for tx in (parent, child):
+            yield self.mempool.accept(tx)
+        for tx, spent in ((parent, self.spend), (child, parent)):
+            r = yield self.get("/rest/tx/%s.json" % tx.txid_hex)
+            got = r.json()
+            self.assertNotIn("blockhash", got)
+            self.assertEqual(got["vin"][0]["valueSat"], spent.vout[0].value)
+            r = yield self.get("/rest/tx/%s.hex" % tx.txid_hex)
+            self.assertEqual(r.body, tx.serialize().hex().encode() + b"\n")
 
     @inlineCallbacks
     def test_errors(self):
@@ -328,6 +334,23 @@ class GetUTXOsTests(RESTTestCase):
             self.assertEqual((r.content_type, r.body), (b"text/plain", body.hex().encode() + b"\n"))
 
     @inlineCallbacks
+    def test_checkmempool_counts_pool_spends_and_pool_outputs(self):
+        pooled = self.builder.spend(self.builder.outputs_of(self.spend)[0])
+        yield self.mempool.accept(pooled)
+        confirmed = self.outpoint(self.spend.txid, 0)   # spent by the pool transaction
+        unconfirmed = self.outpoint(pooled.txid, 0)     # created by it
+        path = "%s/%s.json" % (confirmed, unconfirmed)
+        plain = (yield self.get("/rest/getutxos/" + path)).json()
+        self.assertEqual((plain["bitmap"], [u["height"] for u in plain["utxos"]]),
+                         ("10", [TIP_HEIGHT + 1]))
+        checked = (yield self.get("/rest/getutxos/checkmempool/" + path)).json()
+        self.assertEqual((checked["bitmap"], [(u["txvers"], u["height"]) for u in checked["utxos"]]),
+                         ("01", [(pooled.version, 0x7FFFFFFF)]))
+        r = yield self.get("/rest/getutxos/checkmempool/%s.bin" % unconfirmed)
+        self.assertEqual(r.body[36:47], b"\x01\x01\x01" + pooled.version.to_bytes(4, "little")
+                         + (0x7FFFFFFF).to_bytes(4, "little"))
+
+    @inlineCallbacks
     def test_only_spent(self):
         r = yield self.get("/rest/getutxos/%s.hex" % self.outpoint(self.spent.outpoint.txid, 0))
         expected = (TIP_HEIGHT + 1).to_bytes(4, "little") + self.tip.hash + b"\x01\x00\x00"
@@ -356,7 +379,7 @@ class GetUTXOsTests(RESTTestCase):
 
 
 class StatusTests(RESTTestCase):
-    methods = BLOCKCHAIN_METHODS
+    methods = BLOCKCHAIN_METHODS + MEMPOOL_METHODS
 
     @inlineCallbacks
     def test_chaininfo_is_getblockchaininfo(self):
@@ -370,10 +393,19 @@ class StatusTests(RESTTestCase):
     def test_mempool(self):
         r = yield self.get("/rest/mempool/info.json")
         self.assertEqual(r.body, b'{"size":0,"bytes":0,"usage":0,"maxmempool":300000000,'
-                                 b'"mempoolminfee":0.00000000}\n')
-        self.assertEqual(encode_json(mempool_info_json(max_mempool=300000000)) + b"\n", r.body)
+                                 b'"mempoolminfee":0.00001000,"minrelaytxfee":0.00001000}\n')
         r = yield self.get("/rest/mempool/contents.json")
         self.assertEqual((r.status, r.content_type, r.body), (200, b"application/json", b"{}\n"))
+        tx = self.builder.spend(self.builder.outputs_of(self.spend)[0])
+        yield self.mempool.accept(tx)
+        info = yield self.get("/rest/mempool/info.json")
+        rpc = yield self.send("getmempoolinfo")
+        self.assertEqual(info.json(), simplejson.loads(rpc.body, use_decimal=True)["result"])
+        self.assertEqual((info.json()["size"], info.json()["bytes"]), (1, tx.size))
+        contents = yield self.get("/rest/mempool/contents.json")
+        rpc = yield self.send("getrawmempool", True)
+        self.assertEqual(contents.json(), simplejson.loads(rpc.body, use_decimal=True)["result"])
+        self.assertEqual(list(contents.json()), [tx.txid_hex])
 
     @inlineCallbacks
     def test_json_only_endpoints(self):
@@ -505,8 +537,9 @@ class PrunedChainTests(RESTTestCase):
         self.addCleanup(self.service.stopService)
         self.access = ChainAccess(self.service, self.clock, reactor)
         self.state = self.service.chainstate
+        self.mempool = MempoolService(self.service, Mempool(), PoolPolicy(), now=self.clock.now)
         self.core = JSONRPCCore(MethodTable(list(CONTROL_METHODS) + list(BLOCKCHAIN_METHODS)),
-                                FakeNode(chain=self.access),
+                                FakeNode(chain=self.access, mempool=self.mempool),
                                 whitelist=Whitelist(), warmup=Warmup(None), clock=reactor)
         yield self.service.ready
         self.make_site()

@@ -13,6 +13,7 @@ from coin.primitives.hashes import hash_to_hex
 from coin.primitives.script import OP_PUSHDATA1
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.rpc.jsonrpc import encode_json
+from coin.rpc.methods.mempool import METHODS as MEMPOOL_METHODS
 from coin.rpc.methods.rawtransactions import METHODS
 from coin.rpc.methods.util import METHODS as UTIL_METHODS
 from coin.script.sign import KeyStore, sign_transaction
@@ -29,11 +30,10 @@ REFERENCE_HELP_LINES = [
     'getrawtransaction "txid" ( verbose "blockhash" )',
     'sendrawtransaction "hexstring" ( allowhighfees )']
 TXID = "aa" * 32
-NO_MEMPOOL = (500, -26, "mempool not available")
 
 
 class RawTxTestCase(ChainRPCTestCase):
-    methods = METHODS + UTIL_METHODS
+    methods = METHODS + UTIL_METHODS + MEMPOOL_METHODS
 
     def keystore(self) -> KeyStore:
         keys = KeyStore()
@@ -75,8 +75,9 @@ class CreateTests(RawTxTestCase):
         decoded = yield self.result("decoderawtransaction", signed.serialize().hex())
         self.assertEqual(decoded, _as_printed(tx_json(signed, self.params, include_hex=False)))
         self.assertEqual(decoded["vin"][0]["scriptSig"]["hex"], signed.vin[0].script_sig.hex())
-        self.assertEqual((yield self.error("sendrawtransaction", signed.serialize().hex())),
-                         NO_MEMPOOL)
+        self.assertEqual((yield self.result("sendrawtransaction", signed.serialize().hex())),
+                         signed.txid_hex)
+        self.assertEqual((yield self.result("getrawmempool")), [signed.txid_hex])
 
     @inlineCallbacks
     def test_sequences_locktime_and_replaceable(self):
@@ -295,7 +296,10 @@ class SendTests(RawTxTestCase):
                  "(Operation not valid with the current stack size) (code 16)")):
             self.assertEqual((yield self.send_tx(tx)), (500, -26, expected))
         self.assertEqual((yield self.send_tx(unknown)), (500, -25, "Missing inputs"))
-        self.assertEqual((yield self.send_tx(self.signed(self.spend(1, 1)), True)), NO_MEMPOOL)
+        # allowhighfees lifts the guard: the whole coinbase as fee is accepted.
+        greedy = self.signed(self.spend(1, 1))
+        self.assertEqual((yield self.result("sendrawtransaction", greedy.serialize().hex(), True)),
+                         greedy.txid_hex)
 
     @inlineCallbacks
     def test_policy_script_failure_is_non_mandatory(self):

@@ -19,7 +19,7 @@ from coin.chain.clock import NodeClock
 from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams
-from coin.mining.assembler import MiningError, create_block, solve
+from coin.mining.assembler import MiningError, create_block_from_pool, solve
 from coin.primitives.block import Block
 from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.primitives.transaction import Transaction
@@ -57,6 +57,8 @@ class ChainAccess:
         service.subscribe(self.tip_waiters)
         #: The transaction index (coin.index.txindex.TxIndex) when -txindex is on.
         self.txindex: Any = None
+        #: The memory pool (coin.mempool.pool.Mempool) blocks are filled from, if any.
+        self.mempool: Any = None
 
     @property
     def state(self) -> ChainState:
@@ -89,14 +91,19 @@ class ChainAccess:
 
     @inlineCallbacks
     def get_transaction(self, txid: bytes):
-        """Fires with ``(Transaction, BlockIndexEntry)`` for a confirmed ``txid``, or None.
+        """Fires with ``(Transaction, entry)`` for ``txid``, or None.
 
-        Uses the transaction index when -txindex is on; otherwise (or while the
-        index has not reached the block yet) finds the transaction through an
-        unspent output of it in the UTXO set, as Core 0.17 does without
+        The mempool answers first (entry None), as Core's GetTransaction.  Then
+        the transaction index when -txindex is on; otherwise (or while the
+        index has not reached the block yet) the transaction is found through
+        an unspent output of it in the UTXO set, as Core 0.17 does without
         -txindex.  Only transactions in blocks of the active chain are found.
-        The entry is never None today; the mempool will answer with None.
         """
+        pool = self.mempool
+        if pool is not None:
+            entry = pool.get(txid)
+            if entry is not None:
+                return (entry.tx, None)
         state = self.state
         if self.txindex is not None:
             pos = yield deferToThread(state.store.txindex_lookup, txid)
@@ -136,7 +143,7 @@ class ChainAccess:
 
     def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
         """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
-        return self._service.call(_generate, script_pubkey, count, max_tries)
+        return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries)
 
     def wait_for_tip(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
         """Fires with the tip once ``condition(tip)`` holds (at once if it already does)."""
@@ -148,7 +155,7 @@ class ChainAccess:
         return self.tip_waiters.wait(condition)
 
 
-def _generate(chainstate: ChainState, script_pubkey: bytes, count: int,
+def _generate(chainstate: ChainState, pool: Any, script_pubkey: bytes, count: int,
               max_tries: int) -> List[bytes]:
     """Core's generateBlocks: stop early when ``max_tries`` nonces are used up."""
     hashes: List[bytes] = []
@@ -156,7 +163,7 @@ def _generate(chainstate: ChainState, script_pubkey: bytes, count: int,
     tries_left = max_tries
     while len(hashes) < count and tries_left > 0:
         extra_nonce += 1
-        template = create_block(chainstate, script_pubkey, extra_nonce=extra_nonce)
+        template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce)
         try:
             block = solve(template, chainstate.params, max_tries=tries_left)
         except MiningError:

@@ -40,15 +40,29 @@ class ValidationService(service.Service):
         self._reindex_chainstate = reindex_chainstate
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="validation")
         self._listeners: List[object] = []
+        self._worker_hooks: List[Callable[[ChainState, List[ChainEvent]], None]] = []
         self._flusher = LoopingCall(self.flush)
         self._flusher.clock = reactor
         chainstate.set_publisher(self._publish_from_worker)
         #: Fires when the chain is loaded (RPC answers "warming up" until then).
         self.ready: Deferred = Deferred()
 
-    # The worker thread hands events to the reactor thread.
+    # Worker hooks see the events first, on the worker thread; then the reactor gets them.
     def _publish_from_worker(self, events: List[ChainEvent]) -> None:
+        for hook in self._worker_hooks:
+            try:
+                hook(self.chainstate, events)
+            except Exception:
+                log.failure("Worker hook {hook!r} failed", hook=hook)
         self._reactor.callFromThread(deliver, self._listeners, events)
+
+    def add_worker_hook(self, hook: Callable[[ChainState, List[ChainEvent]], None]) -> None:
+        """Call ``hook(chainstate, events)`` on the worker thread after each activation.
+
+        For state that must change in step with the chain before the next
+        submission runs (the mempool); reactor-side listeners use :meth:`subscribe`.
+        """
+        self._worker_hooks.append(hook)
 
     def _run(self, f: Callable, *args: Any) -> Deferred:
         return deferToThreadPool(self._reactor, self._pool, f, *args)

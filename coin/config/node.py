@@ -17,6 +17,12 @@ DEFAULT_MEMPOOL_EXPIRY = 336    # hours
 DEFAULT_KEYPOOL = 1000
 DEFAULT_MIN_RELAY_TX_FEE = "0.00001000"  # coins per kB
 DEFAULT_MAX_TX_FEE = "0.10000000"        # coins
+DEFAULT_INCREMENTAL_RELAY_FEE = "0.00001000"  # coins per kB
+DEFAULT_DATACARRIER_SIZE = 83
+DEFAULT_ANCESTOR_LIMIT = 25
+DEFAULT_ANCESTOR_SIZE_LIMIT = 101      # kB
+DEFAULT_DESCENDANT_LIMIT = 25
+DEFAULT_DESCENDANT_SIZE_LIMIT = 101    # kB
 DEFAULT_PID_FILE = "coind.pid"
 DEFAULT_DEBUG_LOG = "debug.log"
 
@@ -116,6 +122,34 @@ def node_options() -> OptionRegistry:
           "To disable logging to file, set -nodebuglogfile)", kind="bool", category=c)
 
     c = "Node relay options"
+    r.add("acceptnonstdtxn", "Relay and mine \"non-standard\" transactions (testnet/regtest "
+          "only; default: 1)", kind="bool", category=c, debug_only=True)
+    r.add("datacarrier", "Relay and mine data carrier transactions (default: 1)", kind="bool",
+          default=True, category=c)
+    r.add("datacarriersize", "Maximum size of data in data carrier transactions we relay and "
+          "mine (default: %d)" % DEFAULT_DATACARRIER_SIZE, kind="int",
+          default=DEFAULT_DATACARRIER_SIZE, category=c, meta="=<n>")
+    r.add("incrementalrelayfee", "Fee rate (in COIN/kB) used to define cost of relay, used for "
+          "mempool limiting and BIP 125 replacement. (default: %s)"
+          % DEFAULT_INCREMENTAL_RELAY_FEE, default=DEFAULT_INCREMENTAL_RELAY_FEE, category=c,
+          meta="=<amt>", debug_only=True)
+    r.add("limitancestorcount", "Do not accept transactions if number of in-mempool ancestors "
+          "is <n> or more (default: %d)" % DEFAULT_ANCESTOR_LIMIT, kind="int",
+          default=DEFAULT_ANCESTOR_LIMIT, category=c, meta="=<n>", debug_only=True)
+    r.add("limitancestorsize", "Do not accept transactions whose size with all in-mempool "
+          "ancestors exceeds <n> kilobytes (default: %d)" % DEFAULT_ANCESTOR_SIZE_LIMIT,
+          kind="int", default=DEFAULT_ANCESTOR_SIZE_LIMIT, category=c, meta="=<n>",
+          debug_only=True)
+    r.add("limitdescendantcount", "Do not accept transactions if any ancestor would have <n> "
+          "or more in-mempool descendants (default: %d)" % DEFAULT_DESCENDANT_LIMIT,
+          kind="int", default=DEFAULT_DESCENDANT_LIMIT, category=c, meta="=<n>",
+          debug_only=True)
+    r.add("limitdescendantsize", "Do not accept transactions if any ancestor would have more "
+          "than <n> kilobytes of in-mempool descendants (default: %d)."
+          % DEFAULT_DESCENDANT_SIZE_LIMIT, kind="int", default=DEFAULT_DESCENDANT_SIZE_LIMIT,
+          category=c, meta="=<n>", debug_only=True)
+    r.add("permitbaremultisig", "Relay non-P2SH multisig (default: 1)", kind="bool",
+          default=True, category=c)
     r.add("minrelaytxfee", "Fees (in COIN/kB) smaller than this are considered zero fee for "
           "relaying, mining and transaction creation (default: %s)" % DEFAULT_MIN_RELAY_TX_FEE,
           default=DEFAULT_MIN_RELAY_TX_FEE, category=c, meta="=<amt>")

@@ -5,17 +5,22 @@ Used by regtest mining (``generatetoaddress``) and by the test-chain factory.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from coin.chain.chainstate import ChainState
+from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE
 from coin.chain.index import BlockIndexEntry
 from coin.consensus.pow import check_proof_of_work, get_next_work_required
 from coin.consensus.subsidy import block_subsidy
 from coin.consensus.versionbits import compute_block_version
+from coin.mining.selection import Selection, select_transactions
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 from coin.primitives.script import push_int
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+
+if TYPE_CHECKING:
+    from coin.mempool.pool import Mempool
 
 
 class MiningError(Exception):
@@ -79,6 +84,18 @@ def create_block(chainstate: ChainState, script_pubkey: bytes,
     bits = get_next_work_required(prev, time, params)
     header = BlockHeader(version, prev.hash, root, time, bits, 0)
     return Block(header, all_txs)
+
+
+def create_block_from_pool(chainstate: ChainState, pool: Optional["Mempool"],
+                           script_pubkey: bytes, extra_nonce: int = 0
+                           ) -> Tuple[Block, Optional[Selection]]:
+    """Core's CreateNewBlock: the tip's successor filled from the pool by ancestor fee rate."""
+    if pool is None:
+        return create_block(chainstate, script_pubkey, extra_nonce=extra_nonce), None
+    selection = select_transactions(pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS)
+    block = create_block(chainstate, script_pubkey, selection.txs, extra_nonce=extra_nonce,
+                         fees=sum(selection.fees))
+    return block, selection
 
 
 def solve(block: Block, params, max_tries: int = 1 << 32) -> Block:

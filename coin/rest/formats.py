@@ -1,4 +1,4 @@
-"""Output formats and the small REST-only objects (mempool, block hash by height).
+"""Output formats of the REST endpoints: suffixes, content types, trailing bytes.
 
 Every block, header, transaction, chain-info and utxo object comes from
 :mod:`coin.views`; this module only decides suffixes, content types and the
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Dict, Tuple
 
 from coin.rpc.jsonrpc import encode_json
-from coin.views.amounts import amount_to_json
 
 JSON = "json"
 HEX = "hex"
@@ -67,14 +66,3 @@ def binary_body(fmt: str, data: bytes) -> Body:
     if fmt == HEX:
         return CONTENT_TYPES[HEX], data.hex().encode("ascii") + b"\n"
     return CONTENT_TYPES[BIN], data
-
-
-def mempool_info_json(size: int = 0, nbytes: int = 0, usage: int = 0, *,
-                      max_mempool: int, min_fee: int = 0) -> Dict[str, Any]:
-    """The spec's mempool info object (``getmempoolinfo`` should build the same one).
-
-    Until the mempool exists the pool is empty: size, bytes and usage 0 and a fee
-    floor of 0.00000000; ``max_mempool`` is ``-maxmempool`` in bytes.
-    """
-    return {"size": size, "bytes": nbytes, "usage": usage, "maxmempool": max_mempool,
-            "mempoolminfee": amount_to_json(min_fee)}

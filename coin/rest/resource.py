@@ -40,10 +40,12 @@ from coin.primitives.hashes import hash_to_hex
 from coin.rest.formats import (
     ALL_FORMATS, BIN, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
     block_json_body, json_body,
-    mempool_info_json,
 )
+from coin.mempool.coinview import coins_with_pool
+from coin.mempool.service import MempoolService
 from coin.views.block import block_json, header_json
 from coin.views.chaininfo import chain_info_json
+from coin.views.mempool import mempool_contents_json, mempool_info_json
 from coin.views.transaction import tx_block_fields, tx_json
 from coin.views.utxo import getutxos_bin, getutxos_json
 
@@ -128,11 +130,11 @@ def entry_header(entry: BlockIndexEntry) -> bytes:
 class RESTHandlers:
     """The endpoints, independent of HTTP: ``(path argument, format) -> Deferred[Body]``."""
 
-    def __init__(self, chain: ChainAccess, *, max_mempool: int,
+    def __init__(self, chain: ChainAccess, mempool: MempoolService,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
         """``pruned(entry)`` overrides the chain state's ``is_pruned_block`` (tests)."""
         self.chain = chain
-        self.max_mempool = max_mempool
+        self.pool_service = mempool
         self.pruned = pruned
         #: block hash -> {txid: position}, for the undo data of /tx (insertion order = age).
         self._positions: Dict[bytes, Dict[bytes, int]] = {}
@@ -250,13 +252,14 @@ class RESTHandlers:
         """What each input spends, where known (None per unknown input), or None.
 
         Confirmed: the block's undo data (one list per non-coinbase transaction).
-        Unconfirmed: the UTXO set.
+        In the mempool: the UTXO set and the pool's outputs.
         """
         if tx.is_coinbase():
             return None
         if entry is None:
             keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
-            coins = yield self.chain.get_coins(keys)
+            pool = self.pool_service.pool
+            coins = yield self.chain.call(coins_with_pool, pool, keys)
             return list(coins)
         if not self.chain.state.contains(entry) or not entry.have_data():
             return None
@@ -301,11 +304,11 @@ class RESTHandlers:
             raise NoSuchPath()
         if segments and segments[-1] == "":
             segments.pop()
-        # The mempool does not exist yet: with or without checkmempool the answer is the
-        # UTXO set's (no pool spends to hide, no pool outputs to add).
-        _check_mempool, outpoints = parse_outpoints(segments)
+        # With checkmempool: pool outputs count as unspent and pool spends as spent (Core).
+        check_mempool, outpoints = parse_outpoints(segments)
+        pool = self.pool_service.pool if check_mempool else None
         tip, coins = yield self.chain.call(
-            lambda cs: (cs.tip, cs.store.coins.fetch(outpoints)))
+            lambda cs: (cs.tip, coins_with_pool(cs, pool, outpoints, hide_spent=True)))
         found = [coin is not None for coin in coins]
         unspent = [coin for coin in coins if coin is not None]
         if fmt == JSON:
@@ -327,12 +330,16 @@ class RESTHandlers:
             prune_height=state.prune_height() if pruned else None)))
 
     def mempool(self, part: str) -> Deferred:
-        """``info`` or ``contents``: the pool is always empty until the mempool lands."""
+        """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""
         name, _ = parse_format(part, JSON_ONLY)
+        service = self.pool_service
         if name == "info":
-            return succeed(json_body(mempool_info_json(max_mempool=self.max_mempool)))
+            return succeed(json_body(mempool_info_json(
+                service.pool, service.policy.min_relay_fee.sat_per_kb)))
         if name == "contents":
-            return succeed(json_body({}))
+            height = self.chain.state.height
+            return self._in_thread(
+                lambda: json_body(mempool_contents_json(service.pool, height)))
         raise NoSuchPath()
 
 
@@ -351,11 +358,10 @@ class RESTResource(resource.Resource):
 
     isLeaf = True
 
-    def __init__(self, chain: ChainAccess, *, warmup: Any = None,
-                 max_mempool: int = 300_000_000,
+    def __init__(self, chain: ChainAccess, mempool: MempoolService, *, warmup: Any = None,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
         super().__init__()
-        self.handlers = RESTHandlers(chain, max_mempool=max_mempool, pruned=pruned)
+        self.handlers = RESTHandlers(chain, mempool, pruned=pruned)
         self._warmup = warmup
 
     def route(self, path: str) -> Deferred:

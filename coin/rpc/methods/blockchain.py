@@ -4,7 +4,7 @@ Registered through the ``coin.rpc`` entry point ``blockchain``. Every block,
 header, transaction, output and chain-info object comes from :mod:`coin.views`;
 this module picks the entries, reads the data off the reactor thread and maps
 failures to Core's codes and messages. Departures from Core are noted where
-they happen (getchaintips' Dash fields, gettxout without a mempool,
+they happen (getchaintips' Dash fields,
 verifychain's level 4).
 """
 
@@ -27,6 +27,7 @@ from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block, BlockHeader
+from coin.mempool.coinview import coins_with_pool
 from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash_to_hex, sha256d
 from coin.primitives.script import is_unspendable
@@ -435,9 +436,13 @@ def getchaintxstats(ctx: RPCContext, nblocks: Optional[int],
 
 # ---------------------------------------------------------------- the UTXO set
 
-def _coin_at_tip(chainstate: ChainState, key: Key) -> Tuple[BlockIndexEntry, Optional[Coin]]:
-    """An unspent coin and the tip it is unspent at, read together on the writer thread."""
-    return chainstate.tip, chainstate.store.coins.fetch([key])[0]
+def _coin_at_tip(chainstate: ChainState, key: Key, pool: Any
+                 ) -> Tuple[BlockIndexEntry, Optional[Coin]]:
+    """An unspent coin and the tip it is unspent at, read together on the writer thread.
+
+    With a pool, its outputs count and its spends hide coins (Core's CCoinsViewMemPool).
+    """
+    return chainstate.tip, coins_with_pool(chainstate, pool, [key], hide_spent=True)[0]
 
 
 @rpc_method(
@@ -469,7 +474,6 @@ def _coin_at_tip(chainstate: ChainState, key: Key) -> Tuple[BlockIndexEntry, Opt
               + "\nView the details\n" + example_cli("gettxout", '"txid" 1')
               + "\nAs a json rpc call\n" + example_rpc("gettxout", '"txid", 1')))
 def gettxout(ctx: RPCContext, txid: str, n: int, include_mempool: bool) -> Deferred:
-    # There is no mempool yet: confirmed outputs are all there is, whatever include_mempool.
     chain = _chain(ctx)
     key = (uint256_from_hex(txid), n & 0xFFFFFFFF)  # Core's COutPoint keeps n as uint32
 
@@ -477,7 +481,8 @@ def gettxout(ctx: RPCContext, txid: str, n: int, include_mempool: bool) -> Defer
         tip, coin = found
         return None if coin is None else txout_json(coin, tip, chain.params)
 
-    return chain.call(_coin_at_tip, key).addCallback(render)
+    pool = chain.mempool if include_mempool else None
+    return chain.call(_coin_at_tip, key, pool).addCallback(render)
 
 
 def write_varint(n: int) -> bytes:

@@ -9,9 +9,10 @@ Where this differs from Core 0.17, and why:
 - ``getblocktemplate`` does not refuse on an isolated regtest node (the reference
   answers -9 there; shared/reference/README.md). On main and test it refuses
   with -9 as Core does, and until the P2P layer exists a node there has no peers.
-- Templates carry no transactions: there is no mempool yet (the coinbase-only
-  block is what Core builds from an empty mempool). ``longpollid`` therefore
-  ends in 0 and a long poll waits for a new tip only.
+- Templates are filled from the mempool by ancestor fee rate
+  (``coin.mining.selection``). ``longpollid`` is the tip hash followed by the
+  pool's update counter; a long poll returns on a new tip, or (as Core) when
+  the pool changed and a minute has passed, re-checking every 10 seconds.
 - No segwit: no ``weight``/``weightlimit``/``default_witness_commitment``;
   ``sigoplimit``/``sizelimit`` are this chain's legacy limits. Dash 0.12's
   ``masternode``/``superblock`` fields are present and say what is true here:
@@ -29,7 +30,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from twisted.internet.defer import Deferred
+from twisted.internet import task
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 
 from coin.chain.access import ChainAccess
@@ -41,7 +43,8 @@ from coin.consensus.errors import ValidationError
 from coin.consensus.pow import compact_to_target, get_difficulty
 from coin.consensus.softforks import check_block_contextual, check_header_contextual
 from coin.consensus.versionbits import ACTIVE, LOCKED_IN, STARTED, deployment_state
-from coin.mining.assembler import create_block
+from coin.mining.assembler import create_block_from_pool
+from coin.mining.selection import Selection
 from coin.primitives.address import try_decode_address
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
@@ -168,15 +171,29 @@ class Template(NamedTuple):
     prev: BlockIndexEntry
     block: Block
     states: Dict[str, str]
+    #: The pool transactions chosen (None when there is no pool) and the pool's counter.
+    selection: Optional[Selection] = None
+    transactions_updated: int = 0
 
 
-def assemble_template(chainstate: ChainState) -> Template:
+def assemble_template(chainstate: ChainState, pool: Any = None) -> Template:
     """Core's CreateNewBlock for getblocktemplate (on the writer thread)."""
     prev = chainstate.tip
-    block = create_block(chainstate, TEMPLATE_SCRIPT, parent=prev)
+    updated = pool.transactions_updated if pool is not None else 0
+    block, selection = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
     states = {d.name: deployment_state(prev, chainstate.params, d.name, chainstate.versionbits)
               for d in chainstate.params.deployments}
-    return Template(prev, block, states)
+    return Template(prev, block, states, selection, updated)
+
+
+def _template_transactions(template: Template) -> List[Dict[str, Any]]:
+    selection = template.selection
+    if selection is None:
+        return []
+    return [{"data": tx.serialize().hex(), "txid": tx.txid_hex, "hash": tx.txid_hex,
+             "depends": depends, "fee": fee, "sigops": sigops}
+            for tx, fee, sigops, depends in zip(selection.txs, selection.fees,
+                                                selection.sigops, selection.depends)]
 
 
 def check_proposal(chainstate: ChainState, block: Block) -> Optional[str]:
@@ -200,7 +217,7 @@ def check_proposal(chainstate: ChainState, block: Block) -> Optional[str]:
 def template_json(template: Template, params: ChainParams,
                   force_version: bool) -> Dict[str, Any]:
     """The BIP22/23/9 template object in Core 0.17's key order (module docstring)."""
-    prev, block, states = template
+    prev, block, states = template.prev, template.block, template.states
     header = block.header
     version = header.version
     rules = []
@@ -223,10 +240,10 @@ def template_json(template: Template, params: ChainParams,
         "vbavailable": available,
         "vbrequired": 0,
         "previousblockhash": hash_to_hex(prev.hash),
-        "transactions": [],  # no mempool yet: the block holds its coinbase only
+        "transactions": _template_transactions(template),
         "coinbaseaux": {"flags": ""},
         "coinbasevalue": block.txs[0].vout[0].value,
-        "longpollid": hash_to_hex(prev.hash) + "0",
+        "longpollid": hash_to_hex(prev.hash) + str(template.transactions_updated),
         "target": "%064x" % compact_to_target(header.bits)[0],
         "mintime": prev.median_time_past() + 1,
         "mutable": mutable,
@@ -271,13 +288,38 @@ def _read_request(request: Optional[Dict[str, Any]]) -> Tuple[str, Any, bool]:
     return mode, request.get("longpollid"), force_version
 
 
-async def _wait_for_new_tip(chain: ChainAccess, longpollid: Any) -> None:
-    """BIP22 long polling: return once the tip differs from the one named (no mempool)."""
+#: Core's long poll: the pool is first checked after a minute, then every 10 seconds.
+LONGPOLL_FIRST_CHECK = 60
+LONGPOLL_RECHECK = 10
+
+
+async def _wait_for_long_poll(chain: ChainAccess, longpollid: Any) -> None:
+    """BIP22 long polling: return on a new tip, or once the pool changed (after a minute)."""
+    pool = chain.mempool
     if isinstance(longpollid, str):
         watched = parse_hash_v(longpollid[:64], "longpollid")
+        counter = longpollid[64:]
+        seen = int(counter) if counter.isdigit() else -1
     else:
         watched = chain.state.tip.hash
-    await chain.wait_for_tip(lambda tip: tip.hash != watched)
+        seen = pool.transactions_updated if pool is not None else 0
+    new_tip = chain.wait_for_tip(lambda tip: tip.hash != watched)
+    delay = LONGPOLL_FIRST_CHECK
+    timer: Optional[Deferred] = None
+    try:
+        while not new_tip.called:
+            timer = task.deferLater(chain.reactor, delay, lambda: None)
+            await DeferredList([new_tip, timer], fireOnOneCallback=True, consumeErrors=True)
+            if new_tip.called:
+                break
+            if pool is not None and pool.transactions_updated != seen:
+                return
+            delay = LONGPOLL_RECHECK
+    finally:
+        if timer is not None and not timer.called:
+            timer.cancel()
+        if not new_tip.called:
+            new_tip.cancel()
 
 
 _TEMPLATE_HELP = """\
@@ -384,8 +426,8 @@ async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) 
     if chain.params.name != "regtest" and connection_count(ctx) == 0:
         raise RPCError(RPC_CLIENT_NOT_CONNECTED, "Coin is not connected!")
     if longpollid is not None:
-        await _wait_for_new_tip(chain, longpollid)
-    template = await chain.call(assemble_template)
+        await _wait_for_long_poll(chain, longpollid)
+    template = await chain.call(assemble_template, chain.mempool)
     return template_json(template, chain.params, force_version)
 
 
@@ -453,17 +495,17 @@ def getnetworkhashps(ctx: RPCContext, nblocks: int, height: int) -> Deferred:
 
 # ------------------------------------------------------------------ getmininginfo
 
-def _mining_info(chainstate: ChainState) -> Dict[str, Any]:
+def _mining_info(chainstate: ChainState, pool: Any) -> Dict[str, Any]:
     """getmininginfo from one consistent view (writer thread); see the module docstring."""
     tip = chainstate.tip
-    block = create_block(chainstate, TEMPLATE_SCRIPT, parent=tip)
+    block, _ = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
     return {
         "blocks": chainstate.height,
         "currentblocksize": block.size,
         "currentblocktx": len(block.txs) - 1,
         "difficulty": real_to_json(get_difficulty(tip.bits)),
         "networkhashps": network_hashps(chainstate, 120, -1),
-        "pooledtx": 0,  # there is no mempool yet
+        "pooledtx": len(pool) if pool is not None else 0,
         "chain": chainstate.params.name,
         "warnings": "",
     }
@@ -486,7 +528,8 @@ def _mining_info(chainstate: ChainState) -> Dict[str, Any]:
             "}"),
     examples=example_cli("getmininginfo") + example_rpc("getmininginfo"))
 def getmininginfo(ctx: RPCContext) -> Deferred:
-    return _chain(ctx).call(_mining_info)
+    chain = _chain(ctx)
+    return chain.call(_mining_info, chain.mempool)
 
 
 #: What the ``mining`` entry point registers.

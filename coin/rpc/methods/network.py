@@ -12,17 +12,14 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from coin import __version__
-from coin.config.node import DEFAULT_MIN_RELAY_TX_FEE
 from coin.rpc.context import RPCContext
 from coin.rpc.registry import example_cli, example_rpc, rpc_method
-from coin.views.amounts import amount_to_json, parse_amount
+from coin.views.amounts import amount_to_json
 
 #: The user agent's name (the reference's "/coin:2.3.0/").
 CLIENT_NAME = "coin"
 #: The P2P protocol version this node will speak (Dash 0.12.3's).
 PROTOCOL_VERSION = 70208
-#: Core's DEFAULT_INCREMENTAL_RELAY_FEE, base units per kB.
-DEFAULT_INCREMENTAL_RELAY_FEE = 1000
 #: Networks getnetworkinfo reports, and whether each is limited without a proxy (Core).
 _NETWORKS = (("ipv4", False), ("ipv6", False), ("onion", True))
 
@@ -91,6 +88,7 @@ def getconnectioncount(ctx: RPCContext) -> int:
         "}"),
     examples=example_cli("getnetworkinfo") + example_rpc("getnetworkinfo"))
 def getnetworkinfo(ctx: RPCContext) -> Dict[str, Any]:
+    policy = ctx.node.mempool.policy
     return {
         "version": client_version(),
         "subversion": "/%s:%s/" % (CLIENT_NAME, __version__),
@@ -102,8 +100,8 @@ def getnetworkinfo(ctx: RPCContext) -> Dict[str, Any]:
         "connections": connection_count(ctx),
         "networks": [{"name": name, "limited": limited, "reachable": not limited, "proxy": "",
                       "proxy_randomize_credentials": False} for name, limited in _NETWORKS],
-        "relayfee": amount_to_json(parse_amount(DEFAULT_MIN_RELAY_TX_FEE)),
-        "incrementalfee": amount_to_json(DEFAULT_INCREMENTAL_RELAY_FEE),
+        "relayfee": amount_to_json(policy.min_relay_fee.sat_per_kb),
+        "incrementalfee": amount_to_json(policy.incremental_relay_fee.sat_per_kb),
         "localaddresses": [],
         "warnings": "",
     }

@@ -4,57 +4,36 @@ Registered through the ``coin.rpc`` entry point ``rawtransactions``. Transaction
 and script objects come from :mod:`coin.views`; amounts are read with Core's
 AmountFromValue (``coin.views.amounts.parse_amount``).
 
-Until the mempool and the transaction index exist:
-
-- ``getrawtransaction`` without ``blockhash`` asks ``ChainAccess.get_transaction``:
-  the transaction index with ``-txindex``, else (as Core 0.17 without it) a
-  transaction that still has an unspent output in the UTXO set. Mempool
-  transactions come with the mempool.
-- ``sendrawtransaction`` runs what AcceptToMemoryPool checks that exists today,
-  in Core's order (already in the chain -27; context-free checks, coinbase,
-  finality, missing inputs -25, BIP68, input values, absurd fee, scripts: -26
-  with Core's "reason (code n)") and then answers -26 "mempool not available":
-  nothing is accepted or relayed. Standardness and fee-rate policy arrive
-  with the mempool, which should take over :func:`check_for_mempool`.
+``getrawtransaction`` without ``blockhash`` asks ``ChainAccess.get_transaction``:
+the mempool first, then the transaction index with ``-txindex``, else (as Core
+0.17 without it) a transaction that still has an unspent output in the UTXO
+set.  ``sendrawtransaction`` and ``testmempoolaccept`` live with the mempool
+methods (``coin.rpc.methods.mempool``).
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from twisted.internet.defer import Deferred
 
 from coin.chain.access import ChainAccess
-from coin.chain.chainstate import ChainState
-from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams
-from coin.config.node import DEFAULT_MAX_TX_FEE
-from coin.consensus.errors import REJECT_INVALID, REJECT_NONSTANDARD, ValidationError
-from coin.consensus.tx_check import (
-    LOCKTIME_MEDIAN_TIME_PAST, LOCKTIME_VERIFY_SEQUENCE, check_transaction, check_tx_inputs,
-    is_final_tx, sequence_locks,
-)
 from coin.primitives.address import Destination, try_decode_address
-from coin.primitives.coin import Coin
 from coin.primitives.script import OP_RETURN, push_data
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR,
-    RPC_TYPE_ERROR, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPCError,
+    RPC_TYPE_ERROR, RPCError,
 )
 from coin.rpc.params import parse_hash_v, parse_hex_v
 from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
     example_rpc, rpc_method,
 )
-from coin.script.flags import MANDATORY_SCRIPT_VERIFY_FLAGS, STANDARD_SCRIPT_VERIFY_FLAGS
-from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
-from coin.script.sighash import SighashCache
 from coin.script.standard import destination_script
-from coin.views.amounts import parse_amount
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
 
@@ -62,10 +41,6 @@ from coin.views.transaction import tx_block_fields, tx_json
 RAW_TX_VERSION = 2
 #: BIP125's largest sequence that signals replaceability.
 MAX_BIP125_RBF_SEQUENCE = 0xFFFFFFFD
-#: Core's REJECT_HIGHFEE (a policy code outside the P2P reject range).
-REJECT_HIGHFEE = 0x100
-#: The lock-time rules the mempool applies whatever the soft-fork state (Core).
-STANDARD_LOCKTIME_VERIFY_FLAGS = LOCKTIME_VERIFY_SEQUENCE | LOCKTIME_MEDIAN_TIME_PAST
 
 _WALLET_HINT = ". Use gettransaction for wallet transactions."
 
@@ -410,89 +385,5 @@ getrawtransaction = RPCMethod(
           Arg("blockhash", ANY, default=None)))
 
 
-# ------------------------------------------------------------------ sendrawtransaction
-
-def _format_state(error: ValidationError) -> str:
-    """Core's FormatStateMessage: reason, debug text, reject code."""
-    return "%s (code %d)" % (error, error.code)
-
-
-def _verify_scripts(tx: Transaction, spent: Sequence[Coin]) -> None:
-    """Core's CheckInputs for the mempool: standard flags, and whether a failure is policy."""
-    cache = SighashCache(tx)
-    for index, (txin, coin) in enumerate(zip(tx.vin, spent)):
-        try:
-            verify_script(txin.script_sig, coin.script_pubkey, STANDARD_SCRIPT_VERIFY_FLAGS,
-                          TransactionSignatureChecker(tx, index, cache))
-            continue
-        except ScriptError as error:
-            message = error.message
-        try:
-            verify_script(txin.script_sig, coin.script_pubkey, MANDATORY_SCRIPT_VERIFY_FLAGS,
-                          TransactionSignatureChecker(tx, index, cache))
-        except ScriptError:
-            raise ValidationError("mandatory-script-verify-flag-failed (%s)" % message,
-                                  dos=100, code=REJECT_INVALID) from None
-        raise ValidationError("non-mandatory-script-verify-flag (%s)" % message,
-                              code=REJECT_NONSTANDARD)
-
-
-def check_for_mempool(chainstate: ChainState, tx: Transaction, max_fee: int) -> None:
-    """sendrawtransaction's checks before a mempool exists; always raises RPCError.
-
-    Runs on the writer thread: the UTXO set and the tip are one consistent view.
-    """
-    coins = chainstate.store.coins
-    if any(coin is not None for coin in coins.fetch([(tx.txid, n) for n in range(len(tx.vout))])):
-        raise RPCError(RPC_VERIFY_ALREADY_IN_CHAIN, "transaction already in block chain")
-    tip = chainstate.tip
-    height = tip.height + 1
-    try:
-        check_transaction(tx)
-        if tx.is_coinbase():
-            raise ValidationError("coinbase", dos=100)
-        if not is_final_tx(tx, height, tip.median_time_past()):
-            raise ValidationError("non-final", code=REJECT_NONSTANDARD)
-        spent = coins.fetch([txin.prevout.key() for txin in tx.vin])
-        if any(coin is None for coin in spent):
-            raise RPCError(RPC_VERIFY_ERROR, "Missing inputs")
-        # The block that would include it: on the tip, at the next height (Core's dummy index).
-        next_block = BlockIndexEntry(b"\0" * 32, height, tip, 0, b"\0" * 32, 0, 0, 0, 0)
-        if not sequence_locks(tx, STANDARD_LOCKTIME_VERIFY_FLAGS,
-                              [coin.height for coin in spent], next_block):
-            raise ValidationError("non-BIP68-final", code=REJECT_NONSTANDARD)
-        fee = check_tx_inputs(tx, spent, height)
-        if max_fee and fee > max_fee:
-            raise ValidationError("absurdly-high-fee", "%d > %d" % (fee, max_fee),
-                                  code=REJECT_HIGHFEE)
-        _verify_scripts(tx, spent)
-    except ValidationError as error:
-        raise RPCError(RPC_VERIFY_REJECTED, _format_state(error)) from None
-    raise RPCError(RPC_VERIFY_REJECTED, "mempool not available")
-
-
-@rpc_method(
-    "sendrawtransaction", category="rawtransactions",
-    args=[Arg("hexstring", STR, typecheck=True,
-              help="The hex string of the raw transaction)"),
-          Arg("allowhighfees", BOOL, default=False, typecheck=True, help="Allow high fees")],
-    help=("Submits raw transaction (serialized, hex-encoded) to local node and network.\n\n"
-          "Also see createrawtransaction and signrawtransactionwithkey calls."),
-    result='"hex"             (string) The transaction hash in hex',
-    examples=("\nCreate a transaction\n"
-              + example_cli("createrawtransaction", '"[{\\"txid\\" : \\"mytxid\\",\\"vout\\":0}]" '
-                            '"{\\"myaddress\\":0.01}"')
-              + "Sign the transaction, and get back the hex\n"
-              + example_cli("signrawtransactionwithkey", '"myhex"')
-              + "\nSend the transaction (signed hex)\n"
-              + example_cli("sendrawtransaction", '"signedhex"')
-              + "\nAs a json rpc call\n" + example_rpc("sendrawtransaction", '"signedhex"')))
-def sendrawtransaction(ctx: RPCContext, hexstring: str, allowhighfees: bool) -> Deferred:
-    tx = decode_transaction(hexstring)
-    max_fee = 0 if allowhighfees else parse_amount(DEFAULT_MAX_TX_FEE)
-    return _chain(ctx).call(check_for_mempool, tx, max_fee)
-
-
 #: What the ``rawtransactions`` entry point registers.
-METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction,
-           sendrawtransaction]
+METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction]

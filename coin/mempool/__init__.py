@@ -1,0 +1,1 @@
+"""The transaction memory pool: relay policy, acceptance and the pool itself."""

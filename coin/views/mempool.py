@@ -1,0 +1,65 @@
+"""JSON views of the memory pool, shared by RPC (getmempoolinfo, getrawmempool,
+getmempoolentry, ...) and REST (/mempool/info.json, /mempool/contents.json).
+
+Entry objects carry the spec's fields in the spec's order, with Core 0.17's
+``ancestorcount``/``ancestorsize``/``ancestorfees`` before ``depends`` and
+``spentby`` after it (doc/mempool.md says why).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List
+
+from coin.mempool.pool import Mempool, MempoolEntry
+from coin.primitives.hashes import hash_to_hex
+from coin.views.amounts import amount_to_json, real_to_json
+
+
+def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
+    """One entry; ``height`` is the current tip height (for ``currentpriority``).
+
+    The caller holds the pool's lock (family sets change under writers).
+    """
+    return {
+        "size": entry.size,
+        "fee": amount_to_json(entry.fee),
+        "modifiedfee": amount_to_json(entry.modified_fee),
+        "time": entry.time,
+        "height": entry.height,
+        "startingpriority": real_to_json(entry.starting_priority),
+        "currentpriority": real_to_json(entry.current_priority(height)),
+        "descendantcount": entry.count_with_descendants,
+        "descendantsize": entry.size_with_descendants,
+        "descendantfees": entry.fees_with_descendants,
+        "ancestorcount": entry.count_with_ancestors,
+        "ancestorsize": entry.size_with_ancestors,
+        "ancestorfees": entry.fees_with_ancestors,
+        "depends": sorted(hash_to_hex(p.txid) for p in entry.parents),
+        "spentby": sorted(hash_to_hex(c.txid) for c in entry.children),
+    }
+
+
+def mempool_entries_json(entries: Iterable[MempoolEntry], height: int) -> Dict[str, Any]:
+    """``{txid: entry}``: getrawmempool verbose and /mempool/contents.json."""
+    return {hash_to_hex(e.txid): mempool_entry_json(e, height) for e in entries}
+
+
+def mempool_contents_json(pool: Mempool, height: int) -> Dict[str, Any]:
+    with pool.lock:
+        return mempool_entries_json(pool.sorted_entries(), height)
+
+
+def mempool_txids_json(pool: Mempool) -> List[str]:
+    return [hash_to_hex(txid) for txid in pool.txids()]
+
+
+def mempool_info_json(pool: Mempool, min_relay_fee: int) -> Dict[str, Any]:
+    """getmempoolinfo and /mempool/info.json (``min_relay_fee`` in satoshis per kB).
+
+    ``mempoolminfee`` is the larger of the rolling floor and the relay fee, as Core 0.17.
+    """
+    with pool.lock:
+        floor = max(pool.get_min_fee().sat_per_kb, min_relay_fee)
+        return {"size": len(pool), "bytes": pool.total_size, "usage": pool.total_usage,
+                "maxmempool": pool.max_usage, "mempoolminfee": amount_to_json(floor),
+                "minrelaytxfee": amount_to_json(min_relay_fee)}
