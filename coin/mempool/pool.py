@@ -14,6 +14,7 @@ state before or after a change, never half of one.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time as _time
 from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
@@ -160,6 +161,8 @@ class Mempool:
         self._last_rolling_update = 0
         self._block_since_bump = False
         self._sequence = 0
+        #: ``(time, sequence, entry)`` min-heap for expiry; removed entries are skipped lazily.
+        self._by_time: List[Tuple[int, int, MempoolEntry]] = []
         #: Bumped on every change: block templates and long polls compare it.
         self.transactions_updated = 0
         #: Called as ``f(entry, reason)`` for every entry that leaves other than by a block.
@@ -273,6 +276,7 @@ class Mempool:
             entry.sequence = self._sequence
             entry.fee_delta = self.deltas.get(txid, 0)
             self.entries[txid] = entry
+            heapq.heappush(self._by_time, (entry.time, entry.sequence, entry))
             for txin in entry.tx.vin:
                 key = (txin.prevout.txid, txin.prevout.n)
                 self.spenders[key] = entry
@@ -438,14 +442,23 @@ class Mempool:
     # ------------------------------------------------------------------ limits
 
     def expire(self, cutoff: float) -> int:
-        """Remove entries (and their descendants) that entered before ``cutoff``."""
+        """Remove entries (and their descendants) that entered before ``cutoff``.
+
+        Runs after every acceptance, so it looks only at the oldest entries (a heap).
+        """
         with self.lock:
+            heap = self._by_time
             stage: Set[MempoolEntry] = set()
-            for entry in self.entries.values():
-                if entry.time < cutoff and entry not in stage:
+            while heap and heap[0][0] < cutoff:
+                entry = heapq.heappop(heap)[2]
+                if self.entries.get(entry.txid) is entry and entry not in stage:
                     stage |= self.calculate_descendants(entry)
             if stage:
                 self.remove_staged(stage, REMOVED_EXPIRY)
+            if len(heap) > 2 * len(self.entries) + 64:
+                # Drop the stale items left by removals.
+                self._by_time = [item for item in heap if self.entries.get(item[2].txid) is item[2]]
+                heapq.heapify(self._by_time)
             return len(stage)
 
     def trim_to_size(self, limit: int) -> List[MempoolEntry]:
@@ -495,6 +508,7 @@ class Mempool:
         with self.lock:
             self.entries.clear()
             self.spenders.clear()
+            self._by_time.clear()
             self.total_size = 0
             self.total_usage = 0
             self.transactions_updated += 1
