@@ -15,7 +15,7 @@ import time
 from typing import Any, List, Optional, Tuple
 
 from twisted.application import service
-from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
+from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, maybeDeferred
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger, globalLogPublisher
 
@@ -40,6 +40,7 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
 from coin.views.amounts import AmountError, parse_amount
+from coin.wallet.service import WalletService, default_walletdir
 
 log = Logger()
 
@@ -57,10 +58,13 @@ class NodeFacade:
     def __init__(self, node: "NodeService", chain: ChainAccess, logging: DebugCategories) -> None:
         self._node = node
         self.chain = chain
-        self.wallets: dict = {}
         self.logging = logging
         #: The mempool service (coin.mempool.service.MempoolService).
         self.mempool = node.mempool
+        #: The wallet service (coin.wallet.service.WalletService), None with -disablewallet.
+        self.wallet_service = node.wallets
+        #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
+        self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
     def shutdown(self) -> None:
         self._node.request_shutdown()
@@ -93,6 +97,7 @@ class NodeService(service.MultiService):
         self.chain: Optional[ChainAccess] = None
         self.txindex: Optional[TxIndex] = None
         self.mempool: Optional[MempoolService] = None
+        self.wallets: Optional[WalletService] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -175,6 +180,16 @@ class NodeService(service.MultiService):
                                       max_tx_fee=max_tx_fee)
         self.mempool.setServiceParent(self)
         self.chain.mempool = pool
+        if not self.config.get_bool("disablewallet", False):
+            walletdir = default_walletdir(self.config, self.datadir)
+            if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
+                raise StartupError("Specified -walletdir \"%s\" does not exist"
+                                   % self.config.get("walletdir"))
+            os.makedirs(walletdir, exist_ok=True)
+            self.wallets = WalletService(self.validation, self.mempool, self.params, walletdir,
+                                         now=self.clock.now,
+                                         keypool_size=max(1, self.config.get_int("keypool")))
+            self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
         self._write_pid_file()
@@ -310,9 +325,22 @@ class NodeService(service.MultiService):
         assert self.validation is not None
         self.validation.ready.addCallbacks(self._loaded, self._load_failed)
 
-    def _loaded(self, chainstate: ChainState) -> None:
+    @inlineCallbacks
+    def _loaded(self, chainstate: ChainState):
         log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
                  hash=chainstate.tip.hash[::-1].hex())
+        if self.wallets is not None:
+            self.warmup.set("Loading wallet...")
+            names = self.config.get_all("wallet") or [""]
+            try:
+                for name in dict.fromkeys(names):
+                    yield self.wallets.load(name, create=True)
+            except Exception as e:
+                log.failure("Loading wallet failed")
+                sys.stderr.write("Error: %s\n" % getattr(e, "message", e))
+                self.exit_code = 1
+                self._stop_reactor()
+                return
         self.warmup.finish()
         if self.txindex is None:
             drop_txindex(self.validation).addErrback(

@@ -38,10 +38,14 @@ class WarmupTests(SynchronousTestCase):
             warming.append((status, headers["content-type"], reply))
             time.sleep(0.05)
         self.assertTrue(warming, "the node never answered while warming up")
+        messages = [reply["error"]["message"] for _, _, reply in warming]
+        self.assertEqual(messages[0], "Loading block index...")
+        self.assertEqual(messages, sorted(messages))  # "Loading b..." never after "Loading w..."
         for status, content_type, reply in warming:
             self.assertEqual((status, content_type), (500, "application/json"))
             self.assertEqual(reply["error"]["code"], -28)
-            self.assertEqual(reply["error"]["message"], "Loading block index...")
+            # Core's messages, in order: the chain first, then the wallets.
+            self.assertIn(reply["error"]["message"], ("Loading block index...", "Loading wallet..."))
             self.assertIsNone(reply["result"])
         self.assertEqual(node.rpc("getblockcount"), BLOCKS)
         self.assertEqual(node.rpc("getbestblockhash"), tip)

@@ -53,6 +53,7 @@ class MempoolService(service.Service):
         self._persist = persist and datadir is not None
         #: True once mempool.dat has been read (savemempool refuses before).
         self.loaded = False
+        self._listeners: List[Callable[[Transaction], None]] = []
         pool.on_removed = self._removed
         validation.add_worker_hook(self._chain_events)
 
@@ -87,14 +88,26 @@ class MempoolService(service.Service):
         with self.pool.lock:
             self.estimator.save(os.path.join(self._datadir, FEE_ESTIMATES_FILE))
 
+    def add_listener(self, listener: Callable[[Transaction], None]) -> None:
+        """Call ``listener(tx)`` on the worker thread for every transaction added to the pool."""
+        self._listeners.append(listener)
+
+    def _notify(self, tx: Transaction) -> None:
+        for listener in self._listeners:
+            try:
+                listener(tx)
+            except Exception:
+                log.failure("Mempool listener {listener!r} failed", listener=listener)
+
     # ------------------------------------------------------------------ requests
 
     def accept(self, tx: Transaction, max_fee: int = 0, test_only: bool = False) -> Deferred:
         """Fires with :class:`Accepted`; fails with ValidationError or MissingInputs."""
-        return self.validation.call(self._accept_on_worker, tx, max_fee, test_only)
+        return self.validation.call(self.accept_on_worker, tx, max_fee, test_only)
 
-    def _accept_on_worker(self, chainstate: ChainState, tx: Transaction, max_fee: int,
-                          test_only: bool, accept_time: Optional[int] = None) -> Accepted:
+    def accept_on_worker(self, chainstate: ChainState, tx: Transaction, max_fee: int = 0,
+                         test_only: bool = False, accept_time: Optional[int] = None) -> Accepted:
+        """Acceptance itself; only on the validation worker (wallets commit through it)."""
         now = int(self._now())
         result = accept_to_mempool(chainstate, self.pool, tx, self.policy, now=now,
                                    max_fee=max_fee, test_only=test_only, accept_time=accept_time)
@@ -106,6 +119,7 @@ class MempoolService(service.Service):
             log.debug("AcceptToMemoryPool: accepted {txid} (poolsz {size} txn, {kb} kB)",
                       txid=entry.tx.txid_hex, size=len(self.pool),
                       kb=self.pool.total_usage // 1000)
+            self._notify(tx)
         return result
 
     def prioritise(self, txid: bytes, delta: int) -> Deferred:
@@ -144,6 +158,7 @@ class MempoolService(service.Service):
                 try:
                     accept_to_mempool(chainstate, self.pool, tx, self.policy, now=now,
                                       bypass_limits=True)
+                    self._notify(tx)
                 except Exception as error:
                     log.debug("Transaction {txid} from a disconnected block did not return "
                               "to the mempool: {error}", txid=tx.txid_hex, error=error)
@@ -182,7 +197,7 @@ class MempoolService(service.Service):
                 expired += 1
                 continue
             try:
-                self._accept_on_worker(chainstate, item.tx, 0, False, accept_time=item.time)
+                self.accept_on_worker(chainstate, item.tx, 0, False, accept_time=item.time)
                 succeeded += 1
             except ValidationError as e:
                 if e.reason == "txn-already-in-mempool":

@@ -83,10 +83,16 @@ def map_exception(reason: BaseException | Failure) -> tuple[int, dict[str, Any]]
     """Return ``(http_status, error_object)`` for an exception raised by a call.
 
     An :class:`RPCError` is answered as it is: 400 for -32600, 404 for -32601, 500
-    otherwise (a batch ignores the status and answers 200). Anything else is a bug:
+    otherwise (a batch ignores the status and answers 200). Exceptions of other layers
+    that carry an integer ``rpc_code`` (and a ``message``) are answered the same way, so
+    the wallet and mempool raise their own errors without importing the RPC layer. Anything else is a bug:
     it is logged with its traceback and the client gets a generic internal error.
     """
     exc = reason.value if isinstance(reason, Failure) else reason
+    domain_code = getattr(exc, "rpc_code", None)
+    if isinstance(domain_code, int):
+        # A domain error (wallet, mempool, ...) that names its RPC code: answered as one.
+        exc = RPCError(domain_code, getattr(exc, "message", None) or str(exc))
     if isinstance(exc, RPCError):
         status = {RPC_INVALID_REQUEST: HTTP_BAD_REQUEST,
                   RPC_METHOD_NOT_FOUND: HTTP_NOT_FOUND}.get(exc.code, HTTP_INTERNAL_SERVER_ERROR)

@@ -5,15 +5,11 @@ wallet. validateaddress reports what a node without a wallet knows (rpcm_46)
 minus ``iswitness``, a segwit-only field that is always false here (doc/views.md
 drops such fields).
 
-Signed messages: a compact recoverable ECDSA signature (65 bytes: header
-``27 + recid + 4 if compressed``, r, s) over
-``sha256d(ser_string(MESSAGE_MAGIC) + ser_string(message))``, base64-encoded,
-as Core's signmessage; the magic is this chain's (design.md §2).
+Signed messages are coin.primitives.message's (shared with the wallet's signmessage).
 """
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Dict, List, Optional
 
 import coincurve
@@ -21,9 +17,9 @@ import coincurve
 from coin.primitives.address import (
     AddressError, Destination, decode_wif, encode_address, try_decode_address,
 )
-from coin.primitives.hashes import hash160, sha256d
+from coin.primitives.hashes import hash160
+from coin.primitives.message import recover_message_pubkey, sign_message
 from coin.primitives.script import MAX_SCRIPT_ELEMENT_SIZE
-from coin.primitives.serialize import var_bytes
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR,
@@ -35,18 +31,11 @@ from coin.rpc.registry import (
 )
 from coin.script.standard import destination_script, multisig_script
 
-#: Prefix of every signed message (design.md §2).
-MESSAGE_MAGIC = b"Coin Signed Message:\n"
 #: The largest multisig createmultisig builds (Core's limit for CHECKMULTISIG scripts it makes).
 MAX_MULTISIG_KEYS = 16
 
 _B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _B64_INDEX = {c: i for i, c in enumerate(_B64_ALPHABET)}
-
-
-def message_hash(message: str) -> bytes:
-    """The hash a signed message commits to."""
-    return sha256d(var_bytes(MESSAGE_MAGIC) + var_bytes(message.encode("utf-8", "surrogatepass")))
 
 
 def decode_base64_strict(text: str) -> Optional[bytes]:
@@ -194,17 +183,8 @@ def verifymessage(ctx: RPCContext, address: str, signature: str, message: str) -
     signature_bytes = decode_base64_strict(signature)
     if signature_bytes is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Malformed base64 encoding")
-    if len(signature_bytes) != 65:
-        return False
-    # Core reads the header without a range check: (h - 27) & 3 is the recovery id.
-    header = signature_bytes[0] - 27
-    recoverable = signature_bytes[1:] + bytes((header & 3,))
-    try:
-        pubkey = coincurve.PublicKey.from_signature_and_message(
-            recoverable, message_hash(message), hasher=None)
-    except ValueError:
-        return False
-    return hash160(pubkey.format(compressed=bool(header & 4))) == destination.hash160
+    recovered = recover_message_pubkey(signature_bytes, message)
+    return recovered is not None and hash160(recovered[0]) == destination.hash160
 
 
 @rpc_method(
@@ -226,9 +206,7 @@ def signmessagewithprivkey(ctx: RPCContext, privkey: str, message: str) -> str:
         key = coincurve.PrivateKey(secret)
     except (AddressError, ValueError):
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid private key") from None
-    signature = key.sign_recoverable(message_hash(message), hasher=None)
-    header = 27 + signature[64] + (4 if compressed else 0)
-    return base64.b64encode(bytes((header,)) + signature[:64]).decode("ascii")
+    return sign_message(key, message, compressed)
 
 
 # ------------------------------------------------------------------ setmocktime

@@ -1,0 +1,1 @@
+"""The wallet: keys, HD derivation, encryption, and the records that hold them."""

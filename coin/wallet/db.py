@@ -1,0 +1,246 @@
+"""A wallet's database: one SQLite file per wallet, through SQLAlchemy Core.
+
+The wallet keeps its state in memory and writes every change through here in
+one transaction per operation (:meth:`WalletDB.batch`), so the file is always a
+consistent snapshot and can be copied or backed up (``backupwallet`` uses
+SQLite's online backup).  The file and its WAL are created 0600.
+
+Tables: ``meta`` (format version, HD seed and chain counters, master key, best
+block), ``keys`` (public key -> secret, encrypted secret, HD path), ``scripts``
+(redeem scripts for P2SH), ``watch`` (watch-only output scripts), ``names``
+(address book: label and purpose), ``keypool`` and ``txs`` (every wallet
+transaction with where it was mined).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
+
+from sqlalchemy import (
+    BigInteger, Boolean, Column, Integer, LargeBinary, MetaData, String, Table, delete, event,
+    inspect, select,
+)
+from sqlalchemy.engine import Connection, Engine
+
+from coin.storage.database import create_engine
+from coin.storage.dialect import upsert_statements
+
+#: Bumped when the schema changes; a newer file is refused, never rewritten.
+WALLET_FORMAT_VERSION = 1
+#: What ``getwalletinfo`` reports as ``walletversion`` (Core 0.17's FEATURE_LATEST).
+WALLET_VERSION = 169900
+
+metadata = MetaData()
+
+meta = Table("meta", metadata,
+             Column("name", String(64), primary_key=True),
+             Column("value", LargeBinary, nullable=False))
+
+keys = Table("keys", metadata,
+             Column("pubkey", LargeBinary(65), primary_key=True),
+             Column("secret", LargeBinary(32), nullable=True),
+             Column("crypted", LargeBinary, nullable=True),
+             Column("hd_path", String(64), nullable=True),
+             Column("created", BigInteger, nullable=False))
+
+scripts = Table("scripts", metadata,
+                Column("script_hash", LargeBinary(20), primary_key=True),
+                Column("script", LargeBinary, nullable=False))
+
+watch = Table("watch", metadata,
+              Column("script_pubkey", LargeBinary, primary_key=True),
+              Column("created", BigInteger, nullable=False))
+
+names = Table("names", metadata,
+              Column("address", String(64), primary_key=True),
+              Column("label", String, nullable=False),
+              Column("purpose", String(16), nullable=False))
+
+keypool = Table("keypool", metadata,
+                Column("idx", BigInteger, primary_key=True, autoincrement=False),
+                Column("pubkey", LargeBinary(65), nullable=False),
+                Column("internal", Boolean, nullable=False),
+                Column("time", BigInteger, nullable=False))
+
+txs = Table("txs", metadata,
+            Column("txid", LargeBinary(32), primary_key=True),
+            Column("raw", LargeBinary, nullable=False),
+            Column("block_hash", LargeBinary(32), nullable=True),
+            Column("block_height", Integer, nullable=True),
+            Column("block_index", Integer, nullable=True),
+            Column("time_received", BigInteger, nullable=False),
+            Column("order_pos", BigInteger, nullable=False),
+            Column("abandoned", Boolean, nullable=False),
+            Column("from_me", Boolean, nullable=False))
+
+
+def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
+    """Deleted or overwritten content is zeroed on disk (no stale clear keys)."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA secure_delete=ON")
+    finally:
+        cursor.close()
+
+
+class WalletFileError(Exception):
+    """The file is not a wallet, is damaged, or is from a newer version."""
+
+
+class WalletDB:
+    """The open database of one wallet."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._engine: Optional[Engine] = None
+        self._conn: Optional[Connection] = None
+        self._statements: Dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ life cycle
+
+    @staticmethod
+    def exists(path: str) -> bool:
+        return os.path.isfile(path)
+
+    def open(self, create: bool) -> bool:
+        """Open (or create) the file; returns True when it was created.
+
+        Raises :class:`WalletFileError` for a file that is not a wallet of ours.
+        """
+        created = False
+        if not os.path.exists(self.path):
+            if not create:
+                raise WalletFileError("%s does not exist" % self.path)
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            created = True
+        engine = create_engine("sqlite:///" + os.path.abspath(self.path))
+        event.listen(engine, "connect", _secure_delete)
+        try:
+            with engine.begin() as conn:
+                tables = set(inspect(conn).get_table_names())
+                if not tables:
+                    metadata.create_all(conn)
+                    conn.execute(meta.insert(), [{"name": "format",
+                                                  "value": b"%d" % WALLET_FORMAT_VERSION}])
+                    created = True
+                elif not {t.name for t in metadata.sorted_tables} <= tables:
+                    raise WalletFileError("%s is not a coin wallet" % self.path)
+                version = conn.execute(select(meta.c.value).where(meta.c.name == "format")
+                                       ).scalar()
+                if version is None or int(version) > WALLET_FORMAT_VERSION:
+                    raise WalletFileError("%s needs a newer version of coin" % self.path)
+        except WalletFileError:
+            engine.dispose()
+            raise
+        except Exception as e:
+            engine.dispose()
+            raise WalletFileError("%s is not a readable wallet: %s" % (self.path, e)) from None
+        self._engine = engine
+        return created
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    @contextmanager
+    def batch(self) -> Iterator[Connection]:
+        """One transaction: every write in the block commits together or not at all."""
+        assert self._engine is not None, "wallet database is closed"
+        if self._conn is not None:  # nested: join the outer transaction
+            yield self._conn
+            return
+        with self._engine.begin() as conn:
+            self._conn = conn
+            try:
+                yield conn
+            finally:
+                self._conn = None
+
+    def scrub(self) -> None:
+        """Rewrite the file so no freed page or WAL frame keeps old (clear) data."""
+        assert self._engine is not None
+        raw = self._engine.raw_connection()  # autocommit: VACUUM cannot run in a transaction
+        try:
+            cursor = raw.cursor()
+            for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM",
+                              "PRAGMA wal_checkpoint(TRUNCATE)"):
+                cursor.execute(statement)
+            cursor.close()
+        finally:
+            raw.close()
+
+    def backup(self, destination: str) -> None:
+        """A consistent copy of the open database at ``destination`` (0600)."""
+        if os.path.isdir(destination):
+            destination = os.path.join(destination, os.path.basename(self.path))
+        os.close(os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        source = sqlite3.connect(self.path)
+        try:
+            target = sqlite3.connect(destination)
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        finally:
+            source.close()
+
+    # ------------------------------------------------------------------ reads
+
+    def load(self) -> Dict[str, List[Dict[str, Any]]]:
+        """Every row of every table, as dicts by table name (the wallet lives in memory)."""
+        with self.batch() as conn:
+            return {table.name: [dict(row._mapping) for row in conn.execute(select(table))]
+                    for table in metadata.sorted_tables}
+
+    # ------------------------------------------------------------------ writes
+
+    def _upsert(self, table: Table, rows: List[Dict[str, Any]]) -> None:
+        if not rows:
+            return
+        with self.batch() as conn:
+            statements = self._statements.get(table.name)
+            if statements is None:
+                # Building an upsert is costly in SQLAlchemy: once per table.
+                statements = upsert_statements(table, conn.dialect.name)
+                self._statements[table.name] = statements
+            for statement in statements:
+                conn.execute(statement, rows)
+
+    def put_meta(self, name: str, value: bytes) -> None:
+        self._upsert(meta, [{"name": name, "value": value}])
+
+    def put_keys(self, rows: List[Dict[str, Any]]) -> None:
+        """Rows of ``pubkey, secret, crypted, hd_path, created``."""
+        self._upsert(keys, rows)
+
+    def put_script(self, script_hash: bytes, script: bytes) -> None:
+        self._upsert(scripts, [{"script_hash": script_hash, "script": script}])
+
+    def put_watch(self, script_pubkey: bytes, created: int) -> None:
+        self._upsert(watch, [{"script_pubkey": script_pubkey, "created": created}])
+
+    def put_name(self, address: str, label: str, purpose: str) -> None:
+        self._upsert(names, [{"address": address, "label": label, "purpose": purpose}])
+
+    def put_pools(self, rows: List[Dict[str, Any]]) -> None:
+        """Rows of ``idx, pubkey, internal, time``."""
+        self._upsert(keypool, rows)
+
+    def delete_pool(self, idx: int) -> None:
+        with self.batch() as conn:
+            conn.execute(delete(keypool).where(keypool.c.idx == idx))
+
+    def put_tx(self, row: Dict[str, Any]) -> None:
+        self._upsert(txs, [row])
+
+    def put_txs(self, rows: List[Dict[str, Any]]) -> None:
+        self._upsert(txs, rows)
+
+    def delete_tx(self, txid: bytes) -> None:
+        with self.batch() as conn:
+            conn.execute(delete(txs).where(txs.c.txid == txid))

@@ -1,0 +1,487 @@
+"""One wallet: its keys (coin.wallet.keystore), its transactions, what it owns.
+
+The wallet follows the chain and the mempool: every transaction that pays one
+of its scripts or spends one of its outputs is kept (``txs``) with the block
+that confirms it, if any.  Balances, unspent outputs and transaction lists
+are computed from that record the way Core 0.17's CWallet does (trusted
+transactions, maturity, change = an own output without an address-book
+entry).
+
+Threading: the validation worker calls the chain and mempool handlers; RPC
+reads and small changes come from the reactor thread.  Every public method
+holds :attr:`Wallet.lock`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+
+from coin.chainparams import ChainParams
+from coin.consensus.tx_check import is_final_tx
+from coin.primitives.address import Destination, encode_address
+from coin.primitives.block import Block
+from coin.primitives.transaction import Transaction, TxOut
+from coin.primitives.hashes import hash160
+from coin.script.standard import extract_destinations, p2pkh_script
+from coin.wallet.db import WALLET_VERSION, WalletDB
+from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, KeyStore
+
+Outpoint = Tuple[bytes, int]
+
+#: Address-book purposes (Core's).
+PURPOSE_RECEIVE = "receive"
+PURPOSE_SEND = "send"
+
+
+class BlockRef(NamedTuple):
+    """Where a wallet transaction was mined: block hash, height, position in the block."""
+
+    hash: bytes
+    height: int
+    index: int
+
+
+class WalletTx:
+    """A transaction the wallet cares about."""
+
+    __slots__ = ("tx", "txid", "block", "time_received", "order_pos", "abandoned", "from_me",
+                 "conflict_block")
+
+    def __init__(self, tx: Transaction, block: Optional[BlockRef], time_received: int,
+                 order_pos: int, abandoned: bool = False, from_me: bool = False) -> None:
+        self.tx = tx
+        self.txid = tx.txid
+        self.block = block
+        self.time_received = time_received
+        self.order_pos = order_pos
+        self.abandoned = abandoned
+        self.from_me = from_me
+        #: A block that confirmed a conflicting spend (the wallet tx can no longer confirm).
+        self.conflict_block: Optional[BlockRef] = None
+
+    def row(self) -> Dict[str, Any]:
+        block = self.block
+        return {"txid": self.txid, "raw": self.tx.serialize(),
+                "block_hash": block.hash if block else None,
+                "block_height": block.height if block else None,
+                "block_index": block.index if block else None,
+                "time_received": self.time_received, "order_pos": self.order_pos,
+                "abandoned": self.abandoned, "from_me": self.from_me}
+
+
+class Output(NamedTuple):
+    """An unspent output of the wallet (Core's COutput)."""
+
+    wtx: WalletTx
+    n: int
+    depth: int
+    spendable: bool
+    solvable: bool
+    safe: bool
+
+    @property
+    def txout(self) -> TxOut:
+        return self.wtx.tx.vout[self.n]
+
+    @property
+    def outpoint(self) -> Outpoint:
+        return (self.wtx.txid, self.n)
+
+
+class Wallet:
+    """A loaded wallet."""
+
+    def __init__(self, name: str, db: WalletDB, params: ChainParams, chain: Any,  # ChainState
+                 in_mempool: Callable[[bytes], bool], now: Callable[[], float],
+                 keypool_size: int) -> None:
+        self.name = name
+        self.db = db
+        self.params = params
+        self.chain = chain
+        self._in_mempool = in_mempool
+        self._now = now
+        self.lock = threading.RLock()
+        self.keys = KeyStore(db, now, keypool_size)
+        self.txs: Dict[bytes, WalletTx] = {}
+        #: Outpoint -> wallet txids spending it (several when they conflict).
+        self.spends: Dict[Outpoint, Set[bytes]] = {}
+        #: Address -> (label, purpose).
+        self.names: Dict[str, Tuple[str, str]] = {}
+        self.locked_coins: Set[Outpoint] = set()
+        #: settxfee's rate in base units per kB (0: estimate).
+        self.pay_tx_fee = 0
+        self.best_block: Optional[bytes] = None
+        self._next_order = 0
+
+    # ------------------------------------------------------------------ opening
+
+    def open(self, created: bool) -> None:
+        """Load the file; a new wallet gets its HD seed and key pool."""
+        with self.lock:
+            rows = self.db.load()
+            self.keys.load(rows)
+            meta = {row["name"]: row["value"] for row in rows["meta"]}
+            self.best_block = meta.get("best_block") or None
+            for row in rows["names"]:
+                self.names[row["address"]] = (row["label"], row["purpose"])
+            for row in sorted(rows["txs"], key=lambda r: r["order_pos"]):
+                block = None
+                if row["block_hash"] is not None:
+                    block = BlockRef(row["block_hash"], row["block_height"], row["block_index"])
+                wtx = WalletTx(Transaction.deserialize(row["raw"]), block, row["time_received"],
+                               row["order_pos"], bool(row["abandoned"]), bool(row["from_me"]))
+                self._index(wtx)
+            if created:
+                self.keys.new_seed()
+
+    def _index(self, wtx: WalletTx) -> None:
+        self.txs[wtx.txid] = wtx
+        self._next_order = max(self._next_order, wtx.order_pos + 1)
+        if not wtx.tx.is_coinbase():
+            for txin in wtx.tx.vin:
+                self.spends.setdefault((txin.prevout.txid, txin.prevout.n), set()).add(wtx.txid)
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.close()
+
+    # ------------------------------------------------------------------ ownership
+
+    def is_mine(self, script_pubkey: bytes) -> int:
+        return self.keys.is_mine(script_pubkey)
+
+    def address_of(self, script_pubkey: bytes) -> Optional[str]:
+        """The script's address when it has exactly one (P2PKH or P2SH)."""
+        kind, destinations, _ = extract_destinations(script_pubkey)
+        if kind in ("pubkeyhash", "scripthash", "pubkey") and len(destinations) == 1:
+            return encode_address(destinations[0], self.params)
+        return None
+
+    def is_change(self, txout: TxOut) -> bool:
+        """Core's IsChange: an own output whose address is not in the address book."""
+        if self.is_mine(txout.script_pubkey) == ISMINE_NO:
+            return False
+        address = self.address_of(txout.script_pubkey)
+        return address is None or address not in self.names
+
+    def label_of(self, address: str) -> Optional[str]:
+        entry = self.names.get(address)
+        return entry[0] if entry is not None else None
+
+    def set_name(self, address: str, label: str, purpose: str) -> None:
+        with self.lock:
+            self.names[address] = (label, purpose)
+            self.db.put_name(address, label, purpose)
+
+    # ------------------------------------------------------------------ tracking
+
+    def _involves_me(self, tx: Transaction) -> bool:
+        if any(self.is_mine(out.script_pubkey) != ISMINE_NO for out in tx.vout):
+            return True
+        return any(self._debit_of_input(txin.prevout.txid, txin.prevout.n, ISMINE_ALL) > 0
+                   for txin in tx.vin)
+
+    def _debit_of_input(self, txid: bytes, n: int, filter_: int) -> int:
+        prev = self.txs.get(txid)
+        if prev is None or n >= len(prev.tx.vout):
+            return 0
+        out = prev.tx.vout[n]
+        return out.value if self.is_mine(out.script_pubkey) & filter_ else 0
+
+    def sync_transaction(self, tx: Transaction, block: Optional[BlockRef],
+                         time_received: Optional[int] = None) -> bool:
+        """Record ``tx`` if it concerns the wallet (Core's AddToWalletIfInvolvingMe)."""
+        with self.lock:
+            wtx = self.txs.get(tx.txid)
+            if wtx is None:
+                if not self._involves_me(tx):
+                    return False
+                wtx = WalletTx(tx, block, time_received if time_received is not None
+                               else int(self._now()), self._next_order,
+                               from_me=self.debit(tx, ISMINE_ALL) > 0)
+                self._index(wtx)
+            elif block is not None:
+                wtx.block = block
+                wtx.abandoned = False
+            else:
+                return True
+            self.db.put_tx(wtx.row())
+            return True
+
+    def block_connected(self, height: int, block: Block) -> None:
+        """A block joined the active chain (called on the validation worker)."""
+        block_hash = block.hash
+        with self.lock, self.db.batch():
+            for index, tx in enumerate(block.txs):
+                self.sync_transaction(tx, BlockRef(block_hash, height, index))
+                self._mark_conflicts(tx, BlockRef(block_hash, height, index))
+            self.best_block = block_hash
+            self.db.put_meta("best_block", block_hash)
+
+    def _mark_conflicts(self, tx: Transaction, where: BlockRef) -> None:
+        """Wallet transactions double-spending ``tx``'s inputs, and their descendants."""
+        if tx.is_coinbase():
+            return
+        todo = [other for txin in tx.vin
+                for other in self.spends.get((txin.prevout.txid, txin.prevout.n), ())
+                if other != tx.txid]
+        seen: Set[bytes] = set()
+        while todo:
+            txid = todo.pop()
+            if txid in seen or txid not in self.txs:
+                continue
+            seen.add(txid)
+            self.txs[txid].conflict_block = where
+            for n in range(len(self.txs[txid].tx.vout)):
+                todo.extend(self.spends.get((txid, n), ()))
+
+    def block_disconnected(self, block: Block) -> None:
+        """A block left the active chain: its transactions are unconfirmed again."""
+        block_hash = block.hash
+        with self.lock, self.db.batch():
+            for tx in block.txs:
+                wtx = self.txs.get(tx.txid)
+                if wtx is not None and wtx.block is not None and wtx.block.hash == block_hash:
+                    wtx.block = None
+                    self.db.put_tx(wtx.row())
+            for wtx in self.txs.values():
+                if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
+                    wtx.conflict_block = None
+            self.best_block = block.header.prev_hash
+            self.db.put_meta("best_block", self.best_block)
+
+    def mark_best_block(self, block_hash: bytes) -> None:
+        with self.lock:
+            self.best_block = block_hash
+            self.db.put_meta("best_block", block_hash)
+
+    def transaction_added_to_mempool(self, tx: Transaction) -> None:
+        self.sync_transaction(tx, None)
+
+    def abandon(self, txid: bytes) -> None:
+        """abandontransaction: an unconfirmed, not pooled tx gives its inputs back.
+
+        Raises KeyError (unknown) or ValueError (confirmed or in the mempool).
+        """
+        with self.lock:
+            wtx = self.txs[txid]
+            if self.depth(wtx) != 0 or self._in_mempool(txid):
+                raise ValueError("Transaction not eligible for abandonment")
+            todo, seen = [wtx], set()
+            with self.db.batch():
+                while todo:
+                    current = todo.pop()
+                    if current.txid in seen:
+                        continue
+                    seen.add(current.txid)
+                    if self.depth(current) == 0 and not current.abandoned:
+                        current.abandoned = True
+                        self.db.put_tx(current.row())
+                    for n in range(len(current.tx.vout)):
+                        todo.extend(self.txs[t] for t in self.spends.get((current.txid, n), ())
+                                    if t in self.txs)
+
+    # ------------------------------------------------------------------ depth and trust
+
+    def depth(self, wtx: WalletTx) -> int:
+        """Confirmations; 0 unconfirmed; negative when a conflicting spend is mined."""
+        chain = self.chain
+        tip = chain.tip
+        if wtx.block is not None:
+            entry = chain.lookup(wtx.block.hash)
+            if entry is not None and chain.contains(entry):
+                return tip.height - entry.height + 1
+        conflict = wtx.conflict_block
+        if conflict is not None:
+            entry = chain.lookup(conflict.hash)
+            if entry is not None and chain.contains(entry):
+                return -(tip.height - entry.height + 1)
+        return 0
+
+    def in_mempool(self, wtx: WalletTx) -> bool:
+        return self._in_mempool(wtx.txid)
+
+    def blocks_to_maturity(self, wtx: WalletTx) -> int:
+        if not wtx.tx.is_coinbase():
+            return 0
+        return max(0, self.params.coinbase_maturity + 1 - self.depth(wtx))
+
+    def is_trusted(self, wtx: WalletTx) -> bool:
+        """Core's IsTrusted: confirmed, or our own pooled spend of trusted coins."""
+        tip = self.chain.tip
+        if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
+            return False
+        depth = self.depth(wtx)
+        if depth >= 1:
+            return True
+        if depth < 0 or not wtx.from_me or not self.in_mempool(wtx):
+            return False
+        for txin in wtx.tx.vin:
+            parent = self.txs.get(txin.prevout.txid)
+            if parent is None:
+                return False
+            if self.is_mine(parent.tx.vout[txin.prevout.n].script_pubkey) != ISMINE_SPENDABLE:
+                return False
+        return True
+
+    def is_spent(self, outpoint: Outpoint) -> bool:
+        """Spent by a wallet transaction that is not abandoned or conflicted."""
+        for txid in self.spends.get(outpoint, ()):
+            spender = self.txs.get(txid)
+            if spender is not None and not spender.abandoned and self.depth(spender) >= 0:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ amounts
+
+    def credit(self, tx: Transaction, filter_: int) -> int:
+        return sum(out.value for out in tx.vout if self.is_mine(out.script_pubkey) & filter_)
+
+    def debit(self, tx: Transaction, filter_: int) -> int:
+        if tx.is_coinbase():
+            return 0
+        return sum(self._debit_of_input(i.prevout.txid, i.prevout.n, filter_) for i in tx.vin)
+
+    def change(self, tx: Transaction) -> int:
+        return sum(out.value for out in tx.vout if self.is_change(out))
+
+    def amounts(self, wtx: WalletTx, filter_: int
+                ) -> Tuple[List[Tuple[Optional[str], int, int]], List[Tuple[Optional[str], int, int]], int]:
+        """Core's GetAmounts: ``(received, sent, fee)`` as (address, value, vout) lists."""
+        tx = wtx.tx
+        debit = self.debit(tx, filter_)
+        fee = debit - tx.total_out() if debit > 0 else 0
+        received: List[Tuple[Optional[str], int, int]] = []
+        sent: List[Tuple[Optional[str], int, int]] = []
+        for n, out in enumerate(tx.vout):
+            mine = self.is_mine(out.script_pubkey)
+            if debit > 0:
+                if self.is_change(out):
+                    continue
+            elif not mine & filter_:
+                continue
+            entry = (self.address_of(out.script_pubkey), out.value, n)
+            if debit > 0:
+                sent.append(entry)
+            if mine & filter_:
+                received.append(entry)
+        return received, sent, fee
+
+    def available_credit(self, wtx: WalletTx, filter_: int) -> int:
+        """Unspent own outputs of ``wtx`` (nothing while a coinbase is immature)."""
+        if self.blocks_to_maturity(wtx) > 0:
+            return 0
+        return sum(out.value for n, out in enumerate(wtx.tx.vout)
+                   if self.is_mine(out.script_pubkey) & filter_
+                   and not self.is_spent((wtx.txid, n)))
+
+    def balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
+        """Core's GetBalance: available credit of trusted transactions."""
+        with self.lock:
+            return sum(self.available_credit(w, filter_) for w in self.txs.values()
+                       if self.is_trusted(w))
+
+    def unconfirmed_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
+        with self.lock:
+            return sum(self.available_credit(w, filter_) for w in self.txs.values()
+                       if not self.is_trusted(w) and self.depth(w) == 0 and self.in_mempool(w))
+
+    def immature_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
+        with self.lock:
+            total = 0
+            for wtx in self.txs.values():
+                if self.blocks_to_maturity(wtx) > 0 and self.depth(wtx) > 0:
+                    total += self.credit(wtx.tx, filter_)
+            return total
+
+    def legacy_balance(self, filter_: int, min_depth: int) -> int:
+        """Core 0.17's GetLegacyBalance (getbalance with arguments)."""
+        with self.lock:
+            tip = self.chain.tip
+            total = 0
+            for wtx in self.txs.values():
+                depth = self.depth(wtx)
+                if depth < 0 or self.blocks_to_maturity(wtx) > 0 or not is_final_tx(
+                        wtx.tx, tip.height + 1, tip.median_time_past()):
+                    continue
+                debit = self.debit(wtx.tx, filter_)
+                outgoing = debit > 0
+                for out in wtx.tx.vout:
+                    if outgoing and self.is_change(out):
+                        debit -= out.value
+                    elif self.is_mine(out.script_pubkey) & filter_ and depth >= min_depth:
+                        total += out.value
+                if outgoing:
+                    total -= debit
+            return total
+
+    def available_coins(self, only_safe: bool = True, min_depth: int = 0,
+                        max_depth: int = 9999999, include_watch_only: bool = False) -> List[Output]:
+        """Core's AvailableCoins: unspent, unlocked, mature outputs of the wallet."""
+        with self.lock:
+            coins: List[Output] = []
+            tip = self.chain.tip
+            for wtx in self.txs.values():
+                if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
+                    continue
+                if self.blocks_to_maturity(wtx) > 0:
+                    continue
+                depth = self.depth(wtx)
+                if depth < 0 or (depth == 0 and not self.in_mempool(wtx)):
+                    continue
+                safe = self.is_trusted(wtx)
+                if only_safe and not safe:
+                    continue
+                if not min_depth <= depth <= max_depth:
+                    continue
+                for n, out in enumerate(wtx.tx.vout):
+                    outpoint = (wtx.txid, n)
+                    if outpoint in self.locked_coins or self.is_spent(outpoint):
+                        continue
+                    mine = self.is_mine(out.script_pubkey)
+                    if mine == ISMINE_NO:
+                        continue
+                    spendable = bool(mine & ISMINE_SPENDABLE)
+                    if not spendable and not include_watch_only:
+                        solvable = False
+                    else:
+                        solvable = spendable
+                    coins.append(Output(wtx, n, depth, spendable, solvable or spendable, safe))
+            return coins
+
+    # ------------------------------------------------------------------ addresses
+
+    def new_address(self, label: str = "") -> str:
+        """getnewaddress: the next receiving key of the pool, labelled."""
+        with self.lock:
+            pubkey = self.keys.take_from_pool(internal=False)
+            address = encode_address(Destination("pubkeyhash", hash160(pubkey)), self.params)
+            self.set_name(address, label, PURPOSE_RECEIVE)
+            return address
+
+    def new_change_script(self) -> bytes:
+        """A fresh change key's P2PKH script (getrawchangeaddress, transaction change)."""
+        with self.lock:
+            pubkey = self.keys.take_from_pool(internal=True)
+            return p2pkh_script(hash160(pubkey))
+
+    def tx_count(self) -> int:
+        return len(self.txs)
+
+    def info(self) -> Dict[str, Any]:
+        """The figures getwalletinfo reports (amounts in base units)."""
+        with self.lock:
+            external, internal, oldest = self.keys.pool_counts()
+            return {"walletname": self.name, "walletversion": WALLET_VERSION,
+                    "balance": self.balance(), "unconfirmed_balance": self.unconfirmed_balance(),
+                    "immature_balance": self.immature_balance(), "txcount": len(self.txs),
+                    "keypoololdest": oldest, "keypoolsize": external,
+                    "keypoolsize_hd_internal": internal,
+                    "unlocked_until": self.keys.unlocked_until if self.keys.encrypted else None,
+                    "paytxfee": self.pay_tx_fee,
+                    "hdmasterkeyid": self.keys.hd_master_key_id}
+
+    def ordered_txs(self) -> Iterable[WalletTx]:
+        return sorted(self.txs.values(), key=lambda w: w.order_pos)
+

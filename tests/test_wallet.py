@@ -1,0 +1,181 @@
+"""The wallet core on a real chain state and mempool (no RPC, no reactor running):
+keys and key pool, following blocks, reorgs and the pool, balances, spending,
+persistence and encryption."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from twisted.internet import reactor
+from twisted.trial.unittest import SynchronousTestCase
+
+from coin.chain.service import ValidationService
+from coin.chainparams import COIN, REGTEST
+from coin.mempool.accept import PoolPolicy
+from coin.mempool.policy import FeeRate
+from coin.mempool.pool import Mempool
+from coin.mempool.service import MempoolService
+from coin.primitives.hashes import hash160
+from coin.script.standard import p2pkh_script
+from coin.testing.chainbuilder import ChainBuilder, open_chain
+from coin.wallet.crypter import WrongPassphrase
+from coin.wallet.keystore import WalletLocked
+from coin.wallet.service import WalletLoadError, WalletService
+from coin.wallet.spend import FeePolicy, Recipient, SpendError, create_transaction
+
+NOW = 1_800_000_000
+ELSEWHERE = p2pkh_script(b"\x07" * 20)
+
+
+class WalletTestCase(SynchronousTestCase):
+    def setUp(self) -> None:
+        datadir = self.mktemp()
+        self.chainstate = open_chain(datadir)
+        self.addCleanup(self.chainstate.close)
+        self.validation = ValidationService(self.chainstate, reactor)
+        self.mempool = MempoolService(self.validation, Mempool(now=lambda: NOW), PoolPolicy(),
+                                      now=lambda: NOW)
+        self.walletdir = os.path.join(datadir, "wallets")
+        self.service = WalletService(self.validation, self.mempool, REGTEST, self.walletdir,
+                                     now=lambda: NOW, keypool_size=5)
+        self.wallet = self.service.open_wallet(self.chainstate, "", create=True)
+        self.addCleanup(self.service.stopService)
+        self.builder = ChainBuilder(self.chainstate)
+        self.fees = FeePolicy(FeeRate(1000), FeeRate(0), None, 10_000_000)
+
+    def mine_to_wallet(self, count: int) -> None:
+        address_script = self.receive_script()
+        self.builder.script_pubkey = address_script
+        self.builder.mine(count)
+
+    def receive_script(self) -> bytes:
+        pubkey = self.wallet.keys.take_from_pool(internal=False)
+        return p2pkh_script(hash160(pubkey))
+
+    def send(self, amount: int, **options):
+        created = create_transaction(self.wallet, [Recipient(ELSEWHERE, amount, **options)],
+                                     self.fees)
+        self.wallet.sync_transaction(created.tx, None)
+        self.mempool.accept_on_worker(self.chainstate, created.tx)
+        return created
+
+
+class KeyTests(WalletTestCase):
+    def test_new_wallet_has_a_seed_and_a_full_pool(self):
+        external, internal, oldest = self.wallet.keys.pool_counts()
+        self.assertEqual((external, internal), (5, 5))
+        self.assertEqual(len(self.wallet.keys.keys), 10)
+        self.assertEqual(len(self.wallet.keys.hd_master_key_id), 20)
+        paths = sorted(r.hd_path for r in self.wallet.keys.keys.values())
+        self.assertEqual(paths[:2], ["m/0'/0'/0'", "m/0'/0'/1'"])
+        address = self.wallet.new_address("salary")
+        self.assertEqual(self.wallet.names[address], ("salary", "receive"))
+        self.assertEqual(self.wallet.keys.pool_counts()[:2], (5, 5))  # refilled
+
+    def test_file_is_private_and_reopens_identically(self):
+        path = os.path.join(self.walletdir, "wallet.dat")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        address = self.wallet.new_address("x")
+        keys = set(self.wallet.keys.keys)
+        self.service.unload("")
+        again = self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertEqual(set(again.keys.keys), keys)
+        self.assertEqual(again.names[address], ("x", "receive"))
+
+    def test_load_errors(self):
+        with self.assertRaises(WalletLoadError) as caught:
+            self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertEqual(caught.exception.rpc_code, -4)
+        with self.assertRaises(WalletLoadError) as caught:
+            self.service.open_wallet(self.chainstate, "missing", create=False)
+        self.assertEqual((caught.exception.rpc_code, caught.exception.message),
+                         (-18, "Wallet missing not found."))
+        for bad in ("../escape", "/abs", "a//b"):
+            with self.assertRaises(WalletLoadError) as caught:
+                self.service.open_wallet(self.chainstate, bad, create=True)
+            self.assertEqual(caught.exception.rpc_code, -4)
+        garbage = os.path.join(self.walletdir, "junk", "wallet.dat")
+        os.makedirs(os.path.dirname(garbage))
+        with open(garbage, "wb") as f:
+            f.write(b"not a database" * 100)
+        with self.assertRaises(WalletLoadError):
+            self.service.open_wallet(self.chainstate, "junk", create=False)
+        with open(garbage, "rb") as f:
+            self.assertEqual(f.read(), b"not a database" * 100)  # untouched
+
+
+class TrackingTests(WalletTestCase):
+    def test_coinbase_maturity_and_balances(self):
+        self.mine_to_wallet(101)
+        self.assertEqual(self.wallet.balance(), 50 * COIN)
+        self.assertEqual(self.wallet.immature_balance(), 100 * 50 * COIN)
+        self.assertEqual(len(self.wallet.txs), 101)
+
+    def test_spend_confirm_reorg_and_reload(self):
+        self.mine_to_wallet(101)
+        created = self.send(10 * COIN)
+        fee = created.fee
+        self.assertEqual(fee, FeeRate(20_000).get_fee(created.tx.size))  # the fallback rate
+        wtx = self.wallet.txs[created.tx.txid]
+        self.assertEqual((self.wallet.depth(wtx), self.wallet.is_trusted(wtx)), (0, True))
+        self.assertEqual(self.wallet.balance(), 40 * COIN - fee)
+        received, sent, paid = self.wallet.amounts(wtx, 3)
+        self.assertEqual(([(v, n) for _, v, n in sent], paid), ([(10 * COIN, 0)], fee))
+        block = self.builder.mine(1, txs=[created.tx])[0]
+        self.assertEqual(self.wallet.depth(wtx), 1)
+        self.assertEqual(len(self.mempool.pool), 0)
+        self.chainstate.invalidate_block(block.hash)
+        self.assertEqual(self.wallet.depth(wtx), 0)
+        self.assertIn(created.tx.txid, self.mempool.pool)
+        self.chainstate.reconsider_block(block.hash)
+        self.assertEqual(self.wallet.depth(wtx), 1)
+        self.service.unload("")
+        again = self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertEqual(again.depth(again.txs[created.tx.txid]), 1)
+        self.assertEqual(again.balance(), 40 * COIN - fee + 50 * COIN)
+
+    def test_insufficient_funds_and_dust(self):
+        self.mine_to_wallet(101)
+        with self.assertRaises(SpendError) as caught:
+            self.send(51 * COIN)
+        self.assertEqual((caught.exception.rpc_code, caught.exception.message),
+                         (-6, "Insufficient funds"))
+        with self.assertRaises(SpendError) as caught:
+            self.send(100)
+        self.assertEqual(caught.exception.message, "Transaction amount too small")
+
+    def test_subtract_fee_from_amount(self):
+        self.mine_to_wallet(101)
+        created = self.send(50 * COIN, subtract_fee=True)
+        self.assertEqual(len(created.tx.vout), 1)
+        self.assertEqual(created.tx.vout[0].value, 50 * COIN - created.fee)
+        self.assertEqual(self.wallet.balance(), 0)
+
+    def test_abandon_returns_the_coins(self):
+        self.mine_to_wallet(101)
+        created = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees)
+        self.wallet.sync_transaction(created.tx, None)  # signed, never broadcast
+        self.assertEqual(self.wallet.balance(), 0)  # untrusted: not in the pool
+        self.wallet.abandon(created.tx.txid)
+        self.assertEqual(self.wallet.balance(), 50 * COIN)
+
+
+class EncryptionTests(WalletTestCase):
+    def test_encrypt_lock_unlock(self):
+        self.mine_to_wallet(101)
+        secrets = [r.secret for r in self.wallet.keys.keys.values()]
+        self.wallet.keys.encrypt(b"correct horse")
+        self.assertTrue(self.wallet.keys.locked)
+        data = b"".join(open(p, "rb").read()
+                        for p in glob.glob(os.path.join(self.walletdir, "wallet.dat*")))
+        for secret in secrets:
+            self.assertNotIn(secret, data)
+        self.assertRaises(WalletLocked, self.send, COIN)
+        self.assertRaises(WrongPassphrase, self.wallet.keys.unlock, b"wrong")
+        self.wallet.keys.unlock(b"correct horse")
+        self.send(COIN)
+        self.wallet.keys.change_passphrase(b"correct horse", b"new one")
+        self.wallet.keys.lock()
+        self.assertRaises(WrongPassphrase, self.wallet.keys.unlock, b"correct horse")
+        self.wallet.keys.unlock(b"new one")
