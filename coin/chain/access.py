@@ -128,6 +128,9 @@ class ChainAccess:
     def submit_header(self, header) -> Deferred:
         return self._service.submit_header(header)
 
+    def submit_headers(self, headers: List[Any]) -> Deferred:
+        return self._service.submit_headers(headers)
+
     def invalidate_block(self, block_hash: bytes) -> Deferred:
         return self._service.invalidate_block(block_hash)
 

@@ -14,7 +14,7 @@ re-accepted, so nothing reported as connected is ever lost.
 from __future__ import annotations
 
 import time as _time
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from twisted.logger import Logger
 
@@ -374,6 +374,22 @@ class ChainState:
         self._dirty.add(entry)
         self._update_best_header(entry)
         return entry
+
+    def accept_headers(self, headers: Sequence[BlockHeader]) -> List[BlockIndexEntry]:
+        """Accept a run of headers (a P2P ``headers`` message) in one worker turn.
+
+        Stops at the first invalid one: the ValidationError gets ``index`` (its
+        position) and ``accepted`` (the entries before it) attributes.
+        """
+        accepted: List[BlockIndexEntry] = []
+        for index, header in enumerate(headers):
+            try:
+                accepted.append(self.accept_header(header))
+            except ValidationError as error:
+                error.index = index
+                error.accepted = accepted
+                raise
+        return accepted
 
     def accept_block(self, block: Block,
                      stored_at: Optional[Tuple[int, int]] = None) -> BlockIndexEntry:

@@ -105,6 +105,10 @@ class ValidationService(service.Service):
     def submit_header(self, header: BlockHeader) -> Deferred:
         return self._run(self.chainstate.accept_header, header)
 
+    def submit_headers(self, headers: List[BlockHeader]) -> Deferred:
+        """Accept a run of headers; fires with their index entries (see accept_headers)."""
+        return self._run(self.chainstate.accept_headers, headers)
+
     def invalidate_block(self, block_hash: bytes) -> Deferred:
         return self._run(self.chainstate.invalidate_block, block_hash)
 
