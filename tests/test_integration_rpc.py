@@ -865,11 +865,14 @@ class CliTests(SynchronousTestCase):
         self.assertEqual((code, err), (0, ""))
         info = json.loads(out)
         network = node.rpc("getnetworkinfo")
-        # No wallet: getwalletinfo fails and its fields are null (cli_34).
+        # The default wallet is loaded: its fields come from getwalletinfo (cli_15).
+        wallet = node.rpc("getwalletinfo")
         self.assertEqual(list(info)[:5],
                          ["version", "protocolversion", "walletversion", "balance", "blocks"])
-        self.assertEqual((info["version"], info["blocks"], info["testnet"], info["walletversion"]),
-                         (network["version"], HEIGHT, False, None))
+        self.assertEqual((info["version"], info["blocks"], info["testnet"], info["walletversion"],
+                          info["keypoolsize"], info["paytxfee"]),
+                         (network["version"], HEIGHT, False, wallet["walletversion"],
+                          wallet["keypoolsize"], wallet["paytxfee"]))
         self.assertTrue(out.startswith('{\n  "version": %d,\n' % network["version"]), out)
 
     def test_rpcwait_before_the_node_starts(self) -> None:
@@ -884,7 +887,8 @@ class CliTests(SynchronousTestCase):
         time.sleep(1.2)
         self.assertIsNone(cli.poll(), "coin-cli -rpcwait gave up before the node started")
         node = NodeProcess(datadir, port, ["-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
-                                           "-printtoconsole=0", "-rpcuser=u", "-rpcpassword=p"],
+                                           "-printtoconsole=0", "-rpcuser=u", "-rpcpassword=p",
+                                           "-port=%d" % free_port()],
                            (USER, PASSWORD))
         node.launch()
         self.addCleanup(node.kill)

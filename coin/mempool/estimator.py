@@ -429,7 +429,7 @@ class FeeEstimator:
         max_usable = self._max_usable()
         target = min(requested, max_usable)
         if target < 2:
-            return None, requested
+            return None, target  # Core reports the clamped target (0 with no history)
         answers = self._current_answers(max_usable)
         best: Optional[float] = None
         for candidate in range(2, max_usable + 1):
