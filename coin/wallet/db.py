@@ -30,8 +30,9 @@ from coin.storage.dialect import upsert_statements
 
 #: Bumped when the schema changes; a newer file is refused, never rewritten.
 WALLET_FORMAT_VERSION = 1
-#: What ``getwalletinfo`` reports as ``walletversion`` (Core 0.17's FEATURE_LATEST).
-WALLET_VERSION = 169900
+#: What ``getwalletinfo`` reports as ``walletversion``: the reference node's FEATURE_LATEST
+#: (159900, FEATURE_NO_DEFAULT_KEY; transcripts mwallet_02, rpcm_00), not Core 0.17's 169900.
+WALLET_VERSION = 159900
 
 metadata = MetaData()
 
@@ -178,6 +179,9 @@ class WalletDB:
         """A consistent copy of the open database at ``destination`` (0600)."""
         if os.path.isdir(destination):
             destination = os.path.join(destination, os.path.basename(self.path))
+        if os.path.exists(destination) and os.path.samefile(destination, self.path):
+            # Truncating the destination would destroy the wallet itself (Core refuses too).
+            raise OSError("cannot backup to wallet source file %s" % destination)
         os.close(os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
         source = sqlite3.connect(self.path)
         try:

@@ -85,6 +85,8 @@ class KeyStore:
         self._mine_cache: Dict[bytes, int] = {}
         #: Seconds since the epoch when the wallet relocks (0: locked or unencrypted).
         self.unlocked_until = 0
+        #: createwallet's disable_private_keys: watch-only, no seed, no pool, no imports of keys.
+        self.private_keys_disabled = False
 
     # ------------------------------------------------------------------ loading
 
@@ -96,6 +98,7 @@ class KeyStore:
         self.crypted_seed = meta.get("hd_seed_crypted")
         self.seed_pubkey = meta.get("hd_seed_pubkey")
         self.chain_counters = [int(meta.get("hd_external", b"0")), int(meta.get("hd_internal", b"0"))]
+        self.private_keys_disabled = meta.get("disable_private_keys") == b"1"
         for row in rows["keys"]:
             self._remember_key(KeyRecord(row["pubkey"], row["secret"], row["crypted"],
                                          row["hd_path"], row["created"]))
@@ -149,12 +152,23 @@ class KeyStore:
             self.pool.clear()
             self.top_up()
 
+    def disable_private_keys(self) -> None:
+        """Make a new wallet watch-only for good (Core's WALLET_FLAG_DISABLE_PRIVATE_KEYS)."""
+        self.private_keys_disabled = True
+        self.db.put_meta("disable_private_keys", b"1")
+
     def _seed_secret(self) -> bytes:
         if self.seed is not None:
             return self.seed
         if self.crypted_seed is None:
             raise KeypoolEmpty()
         return decrypt_secret(self._require_master(), self.crypted_seed, self.seed_pubkey)
+
+    def seed_secret(self) -> Optional[bytes]:
+        """The HD seed, or None without one (dumpwallet); WalletLocked while locked."""
+        if self.seed is None and self.crypted_seed is None:
+            return None
+        return self._seed_secret()
 
     def _save_counters(self) -> None:
         self.db.put_meta("hd_external", b"%d" % self.chain_counters[0])
@@ -175,7 +189,7 @@ class KeyStore:
         Silently does nothing while locked (Core: the pool refills on unlock).
         """
         target = self.pool_size if size is None else size
-        if self.locked:
+        if self.locked or self.private_keys_disabled:
             return
         counts = [sum(1 for _, internal, _ in self.pool.values() if internal == flag)
                   for flag in (False, True)]

@@ -98,7 +98,7 @@ class WalletService(service.Service):
     # ------------------------------------------------------------------ load / unload
 
     def open_wallet(self, chainstate: ChainState, name: str, create: bool,
-                    must_create: bool = False) -> Wallet:
+                    must_create: bool = False, disable_private_keys: bool = False) -> Wallet:
         """Open a wallet file on the validation worker (so no block slips by unseen)."""
         if name in self.wallets:
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error "
@@ -118,7 +118,7 @@ class WalletService(service.Service):
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
         try:
-            wallet.open(created)
+            wallet.open(created, disable_private_keys=disable_private_keys and created)
         except Exception as e:
             db.close()
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet loading failed: %s" % e) from None
@@ -131,9 +131,11 @@ class WalletService(service.Service):
         return wallet
 
     @inlineCallbacks
-    def load(self, name: str, create: bool = False, must_create: bool = False):
+    def load(self, name: str, create: bool = False, must_create: bool = False,
+             disable_private_keys: bool = False):
         """Load (or create) ``name``, catch it up with the chain, resubmit its pending txs."""
-        wallet = yield self.validation.call(self.open_wallet, name, create, must_create)
+        wallet = yield self.validation.call(self.open_wallet, name, create, must_create,
+                                            disable_private_keys)
         start = yield self.validation.call(_catch_up_height, wallet)
         if start is not None:
             yield self.rescan(wallet, start, None)
@@ -183,14 +185,18 @@ class WalletService(service.Service):
     # ------------------------------------------------------------------ rescan
 
     @inlineCallbacks
-    def rescan(self, wallet: Wallet, start: int, stop: Optional[int]):
+    def rescan(self, wallet: Wallet, start: int, stop: Optional[int],
+               abort: Optional[Callable[[], bool]] = None):
         """Scan blocks ``start..stop`` (default: to the tip) for the wallet's transactions.
 
         Runs in chunks on the validation worker; fires with the last height scanned.
+        ``abort()`` is asked between chunks (abortrescan): when true the scan stops there.
         """
         height = start
         last = start - 1
         while True:
+            if abort is not None and abort():
+                return last
             done = yield self.validation.call(_rescan_chunk, wallet, height, stop, RESCAN_CHUNK)
             if done is None:
                 return last

@@ -10,17 +10,22 @@ the fee instead of making a dust output.
 
 The fee rate is settxfee's, else the estimator's for ``conf_target`` blocks,
 else the fallback fee; never below the minimum relay fee or the pool's floor,
-never above ``-maxtxfee`` in total.  The fee is computed on the signed size
-and the transaction rebuilt until the fee it carries suffices.
+never above ``-maxtxfee`` in total (fundrawtransaction's ``feeRate`` is used as
+given).  The fee is computed on the signed size and the transaction rebuilt
+until the fee it carries suffices; a fee found too high after a rebuild goes
+back to the change, as Core does.  Unsigned transactions (fundrawtransaction)
+are measured with placeholder signatures of Core's dummy size (72 bytes).
 """
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.mempool.policy import FeeRate, dust_threshold
+from coin.primitives.script import push_minimal
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.script.sign import sign_transaction
+from coin.script.standard import TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, solve
 from coin.wallet.wallet import Output, Wallet
 
 #: Core's MIN_CHANGE (CENT): change smaller than this is avoided when possible.
@@ -31,15 +36,19 @@ DEFAULT_FALLBACK_FEE = 20_000
 DEFAULT_CONFIRM_TARGET = 6
 #: Sequence of wallet inputs: final, no replaceability (this coin has no RBF).
 WALLET_SEQUENCE = 0xFFFFFFFF
+#: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
+DUMMY_SIGNATURE = bytes(72)
 
 
 class SpendError(Exception):
     """The transaction cannot be made; ``code`` is the RPC error (-4, -6, ...)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, fee_required: int = 0) -> None:
         super().__init__(message)
         self.rpc_code = code
         self.message = message
+        #: The fee the last attempt needed (Core's nFeeRequired, for sendtoaddress's message).
+        self.fee_required = fee_required
 
 
 RPC_WALLET_ERROR = -4
@@ -60,15 +69,24 @@ class Created(NamedTuple):
 
 
 class FeePolicy(NamedTuple):
-    """What limits the fee: relay floor, pool floor, an estimate, and -maxtxfee."""
+    """What limits the fee: relay floor, pool floor, an estimate, and -maxtxfee.
+
+    ``fixed`` (fundrawtransaction's feeRate) is used as it is, without the
+    floors; ``use_pay_tx_fee`` is false when the caller named a confirmation
+    target, which takes precedence over settxfee (Core's GetMinimumFeeRate).
+    """
 
     min_relay: FeeRate
     pool_floor: FeeRate
     estimate: Optional[FeeRate]
     max_fee: int
+    fixed: Optional[FeeRate] = None
+    use_pay_tx_fee: bool = True
 
     def rate(self, pay_tx_fee: int) -> FeeRate:
-        rate = FeeRate(pay_tx_fee) if pay_tx_fee else (
+        if self.fixed is not None:
+            return self.fixed
+        rate = FeeRate(pay_tx_fee) if pay_tx_fee and self.use_pay_tx_fee else (
             self.estimate if self.estimate is not None else FeeRate(DEFAULT_FALLBACK_FEE))
         return max(rate, self.min_relay, self.pool_floor)
 
@@ -113,14 +131,24 @@ def select_coins(coins: Sequence[Output], target: int) -> Optional[List[Output]]
 
 def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: FeePolicy,
                        coins: Optional[Sequence[Output]] = None,
-                       change_script: Optional[bytes] = None) -> Created:
-    """Select, build and sign a transaction paying ``recipients`` (raises SpendError)."""
+                       change_script: Optional[bytes] = None,
+                       preset: Sequence[Output] = (), sign: bool = True) -> Created:
+    """Select, build and sign a transaction paying ``recipients`` (raises SpendError).
+
+    ``preset`` coins are always spent, first (fundrawtransaction's inputs); more
+    are selected only when they do not cover the target.  With ``sign=False``
+    the inputs are left unsigned and the fee is sized for Core's dummy signatures.
+    """
     if not recipients:
         raise SpendError(RPC_WALLET_ERROR, "Transaction must have at least one recipient")
     if any(r.amount < 0 for r in recipients):
         raise SpendError(RPC_WALLET_ERROR, "Transaction amounts must not be negative")
     rate = fees.rate(wallet.pay_tx_fee)
-    available = list(coins) if coins is not None else wallet.available_coins()
+    preset = list(preset)
+    taken = {c.outpoint for c in preset}
+    available = [c for c in (coins if coins is not None else wallet.available_coins())
+                 if c.outpoint not in taken]
+    preset_value = sum(c.txout.value for c in preset)
     send_total = sum(r.amount for r in recipients)
     subtracting = sum(1 for r in recipients if r.subtract_fee)
     if change_script is None:
@@ -129,9 +157,12 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
     for _ in range(20):
         outputs = _outputs(recipients, fee if subtracting else 0, subtracting, fees.min_relay)
         target = send_total + (0 if subtracting else fee)
-        chosen = select_coins(available, target)
-        if chosen is None:
-            raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds")
+        chosen = list(preset)
+        if target > preset_value:
+            extra = select_coins(available, target - preset_value)
+            if extra is None:
+                raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds", fee)
+            chosen += extra
         value_in = sum(c.txout.value for c in chosen)
         change = value_in - target
         change_pos = -1
@@ -143,12 +174,19 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             # Dust change goes to the first subtracting recipient rather than the fee.
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
             outputs[first] = TxOut(outputs[first].value + change, outputs[first].script_pubkey)
-        tx = _sign(wallet, chosen, outputs)
-        needed = rate.get_fee(tx.size)
+        tx, size = _build(wallet, chosen, outputs, sign)
+        needed = rate.get_fee(size)
         paid = value_in - tx.total_out()
         if fees.max_fee and needed > fees.max_fee:
             raise SpendError(RPC_WALLET_ERROR, "Fee exceeds maximum configured by -maxtxfee")
         if paid >= needed and (subtracting == 0 or fee >= needed):
+            # The fee is the rate times the final size: what the last attempt left over goes
+            # back to the change (or to the recipient paying the fee).
+            adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
+                          change_pos)
+            if adjust >= 0 and paid != needed:
+                tx, paid = _settle(wallet, chosen, outputs, adjust, rate, fees.min_relay, sign,
+                                   tx, size)
             return Created(tx, paid, change_pos)
         fee = needed
     raise SpendError(RPC_WALLET_ERROR, "Transaction too large for fee policy")
@@ -179,11 +217,75 @@ def _outputs(recipients: Sequence[Recipient], fee: int, subtracting: int,
     return outputs
 
 
-def _sign(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut]) -> Transaction:
+def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adjust: int,
+            rate: FeeRate, dust_relay_fee: FeeRate, sign: bool, tx: Transaction,
+            size: int) -> Tuple[Transaction, int]:
+    """Move the difference between the fee paid and the fee the size needs into output
+    ``adjust`` until they agree.  A new signature may be a byte longer or shorter, and
+    two amounts can send each other back and forth; then the lock time (meaningless with
+    final sequences) changes, for a new signature.  Falls back to the last version paying
+    enough."""
+    value_in = sum(c.txout.value for c in chosen)
+    best = tx
+    locktime = tx.locktime
+    tried = {(outputs[adjust].value, locktime)}
+    for _ in range(32):
+        diff = value_in - tx.total_out() - rate.get_fee(size)
+        if diff >= 0:
+            best = tx
+        if diff == 0:
+            break
+        out = outputs[adjust]
+        value = out.value + diff
+        if value < dust_threshold(TxOut(value, out.script_pubkey), dust_relay_fee):
+            break
+        outputs[adjust] = TxOut(value, out.script_pubkey)
+        while (value, locktime) in tried:
+            locktime += 1
+        tried.add((value, locktime))
+        tx, size = _build(wallet, chosen, outputs, sign, locktime)
+    return best, value_in - best.total_out()
+
+
+def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
+           sign: bool, locktime: int = 0) -> Tuple[Transaction, int]:
+    """The transaction (signed, or unsigned) and the size its fee is computed on."""
     unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", WALLET_SEQUENCE) for c in chosen],
-                           outputs, 0, 1)
-    signed, complete = sign_transaction(unsigned, [c.txout.script_pubkey for c in chosen],
-                                        wallet.keys)
+                           list(outputs), locktime, 1)
+    scripts = [c.txout.script_pubkey for c in chosen]
+    if not sign:
+        dummies = [dummy_script_sig(wallet, script) for script in scripts]
+        if any(d is None for d in dummies):
+            raise SpendError(RPC_WALLET_ERROR, "Signing transaction failed")
+        sized = Transaction([TxIn(i.prevout, d, i.sequence) for i, d in zip(unsigned.vin, dummies)],
+                            list(outputs), locktime, 1)
+        return unsigned, sized.size
+    signed, complete = sign_transaction(unsigned, scripts, wallet.keys)
     if not complete:
         raise SpendError(RPC_WALLET_ERROR, "Signing transaction failed")
-    return signed
+    return signed, signed.size
+
+
+def dummy_script_sig(wallet: Wallet, script_pubkey: bytes, allow_p2sh: bool = True) -> Optional[bytes]:
+    """A scriptSig of the size a real one would have (Core's DummySignTx), or None when
+    the wallet cannot solve the script (unknown public key or redeem script)."""
+    kind, solutions = solve(script_pubkey)
+    items: List[bytes]
+    if kind == TX_PUBKEY:
+        items = [DUMMY_SIGNATURE]
+    elif kind == TX_PUBKEYHASH:
+        pubkey = wallet.keys.by_hash.get(solutions[0])
+        if pubkey is None:
+            return None
+        items = [DUMMY_SIGNATURE, pubkey]
+    elif kind == TX_MULTISIG:
+        items = [b""] + [DUMMY_SIGNATURE] * solutions[0][0]
+    elif kind == TX_SCRIPTHASH and allow_p2sh:
+        redeem = wallet.keys.get_script(solutions[0])
+        inner = dummy_script_sig(wallet, redeem, False) if redeem is not None else None
+        if inner is None:
+            return None
+        return inner + push_minimal(redeem)
+    else:
+        return None
+    return b"".join(push_minimal(item) for item in items)

@@ -116,8 +116,9 @@ class Wallet:
 
     # ------------------------------------------------------------------ opening
 
-    def open(self, created: bool) -> None:
-        """Load the file; a new wallet gets its HD seed and key pool."""
+    def open(self, created: bool, disable_private_keys: bool = False) -> None:
+        """Load the file; a new wallet gets its HD seed and key pool (none when
+        ``disable_private_keys``: a watch-only wallet)."""
         with self.lock:
             rows = self.db.load()
             self.keys.load(rows)
@@ -132,8 +133,16 @@ class Wallet:
                 wtx = WalletTx(Transaction.deserialize(row["raw"]), block, row["time_received"],
                                row["order_pos"], bool(row["abandoned"]), bool(row["from_me"]))
                 self._index(wtx)
+            # Conflict marks are not stored: each confirmed transaction marks the wallet
+            # transactions double-spending it again (depth() checks the block is active).
+            for wtx in list(self.txs.values()):
+                if wtx.block is not None:
+                    self._mark_conflicts(wtx.tx, wtx.block)
             if created:
-                self.keys.new_seed()
+                if disable_private_keys:
+                    self.keys.disable_private_keys()
+                else:
+                    self.keys.new_seed()
 
     def _index(self, wtx: WalletTx) -> None:
         self.txs[wtx.txid] = wtx
@@ -325,6 +334,16 @@ class Wallet:
                 return False
         return True
 
+    def conflicts(self, wtx: WalletTx) -> List[bytes]:
+        """Core's GetConflicts: other wallet transactions spending one of ``wtx``'s inputs."""
+        with self.lock:
+            found: Set[bytes] = set()
+            if not wtx.tx.is_coinbase():
+                for txin in wtx.tx.vin:
+                    found.update(self.spends.get((txin.prevout.txid, txin.prevout.n), ()))
+            found.discard(wtx.txid)
+            return sorted(found)
+
     def is_spent(self, outpoint: Outpoint) -> bool:
         """Spent by a wallet transaction that is not abandoned or conflicted."""
         for txid in self.spends.get(outpoint, ()):
@@ -376,11 +395,12 @@ class Wallet:
                    if self.is_mine(out.script_pubkey) & filter_
                    and not self.is_spent((wtx.txid, n)))
 
-    def balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
-        """Core's GetBalance: available credit of trusted transactions."""
+    def balance(self, filter_: int = ISMINE_SPENDABLE, min_depth: int = 0) -> int:
+        """Core 0.17's GetBalance: available credit of trusted transactions at least
+        ``min_depth`` deep."""
         with self.lock:
             return sum(self.available_credit(w, filter_) for w in self.txs.values()
-                       if self.is_trusted(w))
+                       if self.is_trusted(w) and self.depth(w) >= min_depth)
 
     def unconfirmed_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
         with self.lock:

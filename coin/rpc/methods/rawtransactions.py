@@ -9,18 +9,25 @@ the mempool first, then the transaction index with ``-txindex``, else (as Core
 0.17 without it) a transaction that still has an unspent output in the UTXO
 set.  ``sendrawtransaction`` and ``testmempoolaccept`` live with the mempool
 methods (``coin.rpc.methods.mempool``).
+
+``signrawtransactionwithkey`` and the wallet's ``signrawtransactionwithwallet``
+(``coin.rpc.methods.wallet_tx``) share :func:`sign_transaction_json`, Core
+0.17's SignTransaction: spent outputs come from the UTXO set and the pool (read
+on the validation worker), then from the ``prevtxs`` argument.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 
 from coin.chain.access import ChainAccess
 from coin.chainparams import ChainParams
-from coin.primitives.address import Destination, try_decode_address
-from coin.primitives.script import OP_RETURN, push_data
+from coin.mempool.coinview import coins_with_pool
+from coin.primitives.address import AddressError, Destination, decode_wif, try_decode_address
+from coin.primitives.hashes import hash_to_hex
+from coin.primitives.script import OP_RETURN, is_p2sh, push_data, script_to_asm
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.rpc.context import RPCContext
@@ -31,8 +38,14 @@ from coin.rpc.errors import (
 from coin.rpc.params import parse_hash_v, parse_hex_v
 from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
-    example_rpc, rpc_method,
+    example_rpc, json_type_name, rpc_method,
 )
+from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
+from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.sighash import (
+    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE, SighashCache,
+)
+from coin.script.sign import KeyStore, sign_transaction
 from coin.script.standard import destination_script
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
@@ -385,5 +398,223 @@ getrawtransaction = RPCMethod(
           Arg("blockhash", ANY, default=None)))
 
 
+# ------------------------------------------------------------------ signing
+
+
+def check_object(obj: Dict[str, Any], expected: Dict[str, Optional[str]], allow_null: bool = False,
+                 strict: bool = False) -> None:
+    """Core's RPCTypeCheckObj: each key has the JSON type named (None: any), else -3."""
+    for key, kind in expected.items():
+        value = obj.get(key)
+        if value is None and not allow_null:
+            raise RPCError(RPC_TYPE_ERROR, "Missing %s" % key)
+        if kind is not None and value is not None and json_type_name(value) != kind:
+            raise RPCError(RPC_TYPE_ERROR, "Expected type %s for %s, got %s"
+                           % (kind, key, json_type_name(value)))
+    if strict:
+        for key in obj:
+            if key not in expected:
+                raise RPCError(RPC_TYPE_ERROR, "Unexpected key %s" % key)
+
+
+_SIGHASH_TYPES = {
+    "ALL": SIGHASH_ALL, "ALL|ANYONECANPAY": SIGHASH_ALL | SIGHASH_ANYONECANPAY,
+    "NONE": SIGHASH_NONE, "NONE|ANYONECANPAY": SIGHASH_NONE | SIGHASH_ANYONECANPAY,
+    "SINGLE": SIGHASH_SINGLE, "SINGLE|ANYONECANPAY": SIGHASH_SINGLE | SIGHASH_ANYONECANPAY,
+}
+_PREVTX_FIELDS = {"txid": "string", "vout": "number", "scriptPubKey": "string"}
+_PREVTX_VOUT = Arg("vout", INT)
+_PREVTX_AMOUNT = Arg("amount", ANY)
+
+Key = Tuple[bytes, int]
+#: ``key -> (scriptPubKey, amount)`` of a spent output the signer knows of, or None.
+PrevoutLookup = Callable[[Key], Optional[Tuple[bytes, int]]]
+
+
+class PrevTx(NamedTuple):
+    """One entry of the ``prevtxs`` argument."""
+
+    key: Key
+    script_pubkey: bytes
+    amount: int
+    redeem_script: Optional[bytes]
+
+
+def _read_prevtxs(prevtxs: Optional[List[Any]]) -> List[PrevTx]:
+    result = []
+    for item in prevtxs or ():
+        if not isinstance(item, dict):
+            raise RPCError(RPC_DESERIALIZATION_ERROR,
+                           "expected object with {\"txid'\",\"vout\",\"scriptPubKey\"}")
+        check_object(item, _PREVTX_FIELDS)
+        txid = parse_hash_v(item["txid"], "txid")
+        n = _PREVTX_VOUT.convert(item["vout"])
+        if n < 0:
+            raise RPCError(RPC_DESERIALIZATION_ERROR, "vout must be positive")
+        script = parse_hex_v(item["scriptPubKey"], "scriptPubKey")
+        amount = amount_from_value(item["amount"]) if "amount" in item else 0
+        redeem = None
+        if is_p2sh(script):
+            check_object(item, {"redeemScript": "string"}, allow_null=True)
+            if item.get("redeemScript") is not None:
+                redeem = parse_hex_v(item["redeemScript"], "redeemScript")
+        result.append(PrevTx((txid, n), script, amount, redeem))
+    return result
+
+
+def _sighash_type(value: Optional[str]) -> int:
+    if value is None:
+        return SIGHASH_ALL
+    if value not in _SIGHASH_TYPES:
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid sighash param")
+    return _SIGHASH_TYPES[value]
+
+
+def _input_error(tx: Transaction, index: int, message: str) -> Dict[str, Any]:
+    """Core's TxInErrorToJSON."""
+    txin = tx.vin[index]
+    return {"txid": hash_to_hex(txin.prevout.txid), "vout": txin.prevout.n,
+            "scriptSig": txin.script_sig.hex(), "sequence": txin.sequence, "error": message}
+
+
+def sign_inputs(tx: Transaction, spent: List[Optional[bytes]], keystore: Any,
+                hash_type: int) -> Tuple[Transaction, List[Dict[str, Any]]]:
+    """Sign what ``keystore`` can; the signed transaction and one error per input that
+    does not verify (``spent[i]`` None: the output input ``i`` spends is unknown)."""
+    single = hash_type & ~SIGHASH_ANYONECANPAY == SIGHASH_SINGLE
+    # Only sign SIGHASH_SINGLE when there is a corresponding output (Core).
+    scripts = [b"" if script is None or (single and i >= len(tx.vout)) else script
+               for i, script in enumerate(spent)]
+    signed, _ = sign_transaction(tx, scripts, keystore, hash_type)
+    cache = SighashCache(signed)
+    errors = []
+    for index, script in enumerate(spent):
+        if script is None:
+            errors.append(_input_error(signed, index, "Input not found or already spent"))
+            continue
+        try:
+            verify_script(signed.vin[index].script_sig, script, STANDARD_SCRIPT_VERIFY_FLAGS,
+                          TransactionSignatureChecker(signed, index, cache))
+        except ScriptError as e:
+            message = ("Unable to sign input, invalid stack size (possibly missing key)"
+                       if e.code == "INVALID_STACK_OPERATION" else e.message)
+            errors.append(_input_error(signed, index, message))
+    return signed, errors
+
+
+def _spent_outputs(chainstate: Any, pool: Any, keys: List[Key],
+                   known: Optional[PrevoutLookup]) -> Dict[Key, Tuple[bytes, int]]:
+    """The outputs ``keys`` spend, from the UTXO set and the pool, then ``known``
+    (on the validation worker, where a wallet's lock may be waited for)."""
+    coins = coins_with_pool(chainstate, pool, keys)
+    view = {key: (coin.script_pubkey, coin.value) for key, coin in zip(keys, coins)
+            if coin is not None}
+    if known is not None:
+        for key in keys:
+            found = None if key in view else known(key)
+            if found is not None:
+                view[key] = found
+    return view
+
+
+async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
+                                prevtxs: Optional[List[Any]], sighashtype: Optional[str],
+                                temporary_keys: bool,
+                                known: Optional[PrevoutLookup] = None) -> Dict[str, Any]:
+    """Core 0.17's SignTransaction: ``{hex, complete[, errors]}``.
+
+    Spent outputs: the UTXO set and the pool, then ``known`` (the wallet's own
+    record), then ``prevtxs``; a redeem script given there is used only with
+    ``temporary_keys`` (signrawtransactionwithkey), as in Core.
+    """
+    given = _read_prevtxs(prevtxs)
+    hash_type = _sighash_type(sighashtype)
+    chain = _chain(ctx)
+    keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
+    view = await chain.call(_spent_outputs, chain.mempool, keys, known)
+    for prev in given:
+        current = view.get(prev.key)
+        if current is not None and current[0] != prev.script_pubkey:
+            raise RPCError(RPC_DESERIALIZATION_ERROR, "Previous output scriptPubKey mismatch:\n"
+                           + script_to_asm(current[0]) + "\nvs:\n" + script_to_asm(prev.script_pubkey))
+        view[prev.key] = (prev.script_pubkey, prev.amount)
+        if temporary_keys and prev.redeem_script is not None:
+            keystore.add_script(prev.redeem_script)
+    spent = [view[key][0] if key in view else None for key in keys]
+    signed, errors = sign_inputs(tx, spent, keystore, hash_type)
+    result: Dict[str, Any] = {"hex": signed.serialize().hex(), "complete": not errors}
+    if errors:
+        result["errors"] = errors
+    return result
+
+
+PREVTXS_SIGNATURE = '[{"txid":"id","vout":n,"scriptPubKey":"hex","redeemScript":"hex"},...]'
+PREVTXS_HELP = """An json array of previous dependent transaction outputs
+     [                              (json array of json objects, or 'null' if none provided)
+       {
+         "txid":"id",               (string, required) The transaction id
+         "vout":n,                  (numeric, required) The output number
+         "scriptPubKey": "hex",     (string, required) script key
+         "redeemScript": "hex",     (string, required for P2SH) redeem script
+         "amount": value            (numeric, required) The amount spent
+       }
+       ,...
+    ]"""
+SIGHASH_HELP = """The signature hash type. Must be one of
+       "ALL"
+       "NONE"
+       "SINGLE"
+       "ALL|ANYONECANPAY"
+       "NONE|ANYONECANPAY"
+       "SINGLE|ANYONECANPAY\""""
+SIGN_RESULT = """{
+  "hex" : "value",                  (string) The hex-encoded raw transaction with signature(s)
+  "complete" : true|false,          (boolean) If the transaction has a complete set of signatures
+  "errors" : [                      (json array of objects) Script verification errors (if there are any)
+    {
+      "txid" : "hash",              (string) The hash of the referenced, previous transaction
+      "vout" : n,                   (numeric) The index of the output to spent and used as input
+      "scriptSig" : "hex",          (string) The hex-encoded signature script
+      "sequence" : n,               (numeric) Script sequence number
+      "error" : "text"              (string) Verification or signing error related to the input
+    }
+    ,...
+  ]
+}"""
+_PRIVKEY = Arg("privatekey", STR)
+
+
+@rpc_method(
+    "signrawtransactionwithkey", category="rawtransactions",
+    signature='signrawtransactionwithkey "hexstring" ["privatekey1",...] ( %s sighashtype )'
+    % PREVTXS_SIGNATURE,
+    args=[Arg("hexstring", STR, typecheck=True, help="The transaction hex string"),
+          Arg("privkeys", ARR, typecheck=True,
+              help="A json array of base58-encoded private keys for signing"),
+          Arg("prevtxs", ARR, default=None, typecheck=True, help=PREVTXS_HELP),
+          Arg("sighashtype", STR, default="ALL", typecheck=True, help=SIGHASH_HELP)],
+    help=("Sign inputs for raw transaction (serialized, hex-encoded).\n"
+          "The second argument is an array of base58-encoded private\n"
+          "keys that will be the only keys used to sign the transaction.\n"
+          "The third optional argument (may be null) is an array of previous transaction outputs "
+          "that\nthis transaction depends on but may not yet be in the block chain."),
+    result=SIGN_RESULT,
+    examples=example_cli("signrawtransactionwithkey", '"myhex"')
+    + example_rpc("signrawtransactionwithkey", '"myhex"'))
+async def signrawtransactionwithkey(ctx: RPCContext, hexstring: str, privkeys: List[Any],
+                                    prevtxs: Optional[List[Any]],
+                                    sighashtype: Optional[str]) -> Dict[str, Any]:
+    tx = decode_transaction(hexstring)
+    keystore = KeyStore()
+    for text in privkeys:
+        try:
+            secret, compressed = decode_wif(_PRIVKEY.convert(text), _chain(ctx).params)
+            keystore.add_key(secret, compressed)
+        except (AddressError, ValueError):
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid private key") from None
+    return await sign_transaction_json(ctx, tx, keystore, prevtxs, sighashtype, True)
+
+
 #: What the ``rawtransactions`` entry point registers.
-METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction]
+METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction,
+           signrawtransactionwithkey]
