@@ -82,7 +82,10 @@ class KeyStore:
         self.crypted_seed: Optional[bytes] = None
         self.seed_pubkey: Optional[bytes] = None
         self.chain_counters = [0, 0]                 # next external, internal index
+        #: IsMine answers: spendable ones stay true as keys are added; the others are
+        #: dropped whenever a key, script or watch entry arrives (every send takes a key).
         self._mine_cache: Dict[bytes, int] = {}
+        self._not_mine_cache: Dict[bytes, int] = {}
         #: Seconds since the epoch when the wallet relocks (0: locked or unencrypted).
         self.unlocked_until = 0
         #: createwallet's disable_private_keys: watch-only, no seed, no pool, no imports of keys.
@@ -114,7 +117,7 @@ class KeyStore:
     def _remember_key(self, record: KeyRecord) -> None:
         self.keys[record.pubkey] = record
         self.by_hash[hash160(record.pubkey)] = record.pubkey
-        self._mine_cache.clear()
+        self._not_mine_cache.clear()
 
     # ------------------------------------------------------------------ state
 
@@ -268,13 +271,13 @@ class KeyStore:
         script_hash = hash160(redeem_script)
         self.scripts[script_hash] = redeem_script
         self.db.put_script(script_hash, redeem_script)
-        self._mine_cache.clear()
+        self._not_mine_cache.clear()
         return script_hash
 
     def add_watch(self, script_pubkey: bytes) -> None:
         self.watch.add(script_pubkey)
         self.db.put_watch(script_pubkey, int(self._now()))
-        self._mine_cache.clear()
+        self._not_mine_cache.clear()
 
     def add_watch_pubkey(self, pubkey: bytes) -> None:
         """importpubkey: watch both the P2PKH and the P2PK script of the key."""
@@ -311,8 +314,13 @@ class KeyStore:
         """Core's IsMine for legacy scripts: SPENDABLE, WATCH_ONLY or NO."""
         cached = self._mine_cache.get(script_pubkey)
         if cached is None:
+            cached = self._not_mine_cache.get(script_pubkey)
+        if cached is None:
             cached = self._is_mine(script_pubkey, 0)
-            self._mine_cache[script_pubkey] = cached
+            if cached == ISMINE_SPENDABLE:
+                self._mine_cache[script_pubkey] = cached
+            else:
+                self._not_mine_cache[script_pubkey] = cached
         return cached
 
     def _is_mine(self, script_pubkey: bytes, depth: int) -> int:

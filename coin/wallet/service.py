@@ -231,12 +231,13 @@ def _rescan_chunk(chainstate: ChainState, wallet: Wallet, start: int, stop: Opti
     if start > end:
         return None
     last = min(end, start + count - 1)
-    for height in range(start, last + 1):
-        entry = chainstate.at_height(height)
-        if not entry.have_data():
-            raise RescanError("Can't rescan beyond pruned data. Use RPC call getblockchaininfo "
-                              "to determine your pruned height.")
-        wallet.block_connected(height, chainstate.read_block(entry))
+    with wallet.lock, wallet.db.batch():  # one commit per chunk
+        for height in range(start, last + 1):
+            entry = chainstate.at_height(height)
+            if not entry.have_data():
+                raise RescanError("Can't rescan beyond pruned data. Use RPC call "
+                                  "getblockchaininfo to determine your pruned height.")
+            wallet.block_connected(height, chainstate.read_block(entry))
     return last
 
 

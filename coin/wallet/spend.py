@@ -19,6 +19,8 @@ are measured with placeholder signatures of Core's dummy size (72 bytes).
 
 from __future__ import annotations
 
+import bisect
+
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.mempool.policy import FeeRate, dust_threshold
@@ -92,27 +94,32 @@ class FeePolicy(NamedTuple):
 
 
 def _pick(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
-    """One tier's selection, or None when the tier cannot pay ``target``."""
-    usable = sorted((c for c in coins if c.spendable), key=lambda c: c.txout.value)
-    for coin in usable:
-        if coin.txout.value == target:
-            return [coin]
-    larger = next((c for c in usable if c.txout.value >= target + MIN_CHANGE), None)
-    smaller = [c for c in usable if c.txout.value < target + MIN_CHANGE]
-    total = sum(c.txout.value for c in smaller)
+    """One tier's selection, or None when the tier cannot pay ``target``.
+
+    Values are read once and sorted; lookups bisect (wallets hold many coins).
+    """
+    usable = sorted(((c.txout.value, i, c) for i, c in enumerate(coins) if c.spendable),
+                    key=lambda item: item[:2])
+    values = [value for value, _, _ in usable]
+    exact = bisect.bisect_left(values, target)
+    if exact < len(values) and values[exact] == target:
+        return [usable[exact][2]]
+    split = bisect.bisect_left(values, target + MIN_CHANGE)
+    larger = usable[split][2] if split < len(usable) else None
+    total = sum(values[:split])
     if total == target:
-        return smaller
+        return [c for _, _, c in usable[:split]]
     if total < target:
         return [larger] if larger is not None else None
     run: List[Output] = []
     running = 0
     goal = target + MIN_CHANGE if total >= target + MIN_CHANGE else target
-    for coin in reversed(smaller):
+    for value, _, coin in reversed(usable[:split]):
         run.append(coin)
-        running += coin.txout.value
+        running += value
         if running >= goal:
             break
-    if larger is not None and (larger.txout.value, 1) <= (running, len(run)):
+    if larger is not None and (values[split], 1) <= (running, len(run)):
         return [larger]
     return run
 
@@ -174,17 +181,20 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             # Dust change goes to the first subtracting recipient rather than the fee.
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
             outputs[first] = TxOut(outputs[first].value + change, outputs[first].script_pubkey)
-        tx, size = _build(wallet, chosen, outputs, sign)
+        # Sized with dummy signatures (at least as long as real ones); signed once at the end.
+        tx, size = _build(wallet, chosen, outputs, False)
         needed = rate.get_fee(size)
         paid = value_in - tx.total_out()
         if fees.max_fee and needed > fees.max_fee:
             raise SpendError(RPC_WALLET_ERROR, "Fee exceeds maximum configured by -maxtxfee")
         if paid >= needed and (subtracting == 0 or fee >= needed):
+            if sign:
+                tx, size = _build(wallet, chosen, outputs, True)
             # The fee is the rate times the final size: what the last attempt left over goes
             # back to the change (or to the recipient paying the fee).
             adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
                           change_pos)
-            if adjust >= 0 and paid != needed:
+            if adjust >= 0 and paid != rate.get_fee(size):
                 tx, paid = _settle(wallet, chosen, outputs, adjust, rate, fees.min_relay, sign,
                                    tx, size)
             return Created(tx, paid, change_pos)

@@ -113,6 +113,7 @@ class Wallet:
         self.pay_tx_fee = 0
         self.best_block: Optional[bytes] = None
         self._next_order = 0
+        self._addresses: Dict[bytes, Optional[str]] = {}
 
     # ------------------------------------------------------------------ opening
 
@@ -161,11 +162,19 @@ class Wallet:
         return self.keys.is_mine(script_pubkey)
 
     def address_of(self, script_pubkey: bytes) -> Optional[str]:
-        """The script's address when it has exactly one (P2PKH or P2SH)."""
+        """The script's address when it has exactly one (P2PKH or P2SH); cached."""
+        try:
+            return self._addresses[script_pubkey]
+        except KeyError:
+            pass
         kind, destinations, _ = extract_destinations(script_pubkey)
+        address = None
         if kind in ("pubkeyhash", "scripthash", "pubkey") and len(destinations) == 1:
-            return encode_address(destinations[0], self.params)
-        return None
+            address = encode_address(destinations[0], self.params)
+        if len(self._addresses) > 200_000:
+            self._addresses.clear()
+        self._addresses[script_pubkey] = address
+        return address
 
     def is_change(self, txout: TxOut) -> bool:
         """Core's IsChange: an own output whose address is not in the address book."""
@@ -210,11 +219,11 @@ class Wallet:
                                else int(self._now()), self._next_order,
                                from_me=self.debit(tx, ISMINE_ALL) > 0)
                 self._index(wtx)
-            elif block is not None:
+            elif block is not None and (block != wtx.block or wtx.abandoned):
                 wtx.block = block
                 wtx.abandoned = False
             else:
-                return True
+                return True  # nothing new (a rescan meeting a known transaction)
             self.db.put_tx(wtx.row())
             return True
 

@@ -192,7 +192,7 @@ async def getbalance(ctx: RPCContext, account: Optional[str], minconf: int,
                        'dummy first argument must be excluded or set to "*".')
     wallet = ctx.wallet
     return amount_to_json(await in_wallet(wallet, wallet.balance, _filter(include_watchonly),
-                                          minconf))
+                                          minconf, slow=True))
 
 
 @rpc_method(
@@ -200,7 +200,7 @@ async def getbalance(ctx: RPCContext, account: Optional[str], minconf: int,
     help="Returns the server's total unconfirmed balance")
 async def getunconfirmedbalance(ctx: RPCContext) -> Any:
     wallet = ctx.wallet
-    return amount_to_json(await in_wallet(wallet, wallet.unconfirmed_balance))
+    return amount_to_json(await in_wallet(wallet, wallet.unconfirmed_balance, slow=True))
 
 
 @rpc_method(
@@ -231,7 +231,7 @@ async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> A
                    and wallet.depth(wtx) >= minconf
                    for out in wtx.tx.vout if out.script_pubkey == script)
 
-    return amount_to_json(await in_wallet(wallet, received))
+    return amount_to_json(await in_wallet(wallet, received, slow=True))
 
 
 def _book_order(wallet: Wallet) -> List[Tuple[str, str, Destination]]:
@@ -280,7 +280,7 @@ async def listreceivedbyaddress(ctx: RPCContext, minconf: int, include_empty: bo
         if only is None:
             raise RPCError(RPC_WALLET_ERROR, "address_filter parameter was invalid")
     return await in_wallet(wallet, _list_received, wallet, minconf, include_empty,
-                           _filter(include_watchonly), only)
+                           _filter(include_watchonly), only, slow=True)
 
 
 def _list_received(wallet: Wallet, minconf: int, include_empty: bool, filter_: int,
@@ -393,7 +393,7 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, sk
         # Newest transactions first, each one's entries in order; Core reverses the page.
         return list(reversed(collected[skip:skip + count]))
 
-    return await in_wallet(wallet, page)
+    return await in_wallet(wallet, page, slow=True)
 
 
 @rpc_method(
@@ -479,7 +479,7 @@ async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confi
         result["lastblock"] = hash_to_hex(last.hash if last is not None else bytes(32))
         return result
 
-    return await in_wallet(wallet, since_block)
+    return await in_wallet(wallet, since_block, slow=True)
 
 
 @rpc_method(
@@ -671,7 +671,7 @@ async def listunspent(ctx: RPCContext, minconf: int, maxconf: int,
             result.append(unspent_json(wallet, coin))
         return result
 
-    return await in_wallet(wallet, unspent)
+    return await in_wallet(wallet, unspent, slow=True)
 
 
 def _read_outpoint(wallet: Wallet, value: Any, unlock: bool) -> Tuple[bytes, int]:
@@ -829,7 +829,7 @@ async def sendtoaddress(ctx: RPCContext, address: str, amount: int, comment: Opt
     fees = _fee_policy(ctx, conf_target, estimate_mode, replaceable)
     wallet = ctx.wallet
     _require_unlocked(wallet)
-    balance = await in_wallet(wallet, wallet.balance)
+    balance = await in_wallet(wallet, wallet.balance, slow=True)
     if amount > balance:
         raise RPCError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds")
 
