@@ -33,6 +33,11 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
+from coin.p2p.banman import normalize_ip
+from coin.p2p.connman import (
+    P2PService, P2PSettings, P2PStartupError, check_user_agent, format_user_agent,
+    split_host_port,
+)
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
@@ -63,6 +68,8 @@ class NodeFacade:
         self.mempool = node.mempool
         #: The wallet service (coin.wallet.service.WalletService), None with -disablewallet.
         self.wallet_service = node.wallets
+        #: The P2P service (coin.p2p.connman.P2PService).
+        self.p2p = node.p2p
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -98,6 +105,7 @@ class NodeService(service.MultiService):
         self.txindex: Optional[TxIndex] = None
         self.mempool: Optional[MempoolService] = None
         self.wallets: Optional[WalletService] = None
+        self.p2p: Optional[P2PService] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -180,6 +188,9 @@ class NodeService(service.MultiService):
                                       max_tx_fee=max_tx_fee)
         self.mempool.setServiceParent(self)
         self.chain.mempool = pool
+        # A child after the mempool: stops before it, so no peer submits to a closing pool.
+        self.p2p = self._make_p2p(chainstate, policy)
+        self.p2p.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
@@ -192,7 +203,59 @@ class NodeService(service.MultiService):
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
+        # Bound after the RPC server, as Core binds P2P late in start-up.
+        try:
+            self.p2p.listen()
+        except P2PStartupError as e:
+            raise StartupError(str(e)) from None
         self._write_pid_file()
+
+    def _p2p_settings(self) -> P2PSettings:
+        """-listen, -bind, -port, -connect, -addnode, ... as Core's InitParameterInteraction."""
+        config = self.config
+        port = config.get_int("port") or self.params.p2p_port
+        binds = []
+        for spec in config.get_all("bind"):
+            host, bind_port = split_host_port(spec, port)
+            try:
+                binds.append((str(normalize_ip(host)), bind_port))
+            except ValueError:
+                raise StartupError("Cannot resolve -bind address: '%s'" % spec) from None
+        connect_set = config.is_set("connect")
+        connect = config.get_all("connect")
+        if connect == ["0"]:
+            connect = []
+        # -bind implies -listen=1; -connect (even -connect=0) implies -listen=0 (soft).
+        listen = config.get_bool("listen", bool(binds) or not connect_set)
+        comments = config.get_all("uacomment")
+        user_agent = format_user_agent("Coin", __version__, comments)
+        try:
+            check_user_agent(comments, user_agent)
+        except P2PStartupError as e:
+            raise StartupError(str(e)) from None
+        timeout_ms = config.get_int("timeout")
+        if timeout_ms is None or timeout_ms <= 0:
+            timeout_ms = 5000
+        return P2PSettings(
+            port=port, listen=listen, binds=binds, connect=connect,
+            use_addrman=not connect_set, addnodes=config.get_all("addnode"),
+            max_connections=max(0, config.get_int("maxconnections")),
+            bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
+            user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
+            allow_unroutable=self.params.name == "regtest")
+
+    def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
+        """The P2P service with its ban list and address book loaded (not listening yet)."""
+
+        def set_time_offset(offset: int) -> None:
+            chainstate.time_offset = offset
+
+        p2p = P2PService(self.params, self._p2p_settings(), self.reactor, now=self.clock.now,
+                         datadir=self.datadir, start_height=lambda: chainstate.height,
+                         fee_filter_rate=lambda: policy.min_relay_fee.sat_per_kb,
+                         set_time_offset=set_time_offset)
+        p2p.load()
+        return p2p
 
     def _fee_option(self, name: str) -> int:
         text = self.config.get(name) or "0"
@@ -342,6 +405,8 @@ class NodeService(service.MultiService):
                 self._stop_reactor()
                 return
         self.warmup.finish()
+        if self.p2p is not None:
+            self.p2p.start_connections()
         if self.txindex is None:
             drop_txindex(self.validation).addErrback(
                 lambda f: log.failure("Dropping the transaction index failed", f))

@@ -74,6 +74,9 @@ class NodeProcess:
         port = free_port()
         args = ["-regtest", "-datadir=%s" % os.path.abspath(datadir), "-rpcport=%d" % port,
                 "-printtoconsole=0"]
+        if not any(a.startswith("-port=") for a in extra_args):
+            # P2P listens by default: never on the shared default port in tests.
+            args.append("-port=%d" % free_port())
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
         node = cls(datadir, port, args + list(extra_args), credentials)
@@ -103,6 +106,14 @@ class NodeProcess:
             with open(os.path.join(self.net_datadir, ".cookie")) as f:
                 user, _, password = f.read().strip().partition(":")
         return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+    @property
+    def p2p_port(self) -> Optional[int]:
+        """The -port this node was started with, if any."""
+        for arg in reversed(self.args):
+            if arg.startswith("-port="):
+                return int(arg[len("-port="):])
+        return None
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Until RPC answers and the node is past warm-up (-28)."""

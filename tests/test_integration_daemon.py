@@ -86,7 +86,7 @@ class LifecycleTests(SynchronousTestCase):
         os.makedirs(datadir)
         port = free_port()
         result = run_coind("-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
-                           "-rpcuser=u", "-rpcpassword=p", "-daemon")
+                           "-port=%d" % free_port(), "-rpcuser=u", "-rpcpassword=p", "-daemon")
         self.assertEqual(result.returncode, 0)
         node = NodeProcess(datadir, port, [], ("u", "p"))
         pid_file = os.path.join(datadir, "regtest", "coind.pid")
@@ -110,7 +110,8 @@ class LifecycleTests(SynchronousTestCase):
         process = subprocess.Popen(
             [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n",
              "--pidfile=", "coind", "-regtest",
-             "-datadir=" + datadir, "-rpcport=%d" % port, "-rpcuser=u", "-rpcpassword=p"],
+             "-datadir=" + datadir, "-rpcport=%d" % port, "-port=%d" % free_port(),
+             "-rpcuser=u", "-rpcpassword=p"],
             cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         node = NodeProcess(datadir, port, [], ("u", "p"))
@@ -169,7 +170,8 @@ class ArgumentTests(SynchronousTestCase):
         with open(os.path.join(datadir, "coin.conf"), "w") as f:
             f.write("regtest=1\nrpcuser=u\n[regtest]\nrpcpassword=p\nrpcport=%d\n" % port)
         process = subprocess.Popen([sys.executable, "-m", "coin.tap", "-datadir=" + datadir,
-                                    "-printtoconsole=0"], cwd=ROOT, env=_env(),
+                                    "-printtoconsole=0", "-port=%d" % free_port()],
+                                   cwd=ROOT, env=_env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         node = NodeProcess(datadir, port, [], ("u", "p"))
         node.process = process

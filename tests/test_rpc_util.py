@@ -199,7 +199,8 @@ class NetworkTests(UtilTestCase):
         self.assertEqual(list(info), NETWORKINFO_KEYS)
         major, minor, revision = (int(p) for p in __version__.split("."))
         self.assertEqual(info["version"], 1000000 * major + 10000 * minor + 100 * revision)
-        self.assertEqual(info["subversion"], "/coin:%s/" % __version__)
+        # The user agent issue #7 asks for (the reference's brand-replaced "/coin:2.3.0/").
+        self.assertEqual(info["subversion"], "/Coin:%s/" % __version__)
         self.assertEqual((info["protocolversion"], info["localservices"], info["localrelay"],
                           info["timeoffset"], info["networkactive"], info["connections"]),
                          (70208, "0000000000000000", True, 0, True, 0))

@@ -12,6 +12,8 @@ from coin.config.options import OptionRegistry, add_common_options
 DEFAULT_DBCACHE = 450           # MiB
 DEFAULT_MAX_CONNECTIONS = 125
 DEFAULT_BANTIME = 24 * 60 * 60  # seconds
+DEFAULT_BANSCORE = 100
+DEFAULT_CONNECT_TIMEOUT = 5000  # milliseconds
 DEFAULT_MAX_MEMPOOL = 300       # MB
 DEFAULT_MEMPOOL_EXPIRY = 336    # hours
 DEFAULT_KEYPOOL = 1000
@@ -77,6 +79,8 @@ def node_options() -> OptionRegistry:
     r.add("addnode", "Add a node to connect to and attempt to keep the connection open (see "
           "the `addnode` RPC command help for more info). This option can be specified "
           "multiple times to add multiple nodes.", repeatable=True, category=c, meta="=<ip>")
+    r.add("banscore", "Threshold for disconnecting misbehaving peers (default: %d)"
+          % DEFAULT_BANSCORE, kind="int", default=DEFAULT_BANSCORE, category=c, meta="=<n>")
     r.add("bantime", "Number of seconds to keep misbehaving peers from reconnecting "
           "(default: %d)" % DEFAULT_BANTIME, kind="int", default=DEFAULT_BANTIME, category=c,
           meta="=<n>")
@@ -93,6 +97,9 @@ def node_options() -> OptionRegistry:
           meta="=<n>")
     r.add("port", "Listen for connections on <port> (%s)" % _ports("p2p_port"), kind="int",
           category=c, meta="=<port>")
+    r.add("timeout", "Specify connection timeout in milliseconds (minimum: 1, default: %d)"
+          % DEFAULT_CONNECT_TIMEOUT, kind="int", default=DEFAULT_CONNECT_TIMEOUT, category=c,
+          meta="=<n>")
     r.add("uacomment", "Append comment to the user agent string", repeatable=True,
           category=c, meta="=<cmt>")
 

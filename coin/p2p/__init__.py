@@ -1,0 +1,1 @@
+"""Peer-to-peer networking: the wire format, peers, headers-first sync and relay."""

@@ -1,0 +1,772 @@
+"""The connection manager: listening, outbound connections, bans, addresses, totals.
+
+:class:`P2PService` is the node's P2P factory as a Twisted service (design
+card §1).  It owns the :class:`~coin.p2p.banman.BanMan`, the
+:class:`~coin.p2p.addrman.AddrMan` and every :class:`~coin.p2p.peer.PeerProtocol`,
+and runs one maintenance tick per ``tick_interval`` seconds: pings and
+timeouts of each peer, addr relay, reconnection of ``-connect``/``-addnode``
+targets and automatic outbound connections from the address book.
+
+Extension points for the sync and relay layers
+    * ``handlers[command] = fn(peer, message)`` -- called for every message of a
+      peer that completed the handshake; may return a Deferred (the peer stops
+      reading until it fires).  The base registers ping, pong, addr, getaddr,
+      feefilter, sendheaders and reject; unknown commands without a handler are
+      ignored.
+    * ``on_handshake``, ``on_disconnect`` -- lists of ``fn(peer)`` run when a peer
+      completes the version/verack handshake, and when a registered peer's
+      connection is gone.
+    * ``on_tick`` -- list of ``fn(now)`` run after each maintenance tick (stall
+      detection, request timeouts, trickled announcements).
+    * ``peer.misbehaving(score, reason)`` bans at ``ban_threshold`` (-banscore).
+    * ``fee_filter_rate`` -- callable giving the feefilter value sent after the
+      handshake (the relay layer may replace it and send updates itself).
+    * ``handshaked_peers()``, ``send_to_all(message)``.
+
+Inbound connections are accepted only once the chain is loaded
+(:meth:`start_connections`), while the network is active, from addresses that
+are not banned and while fewer than ``max_inbound`` inbound peers exist
+(Core's formula: -maxconnections minus 8 outbound minus 1 feeler slot).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from twisted.application import service
+from twisted.internet import protocol
+from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
+from twisted.internet.error import CannotListenError
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from coin.chainparams import ChainParams
+from coin.p2p import addrman as addrman_module
+from coin.p2p import banman as banman_module
+from coin.p2p.addrman import AddrInfo, AddrMan
+from coin.p2p.banman import (
+    REASON_MANUALLY_ADDED,
+    REASON_NODE_MISBEHAVING,
+    BanMan,
+    Network,
+    normalize_ip,
+)
+from coin.p2p.messages import (
+    MAX_ADDR_TO_SEND,
+    MAX_SUBVERSION_LENGTH,
+    NODE_NETWORK,
+    AddrMessage,
+    FeeFilterMessage,
+    GetAddrMessage,
+    PingMessage,
+    PongMessage,
+    RejectMessage,
+    SendHeadersMessage,
+)
+from coin.p2p.netaddr import NetAddress
+from coin.p2p.peer import PeerProtocol
+
+log = Logger()
+
+#: Core's MAX_OUTBOUND_CONNECTIONS, MAX_ADDNODE_CONNECTIONS and feeler slot.
+MAX_OUTBOUND_CONNECTIONS = 8
+MAX_ADDNODE_CONNECTIONS = 8
+MAX_FEELER_CONNECTIONS = 1
+DEFAULT_BANSCORE_THRESHOLD = 100
+#: Core's DEFAULT_MAX_TIME_ADJUSTMENT and BITCOIN_TIMEDATA_MAX_SAMPLES.
+MAX_TIME_ADJUSTMENT = 70 * 60
+TIMEDATA_MAX_SAMPLES = 200
+#: Core's MAX_MONEY in base units, bounding feefilter values.
+_MAX_MONEY = 21_000_000 * 100_000_000
+#: Core's SAFE_CHARS_UA_COMMENT.
+_UA_COMMENT_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;-_?@")
+
+
+class P2PStartupError(Exception):
+    """Listening failed or an option is invalid; the node refuses to start."""
+
+
+def format_user_agent(name: str, version: str, comments: List[str]) -> str:
+    """Core's FormatSubVersion: ``/Name:1.2.3/`` or ``/Name:1.2.3(c1; c2)/``."""
+    text = "/%s:%s" % (name, version)
+    if comments:
+        text += "(%s)" % "; ".join(comments)
+    return text + "/"
+
+
+def check_user_agent(comments: List[str], user_agent: str) -> None:
+    """Core's start-up checks of -uacomment; raises P2PStartupError."""
+    for comment in comments:
+        if any(c not in _UA_COMMENT_CHARS for c in comment):
+            raise P2PStartupError("User Agent comment (%s) contains unsafe characters."
+                                  % comment)
+    if len(user_agent) > MAX_SUBVERSION_LENGTH:
+        raise P2PStartupError(
+            "Total length of network version string (%d) exceeds maximum length (%d). Reduce "
+            "the number or size of uacomments." % (len(user_agent), MAX_SUBVERSION_LENGTH))
+
+
+def split_host_port(text: str, default_port: int) -> Tuple[str, int]:
+    """Core's SplitHostPort: ``host``, ``host:port``, ``[v6]:port`` or a bare IPv6 address."""
+    colon = text.rfind(":")
+    if colon != -1:
+        bracketed = text.startswith("[") and text[colon - 1:colon] == "]"
+        multi_colon = text.rfind(":", 0, colon) != -1
+        port = text[colon + 1:]
+        if (colon == 0 or bracketed or not multi_colon) and re.fullmatch("[0-9]{1,5}", port) \
+                and 0 < int(port) < 0x10000:
+            text, default_port = text[:colon], int(port)
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
+        text = text[1:-1]
+    return text, default_port
+
+
+def numeric_service(text: str, default_port: int) -> Optional[Tuple[str, int]]:
+    """``(ip, port)`` when ``text`` is a numeric address (Core's LookupNumeric), else None."""
+    host, port = split_host_port(text, default_port)
+    try:
+        return str(normalize_ip(host)), port
+    except ValueError:
+        return None
+
+
+@dataclass
+class P2PSettings:
+    """What the P2P service takes from the configuration."""
+
+    port: int
+    listen: bool = True
+    #: Explicit -bind endpoints; empty: all interfaces (``::`` and ``0.0.0.0``).
+    binds: List[Tuple[str, int]] = field(default_factory=list)
+    #: -connect targets (exclusive); ``use_addrman`` False when -connect is given.
+    connect: List[str] = field(default_factory=list)
+    use_addrman: bool = True
+    addnodes: List[str] = field(default_factory=list)
+    max_connections: int = 125
+    bantime: int = banman_module.DEFAULT_BANTIME
+    ban_threshold: int = DEFAULT_BANSCORE_THRESHOLD
+    user_agent: str = "/Coin:0/"
+    #: Connect timeout (seconds, Core's -timeout in ms / 1000).
+    connect_timeout: float = 5.0
+    #: Accept unroutable (loopback, private) addresses into the book (regtest).
+    allow_unroutable: bool = False
+
+
+class TimeData:
+    """Core's AddTimeData: the median offset of up to 200 peers' clocks."""
+
+    def __init__(self) -> None:
+        self._known: Set[str] = set()
+        self._offsets: List[int] = [0]
+        self.offset = 0
+        self.warned = False
+
+    def add(self, ip: str, offset: int) -> Optional[int]:
+        """Record a sample; returns the new offset when it changes the median."""
+        if len(self._known) >= TIMEDATA_MAX_SAMPLES or ip in self._known:
+            return None
+        self._known.add(ip)
+        self._offsets.append(offset)
+        if len(self._offsets) > TIMEDATA_MAX_SAMPLES:
+            self._offsets.pop(0)
+        if len(self._offsets) >= 5 and len(self._offsets) % 2 == 1:
+            median = sorted(self._offsets)[len(self._offsets) // 2]
+            if abs(median) <= MAX_TIME_ADJUSTMENT:
+                self.offset = median
+            else:
+                self.offset = 0
+                if not self.warned:
+                    self.warned = True
+                    log.warn("Please check that your computer's date and time are correct! "
+                             "If your clock is wrong, Coin will not work properly.")
+            return self.offset
+        return None
+
+
+@dataclass
+class _Pending:
+    """An outbound connection attempt in progress."""
+
+    connector: Any
+    manual: bool
+
+    def cancel(self) -> None:
+        try:
+            self.connector.stopConnecting()
+        except Exception:
+            pass  # already connected or failed
+
+
+class _InboundFactory(protocol.Factory):
+    noisy = False
+
+    def __init__(self, connman: "P2PService") -> None:
+        self.connman = connman
+
+    def buildProtocol(self, addr: Any) -> Optional[PeerProtocol]:
+        return self.connman.accept_inbound(addr)
+
+
+class _OutboundFactory(protocol.ClientFactory):
+    noisy = False
+
+    def __init__(self, connman: "P2PService", target: str, manual: bool,
+                 book_entry: Optional[Tuple[str, int]]) -> None:
+        self.connman = connman
+        self.target = target
+        self.manual = manual
+        self.book_entry = book_entry
+
+    def buildProtocol(self, addr: Any) -> PeerProtocol:
+        self.connman._connecting.pop(self.target, None)
+        peer = PeerProtocol(self.connman, inbound=False, addr_name=self.target,
+                            manual=self.manual)
+        peer.state["book_entry"] = self.book_entry
+        return peer
+
+    def clientConnectionFailed(self, connector: Any, reason: Any) -> None:
+        self.connman._connecting.pop(self.target, None)
+        log.debug("connection to {target} failed: {reason}", target=self.target,
+                  reason=reason.getErrorMessage())
+
+
+class P2PService(service.Service):
+    """Listens, connects, keeps the peers; see the module docstring for the hooks."""
+
+    name = "p2p"
+
+    # Tunables (seconds), class attributes so tests can shorten them per instance.
+    tick_interval = 1.0
+    #: Core's PING_INTERVAL and TIMEOUT_INTERVAL.
+    ping_interval = 2 * 60.0
+    timeout_interval = 20 * 60.0
+    #: A peer that has not completed the handshake in this time is dropped.
+    handshake_timeout = 60.0
+    #: After a polite disconnect, unsent data is dropped after this long.
+    disconnect_grace = 5.0
+    #: Retry interval of -addnode / addnode-RPC targets and of -connect targets.
+    addnode_retry_interval = 60.0
+    connect_retry_interval = 5.0
+    #: banlist.json and peers.json are written this often (Core's DUMP_PEERS_INTERVAL).
+    dump_interval = 15 * 60.0
+
+    def __init__(self, params: ChainParams, settings: P2PSettings, reactor: Any,
+                 now: Callable[[], float], datadir: Optional[str] = None,
+                 start_height: Callable[[], int] = lambda: 0,
+                 fee_filter_rate: Optional[Callable[[], Optional[int]]] = None,
+                 set_time_offset: Optional[Callable[[int], None]] = None) -> None:
+        self.params = params
+        self.settings = settings
+        self.reactor = reactor
+        self._clock = now
+        self.datadir = datadir
+        self._start_height = start_height
+        self.fee_filter_rate = fee_filter_rate
+        self._set_time_offset = set_time_offset
+        self.user_agent = settings.user_agent
+        self.local_services = NODE_NETWORK
+        self.port = settings.port
+        self.ban_threshold = settings.ban_threshold
+        self.connect_timeout = settings.connect_timeout
+        self.max_outbound = min(MAX_OUTBOUND_CONNECTIONS, max(0, settings.max_connections))
+        self.max_inbound = max(0, settings.max_connections
+                               - (self.max_outbound + MAX_FEELER_CONNECTIONS))
+        self.banman = BanMan(os.path.join(datadir, banman_module.FILE_NAME) if datadir else None,
+                             now, settings.bantime)
+        self.addrman = AddrMan(
+            os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now,
+            allow_unroutable=settings.allow_unroutable)
+        self.time_data = TimeData()
+        self.peers: Dict[int, PeerProtocol] = {}
+        self._next_id = 0
+        self.added_nodes: List[str] = list(dict.fromkeys(settings.addnodes))
+        self._retry_at: Dict[str, float] = {}
+        self._connecting: Dict[str, Any] = {}
+        #: Our own addresses, learnt from self-connections: never tried again.
+        self.own_addresses: Set[Tuple[str, int]] = set()
+        self.network_active = True
+        #: True once the chain is loaded and connections may be made and accepted.
+        self.ready = False
+        self.total_bytes_recv = 0
+        self.total_bytes_sent = 0
+        self.handlers: Dict[str, Callable[[PeerProtocol, Any], Optional[Deferred]]] = {
+            "ping": self._on_ping, "pong": self._on_pong, "addr": self._on_addr,
+            "getaddr": self._on_getaddr, "feefilter": self._on_feefilter,
+            "sendheaders": self._on_sendheaders, "reject": self._on_reject}
+        self.on_handshake: List[Callable[[PeerProtocol], None]] = []
+        self.on_disconnect: List[Callable[[PeerProtocol], None]] = []
+        self.on_tick: List[Callable[[float], None]] = []
+        self._ports: List[Any] = []
+        self._ticker: Optional[LoopingCall] = None
+        self._last_dump = 0.0
+
+    # ------------------------------------------------------------ clock and chain
+
+    def now(self) -> float:
+        """Seconds (the reactor's clock: wall time on a real reactor)."""
+        return self.reactor.seconds()
+
+    def node_time(self) -> float:
+        """The node's clock (``setmocktime`` aware): Core's GetTime()."""
+        return self._clock()
+
+    def adjusted_time(self) -> float:
+        """The node's clock (mock time aware) plus the network time offset."""
+        return self._clock() + self.time_data.offset
+
+    def start_height(self) -> int:
+        return self._start_height()
+
+    def add_time_data(self, ip: str, offset: int) -> None:
+        changed = self.time_data.add(ip, offset)
+        if changed is not None and self._set_time_offset is not None:
+            self._set_time_offset(changed)
+
+    # ------------------------------------------------------------ life cycle
+
+    def load(self) -> None:
+        """Read banlist.json and peers.json (before the reactor runs)."""
+        self.banman.load()
+        self.addrman.load()
+
+    def listen(self) -> None:
+        """Bind the listening sockets (before the reactor runs); raises P2PStartupError."""
+        if not self.settings.listen:
+            return
+        factory = _InboundFactory(self)
+        explicit = bool(self.settings.binds)
+        endpoints = self.settings.binds or [("::", self.port), ("0.0.0.0", self.port)]
+        for host, port in endpoints:
+            try:
+                self._ports.append(self.reactor.listenTCP(port, factory, interface=host))
+                log.info("Bound to {host}:{port}", host=host, port=port)
+            except CannotListenError as e:
+                # Without -bind one of the two default sockets may fail (no IPv6, or a
+                # dual-stack "::" that already covers IPv4): only all failing is an error.
+                log.info("Unable to bind to {host}:{port} on this computer ({error})",
+                         host=host, port=port, error=e.socketError)
+                if explicit:
+                    raise P2PStartupError("Unable to bind to %s:%d on this computer. Coin is "
+                                          "probably already running." % (host, port)) from None
+        if not self._ports:
+            raise P2PStartupError("Failed to listen on any port. Use -listen=0 if you want "
+                                  "this.")
+
+    @property
+    def listening_ports(self) -> List[int]:
+        return [p.getHost().port for p in self._ports]
+
+    def startService(self) -> None:
+        super().startService()
+        self._ticker = LoopingCall(self.tick)
+        self._ticker.clock = self.reactor
+        self._ticker.start(self.tick_interval, now=False).addErrback(
+            lambda f: log.failure("P2P maintenance failed", f))
+        self._last_dump = self.now()
+
+    def start_connections(self) -> None:
+        """The chain is loaded: accept inbound peers and open outbound connections."""
+        self.ready = True
+        self.reactor.callLater(0, self.tick)
+
+    def stopService(self) -> Deferred:
+        super().stopService()
+        self.ready = False
+        if self._ticker is not None and self._ticker.running:
+            self._ticker.stop()
+        for pending in list(self._connecting.values()):
+            pending.cancel()
+        self._connecting.clear()
+        for peer in list(self.peers.values()):
+            peer.disconnect("shutdown", abort=True)
+        stops = [maybeDeferred(p.stopListening) for p in self._ports]
+        self._ports = []
+        self.dump()
+        return DeferredList(stops)
+
+    def dump(self) -> None:
+        """Write banlist.json and peers.json."""
+        for book, name in ((self.banman, "ban list"), (self.addrman, "peer addresses")):
+            try:
+                book.save()
+            except OSError as e:
+                log.error("Failed to write the {name}: {error}", name=name, error=e)
+
+    # ------------------------------------------------------------ peers
+
+    def accept_inbound(self, addr: Any) -> Optional[PeerProtocol]:
+        """A new inbound connection from ``addr``: a protocol, or None to refuse it."""
+        text = "%s:%s" % (getattr(addr, "host", "?"), getattr(addr, "port", "?"))
+        if not self.ready or not self.network_active:
+            log.debug("connection from {addr} dropped: not accepting new connections",
+                      addr=text)
+            return None
+        host = getattr(addr, "host", "")
+        if self.banman.is_banned(host):
+            log.info("connection from {addr} dropped (banned)", addr=text)
+            return None
+        inbound = sum(1 for p in self.peers.values() if p.inbound)
+        if inbound >= self.max_inbound:
+            log.info("connection from {addr} dropped (full)", addr=text)
+            return None
+        return PeerProtocol(self, inbound=True)
+
+    def peer_connected(self, peer: PeerProtocol) -> bool:
+        """Register a peer whose connection is up; False refuses it."""
+        if not self.running or not self.network_active:
+            return False
+        peer.id = self._next_id
+        self._next_id += 1
+        self.peers[peer.id] = peer
+        log.debug("Added connection to {addr} peer={id}", addr=peer.addr, id=peer.id)
+        return True
+
+    def peer_disconnected(self, peer: PeerProtocol) -> None:
+        if self.peers.get(peer.id) is not peer:
+            return
+        del self.peers[peer.id]
+        log.debug("disconnected peer={id} ({addr})", id=peer.id, addr=peer.addr)
+        for hook in list(self.on_disconnect):
+            try:
+                hook(peer)
+            except Exception:
+                log.failure("on_disconnect hook failed for peer={id}", id=peer.id)
+
+    def peer_handshake_done(self, peer: PeerProtocol) -> None:
+        if not peer.inbound and peer.address is not None:
+            # Core's MarkAddressGood, for every outbound connection (manual ones too).
+            entry = peer.state.get("book_entry") or (peer.address.ip, peer.address.port)
+            self.addrman.good(NetAddress(peer.services, entry[0], entry[1]))
+        for hook in list(self.on_handshake):
+            try:
+                hook(peer)
+            except Exception:
+                log.failure("on_handshake hook failed for peer={id}", id=peer.id)
+
+    def is_local_nonce(self, nonce: int) -> bool:
+        """Whether ``nonce`` is one of our own outbound, not yet connected, version nonces.
+
+        A match means we connected to ourselves: that outbound target is remembered as
+        our own address and removed from the address book.
+        """
+        for peer in self.peers.values():
+            if not peer.inbound and not peer.successfully_connected and \
+                    peer.local_nonce == nonce:
+                if peer.address is not None:
+                    key = (peer.address.ip, peer.address.port)
+                    self.own_addresses.add(key)
+                    self.addrman.remove(*key)
+                return True
+        return False
+
+    def handshaked_peers(self) -> List[PeerProtocol]:
+        return [p for p in self.peers.values() if p.successfully_connected and not p.disconnecting]
+
+    def send_to_all(self, message: Any) -> None:
+        for peer in self.handshaked_peers():
+            peer.send(message)
+
+    def connection_count(self) -> int:
+        """Core's GetNodeCount(CONNECTIONS_ALL): every open connection."""
+        return len(self.peers)
+
+    def find_by_name(self, name: str) -> Optional[PeerProtocol]:
+        for peer in self.peers.values():
+            if peer.addr == name:
+                return peer
+        return None
+
+    def find_by_service(self, ip: str, port: int) -> Optional[PeerProtocol]:
+        for peer in self.peers.values():
+            if peer.address is not None and peer.address.ip == ip and peer.address.port == port:
+                return peer
+        return None
+
+    # ------------------------------------------------------------ maintenance
+
+    def tick(self) -> None:
+        """Pings, timeouts, addr flushing, reconnections, automatic outbound."""
+        now = self.now()
+        for peer in list(self.peers.values()):
+            try:
+                peer.tick(now)
+            except Exception:
+                log.failure("tick failed for peer={id}", id=peer.id)
+        if self.ready and self.network_active:
+            try:
+                self._open_connections(now)
+            except Exception:
+                log.failure("opening connections failed")
+        for hook in list(self.on_tick):
+            try:
+                hook(now)
+            except Exception:
+                log.failure("on_tick hook failed")
+        if now - self._last_dump >= self.dump_interval:
+            self._last_dump = now
+            self.dump()
+
+    def _target_connected(self, target: str) -> bool:
+        if target in self._connecting or self.find_by_name(target) is not None:
+            return True
+        service_ = numeric_service(target, self.params.p2p_port)
+        return service_ is not None and self.find_by_service(*service_) is not None
+
+    def _open_connections(self, now: float) -> None:
+        manual_targets = [(t, self.connect_retry_interval) for t in self.settings.connect]
+        manual_targets += [(t, self.addnode_retry_interval) for t in self.added_nodes]
+        added = sum(1 for t in self.added_nodes if self._target_connected(t))
+        for target, interval in manual_targets:
+            if self._target_connected(target) or now < self._retry_at.get(target, 0.0):
+                continue
+            if target in self.added_nodes and added >= MAX_ADDNODE_CONNECTIONS:
+                continue
+            self._retry_at[target] = now + interval
+            if self.connect_to(target, manual=True):
+                added += target in self.added_nodes
+        if self.settings.use_addrman:
+            self._open_automatic()
+
+    def _open_automatic(self) -> None:
+        automatic = sum(1 for p in self.peers.values() if not p.inbound and not p.manual)
+        automatic += sum(1 for pending in self._connecting.values() if not pending.manual)
+        if automatic >= self.max_outbound or not len(self.addrman):
+            return
+        busy = {(p.address.ip, p.address.port) for p in self.peers.values()
+                if p.address is not None}
+        busy.update(self.own_addresses)
+        for target in self._connecting:
+            service_ = numeric_service(target, self.params.p2p_port)
+            if service_ is not None:
+                busy.add(service_)
+
+        def exclude(info: AddrInfo) -> bool:
+            return (info.ip, info.port) in busy or self.banman.is_banned(info.ip)
+
+        info = self.addrman.select(exclude)
+        if info is None:
+            return
+        self.addrman.attempt(info.ip, info.port)
+        self.connect_to(str(info.net_address()), manual=False, book_entry=(info.ip, info.port))
+
+    def connect_to(self, target: str, manual: bool = True,
+                   book_entry: Optional[Tuple[str, int]] = None) -> bool:
+        """Start an outbound connection to ``target`` (``host[:port]``) unless connected."""
+        if not self.running or not self.network_active:
+            return False
+        if self._target_connected(target):
+            return False
+        host, port = split_host_port(target, self.params.p2p_port)
+        if not host:
+            return False
+        log.debug("trying connection {target}", target=target)
+        factory = _OutboundFactory(self, target, manual, book_entry)
+        connector = self.reactor.connectTCP(host, port, factory, timeout=self.connect_timeout)
+        self._connecting[target] = _Pending(connector, manual)
+        return True
+
+    # ------------------------------------------------------------ RPC-facing operations
+
+    def add_node(self, target: str) -> bool:
+        """addnode "add": False if already added."""
+        if target in self.added_nodes:
+            return False
+        self.added_nodes.append(target)
+        self._retry_at.pop(target, None)
+        if self.ready:
+            self.reactor.callLater(0, self.tick)
+        return True
+
+    def remove_added_node(self, target: str) -> bool:
+        if target not in self.added_nodes:
+            return False
+        self.added_nodes.remove(target)
+        self._retry_at.pop(target, None)
+        return True
+
+    def added_node_info(self) -> List[Dict[str, Any]]:
+        """Core's GetAddedNodeInfo: ``added``, ``connected``, ``resolved``, ``inbound``."""
+        result = []
+        for target in self.added_nodes:
+            found: Optional[PeerProtocol] = None
+            service_ = numeric_service(target, self.params.p2p_port)
+            if service_ is not None:
+                found = self.find_by_service(*service_)
+            else:
+                found = self.find_by_name(target)
+            resolved = str(found.address) if found is not None and found.address else ""
+            result.append({"added": target, "connected": found is not None,
+                           "resolved": resolved,
+                           "inbound": found.inbound if found is not None else False})
+        return result
+
+    def disconnect_by_name(self, name: str) -> bool:
+        peer = self.find_by_name(name)
+        if peer is None:
+            return False
+        peer.disconnect("disconnectnode")
+        return True
+
+    def disconnect_by_id(self, peer_id: int) -> bool:
+        peer = self.peers.get(peer_id)
+        if peer is None:
+            return False
+        peer.disconnect("disconnectnode")
+        return True
+
+    def ban(self, net: Network, reason: str = REASON_MANUALLY_ADDED, bantime: int = 0,
+            absolute: bool = False) -> None:
+        """Ban ``net`` and disconnect every peer in it (Core's CConnman::Ban)."""
+        self.banman.ban(net, reason, bantime, absolute)
+        if reason == REASON_MANUALLY_ADDED:
+            self._save_bans()
+        for peer in list(self.peers.values()):
+            if peer.address is not None and _in_network(peer.address.ip, net):
+                peer.disconnect("banned", abort=True)
+
+    def unban(self, net: Network) -> bool:
+        if not self.banman.unban(net):
+            return False
+        self._save_bans()
+        return True
+
+    def clear_banned(self) -> None:
+        self.banman.clear()
+        self._save_bans()
+
+    def _save_bans(self) -> None:
+        try:
+            self.banman.save()
+        except OSError as e:
+            log.error("Failed to write the ban list: {error}", error=e)
+
+    def ban_misbehaving(self, peer: PeerProtocol) -> None:
+        """A peer crossed the ban threshold: ban its address (-bantime) and drop it."""
+        if peer.address is None:
+            peer.disconnect("misbehaving", abort=True)
+            return
+        net = ipaddress.ip_network(normalize_ip(peer.address.ip))
+        self.ban(net, REASON_NODE_MISBEHAVING)
+        peer.disconnect("misbehaving", abort=True)
+
+    def set_network_active(self, active: bool) -> None:
+        """Core's SetNetworkActive: off drops every peer and stops connecting."""
+        if active == self.network_active:
+            return
+        log.info("SetNetworkActive: {active}", active="true" if active else "false")
+        self.network_active = active
+        if not active:
+            for pending in list(self._connecting.values()):
+                pending.cancel()
+            self._connecting.clear()
+            for peer in list(self.peers.values()):
+                peer.disconnect("network not active", abort=True)
+        else:
+            self._retry_at.clear()
+
+    def ping_all(self) -> None:
+        """The ``ping`` RPC: a ping to every connected peer now."""
+        for peer in self.handshaked_peers():
+            peer.send_ping()
+
+    # ------------------------------------------------------------ base handlers
+
+    def _on_ping(self, peer: PeerProtocol, message: PingMessage) -> None:
+        peer.send(PongMessage(message.nonce))
+
+    def _on_pong(self, peer: PeerProtocol, message: PongMessage) -> None:
+        """Core's pong handling: latency of a matching nonce; mismatches only logged."""
+        now = self.now()
+        problem = ""
+        finished = False
+        if peer.ping_nonce_sent:
+            if message.nonce == peer.ping_nonce_sent:
+                finished = True
+                elapsed = now - peer.ping_start
+                if elapsed >= 0:
+                    peer.ping_time = elapsed
+                    peer.min_ping = elapsed if peer.min_ping is None else min(peer.min_ping,
+                                                                              elapsed)
+                else:
+                    problem = "Timing mishap"
+            else:
+                problem = "Nonce mismatch"
+                if message.nonce == 0:
+                    finished = True
+                    problem = "Nonce zero"
+        else:
+            problem = "Unsolicited pong without ping"
+        if problem:
+            log.debug("pong peer={id}: {problem}, {expected:x} expected, {got:x} received",
+                      id=peer.id, problem=problem, expected=peer.ping_nonce_sent,
+                      got=message.nonce)
+        if finished:
+            peer.ping_nonce_sent = 0
+
+    def _on_addr(self, peer: PeerProtocol, message: AddrMessage) -> None:
+        """Core's addr handling: remember, relay small fresh announcements to two peers."""
+        now = int(self.adjusted_time())
+        since = now - 10 * 60
+        good: List[NetAddress] = []
+        count = len(message.addresses)
+        for addr in message.addresses:
+            if not addr.services & NODE_NETWORK:
+                continue
+            seen = addr.time if addr.time is not None else 0
+            if seen <= 100000000 or seen > now + 10 * 60:
+                addr = addr.with_time(max(0, now - 5 * 86400))
+            peer.known_addresses.add((addr.ip, addr.port))
+            if addr.time > since and not peer.getaddr_sent and count <= 10 \
+                    and addr.is_routable():
+                self._relay_address(addr, peer)
+            good.append(addr)
+        self.addrman.add(good, source=peer.address, penalty=2 * 60 * 60)
+        if count < MAX_ADDR_TO_SEND:
+            peer.getaddr_sent = False
+
+    def _relay_address(self, addr: NetAddress, source: PeerProtocol) -> None:
+        candidates = [p for p in self.handshaked_peers() if p is not source]
+        for target in random.sample(candidates, min(2, len(candidates))):
+            target.push_address(addr)
+
+    def _on_getaddr(self, peer: PeerProtocol, message: GetAddrMessage) -> None:
+        """Answer once per inbound connection (outbound ones are ignored: fingerprinting)."""
+        if not peer.inbound:
+            log.debug("Ignoring \"getaddr\" from outbound connection. peer={id}", id=peer.id)
+            return
+        if peer.getaddr_answered:
+            log.debug("Ignoring repeated \"getaddr\". peer={id}", id=peer.id)
+            return
+        peer.getaddr_answered = True
+        peer.addr_to_send = []
+        for addr in self.addrman.get_addr():
+            peer.push_address(addr)
+        peer.flush_addresses()
+
+    def _on_feefilter(self, peer: PeerProtocol, message: FeeFilterMessage) -> None:
+        if 0 <= message.fee_rate <= _MAX_MONEY:
+            peer.fee_filter = message.fee_rate
+            log.debug("received: feefilter of {rate} from peer={id}", rate=message.fee_rate,
+                      id=peer.id)
+
+    def _on_sendheaders(self, peer: PeerProtocol, message: SendHeadersMessage) -> None:
+        peer.prefer_headers = True
+
+    def _on_reject(self, peer: PeerProtocol, message: RejectMessage) -> None:
+        log.debug("Reject {message} code {code}: {reason} peer={id}", message=message.message,
+                  code=message.code, reason=message.reason, id=peer.id)
+
+
+def _in_network(ip: str, net: Network) -> bool:
+    try:
+        addr = normalize_ip(ip)
+    except ValueError:
+        return False
+    return addr.version == net.version and addr in net
+
