@@ -35,7 +35,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
-from bench.rpc import AUTHORIZATION, INSTALL_WRK, median_point, wrk_version  # noqa: E402
+from bench.rpc import AUTHORIZATION, median_point, pick_client, wrk_version  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
 CONNECTIONS = 8
@@ -174,10 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--workdir", default=None,
                         help="keep the built chain here between runs (default: a temp dir)")
     args = parser.parse_args(argv)
-    version = wrk_version()
-    client = args.client or ("wrk" if version else "python")
-    if client == "wrk" and version is None:
-        parser.error("wrk is not installed (%s)" % INSTALL_WRK)
+    client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
 
     started = time.perf_counter()
@@ -239,7 +236,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
     report = {
-        "load_generator": ("wrk (%s), 1 thread, GET" % version if client == "wrk"
+        "load_generator": ("wrk (%s), 1 thread, GET" % wrk_version() if client == "wrk"
                            else "python keep-alive client threads, 1 process"),
         "cpus": os.cpu_count(),
         "connections": CONNECTIONS,

@@ -212,6 +212,14 @@ def wrk_version() -> Optional[str]:
     return (result.stdout + result.stderr).splitlines()[0].strip()
 
 
+def pick_client(parser: argparse.ArgumentParser, requested: Optional[str], fallback: str) -> str:
+    """wrk when installed (or asked for), else ``fallback``; a clear error if wrk is missing."""
+    client = requested or ("wrk" if wrk_version() else fallback)
+    if client == "wrk" and wrk_version() is None:
+        parser.error("wrk is not installed (%s)" % INSTALL_WRK)
+    return client
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--duration", type=float, default=2.0, help="seconds per run")
@@ -219,10 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--client", choices=("wrk", "asyncio"), default=None,
                         help="load generator (default: wrk if installed)")
     args = parser.parse_args(argv)
-    version = wrk_version()
-    client = args.client or ("wrk" if version else "asyncio")
-    if client == "wrk" and version is None:
-        parser.error("wrk is not installed (%s)" % INSTALL_WRK)
+    client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
 
     started = time.perf_counter()
@@ -256,7 +261,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
     report = {
-        "load_generator": ("wrk (%s), 1 thread, bench/wrk_post.lua" % version if client == "wrk"
+        "load_generator": ("wrk (%s), 1 thread, bench/wrk_post.lua" % wrk_version() if client == "wrk"
                            else "python asyncio keep-alive client, 1 process (wrk not used; "
                                 "install it with: %s)" % INSTALL_WRK),
         "install_wrk": INSTALL_WRK,
