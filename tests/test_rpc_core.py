@@ -7,19 +7,21 @@ tests the core directly: envelope, batches, limits, warm-up, wallets, cancellati
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 
 import simplejson
 from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.address import IPv6Address
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, inlineCallbacks, succeed
 from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
 from twisted.python.failure import Failure
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SynchronousTestCase, TestCase
 from twisted.web import resource
 
+from coin.rpc import jsonrpc as jsonrpc_module
 from coin.rpc.auth import AllowList, Whitelist
 from coin.rpc.errors import RPCError
 from coin.rpc.jsonrpc import (
@@ -519,3 +521,27 @@ class ResourceTests(SynchronousTestCase):
         error = RPCError(-8, "Block height out of range")
         self.assertEqual((error.code, error.message, str(error)),
                          (-8, "Block height out of range", "Block height out of range (code -8)"))
+
+
+class LargeResultTests(TestCase):
+    """Big results are encoded in the thread pool; the bytes are the same."""
+
+    @inlineCallbacks
+    def test_large_result_encoded_off_the_reactor(self):
+        seen = []
+
+        def record_thread(value):
+            seen.append(threading.current_thread() is threading.main_thread())
+            return value
+
+        @rpc_method("many", category="test")
+        def many(ctx):
+            return [Decimal("0.00000001")] * 1500
+
+        core = _core([many])
+        original = jsonrpc_module.encode_json
+        self.patch(jsonrpc_module, "encode_json", lambda value: original(record_thread(value)))
+        reply = yield core.handle(b'{"id":1,"method":"many"}', "u")
+        self.assertEqual(reply.body, b'{"result":[' + b",".join([b"0.00000001"] * 1500)
+                         + b'],"error":null,"id":1}\n')
+        self.assertEqual(seen, [False])

@@ -16,6 +16,7 @@ import simplejson
 from twisted.internet.defer import CancelledError, Deferred, maybeDeferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from coin.rpc.auth import Whitelist
@@ -160,6 +161,10 @@ def _response(result: bytes, error: dict[str, Any] | None, request_id: Any) -> b
             + b',"id":' + encode_json(request_id) + b"}")
 
 
+#: Results with more top-level entries than this are encoded in the thread pool.
+LARGE_RESULT = 1000
+
+
 class JSONRPCCore:
     """Parse, check the whitelist, dispatch and render; usable from any HTTP layer."""
 
@@ -286,7 +291,14 @@ class JSONRPCCore:
         raise RPCError(RPC_WALLET_NOT_SPECIFIED, "Wallet file not specified (must request wallet "
                        "RPC through /wallet/<filename> uri-path).")
 
-    def _rendered(self, result: Any, request_id: Any) -> tuple[int, bytes] | Failure:
+    def _rendered(self, result: Any, request_id: Any) -> Any:
+        if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:
+            # Thousands of entries (listtransactions, getrawmempool true): encode off the
+            # reactor so other clients are not kept waiting.
+            return deferToThread(self._encode, result, request_id)
+        return self._encode(result, request_id)
+
+    def _encode(self, result: Any, request_id: Any) -> tuple[int, bytes] | Failure:
         try:
             return HTTP_OK, _response(encode_json(result), None, request_id)
         except Exception:
