@@ -12,7 +12,7 @@ import fcntl
 import os
 import sys
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, maybeDeferred
@@ -34,6 +34,8 @@ from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
 from coin.p2p.banman import normalize_ip
+from coin.p2p.relay import TxRelay
+from coin.p2p.sync import BlockSync
 from coin.p2p.connman import (
     P2PService, P2PSettings, P2PStartupError, check_user_agent, format_user_agent,
     split_host_port,
@@ -106,6 +108,8 @@ class NodeService(service.MultiService):
         self.mempool: Optional[MempoolService] = None
         self.wallets: Optional[WalletService] = None
         self.p2p: Optional[P2PService] = None
+        self.block_sync: Optional[BlockSync] = None
+        self.tx_relay: Optional[TxRelay] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -191,6 +195,12 @@ class NodeService(service.MultiService):
         # A child after the mempool: stops before it, so no peer submits to a closing pool.
         self.p2p = self._make_p2p(chainstate, policy)
         self.p2p.setServiceParent(self)
+        # Headers-first sync and transaction relay ride on the P2P service's hooks.
+        self.block_sync = BlockSync(self.p2p, self.chain, self.validation.subscribe,
+                                    now=self.clock.now)
+        self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
+                                self.validation.subscribe,
+                                min_fee_rate=self._fee_filter_rate(policy, pool))
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
@@ -256,6 +266,15 @@ class NodeService(service.MultiService):
                          set_time_offset=set_time_offset)
         p2p.load()
         return p2p
+
+    @staticmethod
+    def _fee_filter_rate(policy: PoolPolicy, pool: Mempool) -> Callable[[], int]:
+        """The feefilter we send: the minimum relay fee or the pool's dynamic minimum."""
+
+        def rate() -> int:
+            return max(policy.min_relay_fee.sat_per_kb, pool.get_min_fee().sat_per_kb)
+
+        return rate
 
     def _fee_option(self, name: str) -> int:
         text = self.config.get(name) or "0"

@@ -91,18 +91,25 @@ class TwoNodeTests(P2PTestCase):
         b = self.start("-connect=" + self.target(a), "-uacomment=x", "-uacomment=y")
         wait_until(lambda: all(len(handshaked(n)) == 1 and "pingtime" in handshaked(n)[0]
                                for n in (a, b)), "the handshake and first ping")
+        # b syncs a's three blocks (headers-first sync, coin/p2p/sync.py).
+        wait_until(lambda: b.rpc("getblockcount") == 3 and not handshaked(b)[0]["inflight"]
+                   and handshaked(b)[0]["synced_blocks"] == 3, "b to sync")
         (at_b,) = b.rpc("getpeerinfo")
         (at_a,) = a.rpc("getpeerinfo")
         for info in (at_a, at_b):
             self.assertEqual([k for k in info if k != "pingwait"], PEERINFO_KEYS)
             self.assertEqual((info["services"], info["relaytxes"], info["version"],
-                              info["banscore"], info["synced_headers"], info["synced_blocks"],
-                              info["inflight"], info["whitelisted"], info["timeoffset"]),
-                             ("0000000000000001", True, 70208, 0, -1, -1, [], False, 0))
+                              info["banscore"], info["inflight"], info["whitelisted"],
+                              info["timeoffset"]),
+                             ("0000000000000001", True, 70208, 0, [], False, 0))
             self.assertGreater(info["pingtime"], 0)
             self.assertLessEqual(info["minping"], info["pingtime"])
             self.assertLessEqual(info["conntime"], info["lastrecv"])
             self.assertLessEqual(abs(info["lastsend"] - time.time()), 60)
+        # What b knows of a: all three blocks.  a asked b for headers while b was in
+        # initial block download (b ignores getheaders then, as Core), so a knows nothing.
+        self.assertEqual((at_b["synced_headers"], at_b["synced_blocks"]), (3, 3))
+        self.assertEqual((at_a["synced_headers"], at_a["synced_blocks"]), (-1, -1))
         self.assertEqual((at_b["addr"], at_b["inbound"], at_b["addnode"], at_b["startingheight"],
                           at_b["subver"]),
                          (self.target(a), False, True, 3, "/Coin:%s(a1)/" % __version__))

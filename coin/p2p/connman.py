@@ -34,7 +34,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -45,6 +44,7 @@ from twisted.internet.error import CannotListenError
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from coin.config.hostport import split_host_port
 from coin.chainparams import ChainParams
 from coin.p2p import addrman as addrman_module
 from coin.p2p import banman as banman_module
@@ -110,21 +110,6 @@ def check_user_agent(comments: List[str], user_agent: str) -> None:
         raise P2PStartupError(
             "Total length of network version string (%d) exceeds maximum length (%d). Reduce "
             "the number or size of uacomments." % (len(user_agent), MAX_SUBVERSION_LENGTH))
-
-
-def split_host_port(text: str, default_port: int) -> Tuple[str, int]:
-    """Core's SplitHostPort: ``host``, ``host:port``, ``[v6]:port`` or a bare IPv6 address."""
-    colon = text.rfind(":")
-    if colon != -1:
-        bracketed = text.startswith("[") and text[colon - 1:colon] == "]"
-        multi_colon = text.rfind(":", 0, colon) != -1
-        port = text[colon + 1:]
-        if (colon == 0 or bracketed or not multi_colon) and re.fullmatch("[0-9]{1,5}", port) \
-                and 0 < int(port) < 0x10000:
-            text, default_port = text[:colon], int(port)
-    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
-        text = text[1:-1]
-    return text, default_port
 
 
 def numeric_service(text: str, default_port: int) -> Optional[Tuple[str, int]]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Any, Deque, Dict, Hashable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Hashable, List, Optional
 
 from twisted.internet import protocol
 from twisted.internet.defer import Deferred
@@ -212,6 +212,13 @@ class PeerProtocol(protocol.Protocol):
         self._written_while_paused = 0
         self._drain_waiters: List[Deferred] = []
         self._connected = False
+
+    def layer_state(self, name: str, factory: Callable[[], Any]) -> Any:
+        """This peer's state object of a protocol layer (sync, relay), made on first use."""
+        value = self.state.get(name)
+        if value is None:
+            value = self.state[name] = factory()
+        return value
 
     # ------------------------------------------------------------ description
 

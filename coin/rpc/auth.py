@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 
 from twisted.internet.interfaces import IAddress
 
+from coin.config.hostport import split_host_port
 from coin.config.errors import ConfigError
 from coin.config.rpcauth import RpcAuth, parse_rpcauth, password_hmac
 
@@ -172,21 +173,6 @@ class AllowList:
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
         return any(ip in network for network in self._networks)
-
-
-def split_host_port(text: str, default_port: int) -> tuple[str, int]:
-    """Core's SplitHostPort: ``host``, ``host:port``, ``[v6]:port`` or a bare IPv6 address."""
-    colon = text.rfind(":")
-    if colon != -1:
-        bracketed = text.startswith("[") and text[colon - 1:colon] == "]"
-        multi_colon = text.rfind(":", 0, colon) != -1
-        port = text[colon + 1:]
-        if (colon == 0 or bracketed or not multi_colon) and re.fullmatch("[0-9]{1,5}", port) \
-                and 0 < int(port) < 0x10000:
-            text, default_port = text[:colon], int(port)
-    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
-        text = text[1:-1]
-    return text, default_port
 
 
 def rpc_bind_addresses(rpcbind: Sequence[str], rpcallowip: Sequence[str],
