@@ -7,7 +7,7 @@ import binascii
 from coin.config import NETWORKS, Config
 from coincli import jsonfmt
 from coincli.convert import convert_named, convert_positional
-from coincli.errors import CliError, ConnectionFailed
+from coincli.errors import CliError, ConnectionFailed, MissingCredentials
 
 RPC_WALLET_NOT_SPECIFIED = -19
 RPC_IN_WARMUP = -28
@@ -164,7 +164,7 @@ def authorization(config: Config) -> str:
     if password == "":
         user_pass = read_cookie(config.cookie_path())
         if user_pass is None:
-            raise CliError("Could not locate RPC credentials. No authentication cookie could be "
+            raise MissingCredentials("Could not locate RPC credentials. No authentication cookie could be "
                            "found, and RPC password is not set.  See -rpcpassword and "
                            "-stdinrpcpass.  Configuration file: (%s)" % config.conf_path)
     else:

@@ -7,3 +7,7 @@ class CliError(Exception):
 
 class ConnectionFailed(CliError):
     """The server could not be reached or is still warming up; -rpcwait retries these."""
+
+
+class MissingCredentials(CliError):
+    """No -rpcpassword and no cookie yet; -rpcwait waits for a starting node to write it."""

@@ -12,7 +12,7 @@ import time
 
 from coin.config import Config, ConfigError
 from coincli import client, transport
-from coincli.errors import CliError, ConnectionFailed
+from coincli.errors import CliError, ConnectionFailed, MissingCredentials
 from coincli.options import cli_options, usage
 
 
@@ -68,7 +68,9 @@ def command(config: Config, stdin, post, sleep) -> tuple[str, int]:
     while True:
         try:
             return client.render(client.call(config, args, post), wait)
-        except ConnectionFailed:
+        except (ConnectionFailed, MissingCredentials):
+            # Under -rpcwait a node that is still starting has no cookie yet: wait for it too
+            # (Core 0.17 gives up at once there; later versions wait).
             if not wait:
                 raise
             sleep(1)

@@ -896,6 +896,34 @@ class CliTests(SynchronousTestCase):
         self.assertEqual((cli.returncode, out, err), (0, "0\n", ""))
         node.stop()
 
+    def test_rpcwait_waits_for_the_cookie(self) -> None:
+        # No credentials: the cookie appears only when the starting node opens RPC.
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "coincli", "-regtest", "-datadir=" + datadir,
+             "-rpcport=%d" % port, "-rpcwait", "getblockcount"],
+            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: cli.poll() is None and cli.kill())
+        time.sleep(1.2)
+        self.assertIsNone(cli.poll(), "coin-cli -rpcwait gave up before the cookie existed")
+        node = NodeProcess(datadir, port, ["-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
+                                           "-printtoconsole=0", "-port=%d" % free_port()], None)
+        node.launch()
+        self.addCleanup(node.kill)
+        out, err = cli.communicate(timeout=60)
+        self.assertEqual((cli.returncode, out, err), (0, "0\n", ""))
+        node.stop()
+        # Without -rpcwait the missing cookie is still an immediate error (Core's text).
+        result = subprocess.run(
+            [sys.executable, "-m", "coincli", "-regtest", "-datadir=" + datadir,
+             "-rpcport=%d" % port, "getblockcount"],
+            cwd=ROOT, env=_env(), capture_output=True, text=True)
+        self.assertEqual(result.returncode, 1)
+        self.assertTrue(result.stderr.startswith("error: Could not locate RPC credentials."),
+                        result.stderr)
+
 
 # ------------------------------------------------------------------ concurrency
 
