@@ -51,6 +51,9 @@ REFERENCE = {
     "rest_31_tx_confirmed_json": (200, "application/json", b"\n"),
     "rest_32_tx_confirmed_hex": (200, "text/plain", b"\n"),
     "rest_33_tx_confirmed_bin": (200, "application/octet-stream", b""),
+    "rest_34_tx_mempool_json": (200, "application/json", b"\n"),
+    "rest_35_tx_mempool_hex": (200, "text/plain", b"\n"),
+    "rest_36_tx_mempool_bin": (200, "application/octet-stream", b""),
     "rest_37_tx_unknown_json": (404, "text/plain", b"\r\n"),
     "rest_38_tx_malformed_json": (400, "text/plain", b"\r\n"),
     "rest_43_getutxos_spent_json": (200, "application/json", b"\n"),
@@ -59,6 +62,18 @@ REFERENCE = {
     "rest_50_getutxos_unspent_hex": (200, "text/plain", b"\n"),
     "rest_51_getutxos_unspent_bin": (200, "application/octet-stream", b""),
     "rest_52_getutxos_unspent_cm_json": (200, "application/json", b"\n"),
+    "rest_55_getutxos_spent_in_mempool_json": (200, "application/json", b"\n"),
+    "rest_56_getutxos_spent_in_mempool_hex": (200, "text/plain", b"\n"),
+    "rest_57_getutxos_spent_in_mempool_bin": (200, "application/octet-stream", b""),
+    "rest_58_getutxos_spent_in_mempool_cm_json": (200, "application/json", b"\n"),
+    "rest_59_getutxos_spent_in_mempool_cm_hex": (200, "text/plain", b"\n"),
+    "rest_60_getutxos_spent_in_mempool_cm_bin": (200, "application/octet-stream", b""),
+    "rest_61_getutxos_mempool_only_json": (200, "application/json", b"\n"),
+    "rest_62_getutxos_mempool_only_hex": (200, "text/plain", b"\n"),
+    "rest_63_getutxos_mempool_only_bin": (200, "application/octet-stream", b""),
+    "rest_64_getutxos_mempool_only_cm_json": (200, "application/json", b"\n"),
+    "rest_65_getutxos_mempool_only_cm_hex": (200, "text/plain", b"\n"),
+    "rest_66_getutxos_mempool_only_cm_bin": (200, "application/octet-stream", b""),
     "rest_73_getutxos_16_outpoints_json": (400, "text/plain", b"\r\n"),
     "rest_75_getutxos_empty_json": (400, "text/plain", b"\r\n"),
     "rest_78_getutxos_bad_outpoint_json": (400, "text/plain", b"\r\n"),
@@ -106,8 +121,15 @@ def chain() -> dict:
     block = solve(Block(header, [coinbase, spend]), REGTEST)
     result = node.rpc("submitblock", block.serialize().hex())
     assert result is None, result
+    # A mempool transaction: spends block 2's coinbase (mature at height 102).
+    _, _, raw2 = _rest(node, "/rest/block/%s.bin" % hashes[1])
+    coinbase2 = Block.deserialize(raw2).txs[0]
+    pool_spent = Spendable(OutPoint(coinbase2.txid, 0), coinbase2.vout[0].value,
+                           coinbase2.vout[0].script_pubkey)
+    pooled = builder.spend(pool_spent, fee=FEE)
+    assert node.rpc("sendrawtransaction", pooled.serialize().hex()) == pooled.txid_hex
     _state = {"node": node, "spend": spend, "spent": spent, "block": block,
-              "hashes": hashes + [block.hash_hex]}
+              "hashes": hashes + [block.hash_hex], "pooled": pooled, "pool_spent": pool_spent}
     return _state
 
 
@@ -116,6 +138,7 @@ class RESTNodeTests(SynchronousTestCase):
         s = chain()
         self.node, self.spend, self.spent, self.block = s["node"], s["spend"], s["spent"], s["block"]
         self.hashes = s["hashes"]
+        self.pooled, self.pool_spent = s["pooled"], s["pool_spent"]
 
     def get(self, path: str, method: str = "GET"):
         return _rest(self.node, path, method)
@@ -204,6 +227,54 @@ class RESTNodeTests(SynchronousTestCase):
         self.assertEqual(Transaction.deserialize(self.get("/rest/tx/%s.bin" % txid)[2]).txid,
                          self.spend.txid)
 
+    def test_mempool_tx(self):
+        txid = self.pooled.txid_hex
+        for name, path in (("rest_34_tx_mempool_json", "tx/%s.json"),
+                           ("rest_35_tx_mempool_hex", "tx/%s.hex"),
+                           ("rest_36_tx_mempool_bin", "tx/%s.bin")):
+            status, headers, body = self.get("/rest/" + path % txid)
+            self.assert_like_reference(name, status, headers, body)
+        got = json.loads(self.get("/rest/tx/%s.json" % txid)[2])
+        self.assertFalse({"blockhash", "height", "confirmations", "time"} & set(got))
+        self.assertEqual((got["txid"], got["vin"][0]["valueSat"]), (txid, self.pool_spent.value))
+        self.assertEqual(self.get("/rest/tx/%s.hex" % txid)[2],
+                         self.pooled.serialize().hex().encode() + b"\n")
+        self.assertEqual(self.get("/rest/tx/%s.bin" % txid)[2], self.pooled.serialize())
+
+    def test_getutxos_and_the_mempool(self):
+        spent_in_pool = "%s-0" % self.pool_spent.outpoint.txid[::-1].hex()
+        pool_only = "%s-0" % self.pooled.txid_hex
+        for name, path, bitmap, heights in (
+                ("rest_55_getutxos_spent_in_mempool_json", spent_in_pool, "1", [2]),
+                ("rest_58_getutxos_spent_in_mempool_cm_json", "checkmempool/" + spent_in_pool,
+                 "0", []),
+                ("rest_61_getutxos_mempool_only_json", pool_only, "0", []),
+                ("rest_64_getutxos_mempool_only_cm_json", "checkmempool/" + pool_only, "1",
+                 [0x7FFFFFFF])):
+            status, headers, body = self.get("/rest/getutxos/%s.json" % path)
+            self.assert_like_reference(name, status, headers, body)
+            got = json.loads(body)
+            self.assertEqual((got["bitmap"], [u["height"] for u in got["utxos"]]),
+                             (bitmap, heights), name)
+        for name, path in (("rest_56_getutxos_spent_in_mempool_hex", spent_in_pool + ".hex"),
+                           ("rest_57_getutxos_spent_in_mempool_bin", spent_in_pool + ".bin"),
+                           ("rest_59_getutxos_spent_in_mempool_cm_hex",
+                            "checkmempool/" + spent_in_pool + ".hex"),
+                           ("rest_60_getutxos_spent_in_mempool_cm_bin",
+                            "checkmempool/" + spent_in_pool + ".bin"),
+                           ("rest_62_getutxos_mempool_only_hex", pool_only + ".hex"),
+                           ("rest_63_getutxos_mempool_only_bin", pool_only + ".bin"),
+                           ("rest_65_getutxos_mempool_only_cm_hex",
+                            "checkmempool/" + pool_only + ".hex"),
+                           ("rest_66_getutxos_mempool_only_cm_bin",
+                            "checkmempool/" + pool_only + ".bin")):
+            status, headers, body = self.get("/rest/getutxos/" + path)
+            self.assert_like_reference(name, status, headers, body)
+        # bin: height, tip, bitmap vector, then the pool coin: txvers, 0x7FFFFFFF, output.
+        body = self.get("/rest/getutxos/checkmempool/%s.bin" % pool_only)[2]
+        self.assertEqual(body[36:47], b"\x01\x01\x01" + (1).to_bytes(4, "little")
+                         + (0x7FFFFFFF).to_bytes(4, "little"))
+
     def test_fully_spent_tx_without_txindex_is_not_found(self):
         # Core without -txindex: only transactions with an unspent output are found (spec rule 1).
         txid = self.spent.outpoint.txid[::-1].hex()
@@ -267,10 +338,14 @@ class RESTNodeTests(SynchronousTestCase):
                            ("rest_95_unknown_path_rest_slash", "")):
             status, headers, body = self.get("/rest/" + path)
             self.assert_like_reference(name, status, headers, body)
-        self.assertEqual(self.get("/rest/mempool/info.json")[2],
-                         b'{"size":0,"bytes":0,"usage":0,"maxmempool":300000000,'
-                         b'"mempoolminfee":0.00001000,"minrelaytxfee":0.00001000}\n')
-        self.assertEqual(self.get("/rest/mempool/contents.json")[::2], (200, b"{}\n"))
+        # The same objects as the RPCs, with the chain's mempool transaction in them.
+        info = json.loads(self.get("/rest/mempool/info.json")[2])
+        self.assertEqual(info, self.node.rpc("getmempoolinfo"))
+        self.assertEqual((info["size"], info["bytes"], info["maxmempool"]),
+                         (1, self.pooled.size, 300000000))
+        contents = json.loads(self.get("/rest/mempool/contents.json")[2])
+        self.assertEqual(contents, self.node.rpc("getrawmempool", True))
+        self.assertEqual(list(contents), [self.pooled.txid_hex])
         # Quirks not copied: prefix matching and POST answering 200.
         self.assertEqual(self.get("/rest/chaininfoXYZ.json")[::2], (404, b""))
         self.assertEqual(self.get("/rest/chaininfo.json", method="POST")[0], 405)
