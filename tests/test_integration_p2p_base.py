@@ -14,11 +14,9 @@ from typing import Any, Callable, Dict, List, Optional
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin import __version__
+from coin.consensus.errors import REJECT_DUPLICATE, REJECT_MALFORMED, REJECT_OBSOLETE
 from coin.p2p.messages import (
     NODE_NETWORK,
-    REJECT_DUPLICATE,
-    REJECT_MALFORMED,
-    REJECT_OBSOLETE,
     AddrMessage,
     GetAddrMessage,
     PingMessage,

@@ -10,13 +10,13 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
+from coin.consensus.errors import REJECT_INVALID
 from coin.chainparams import REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.mining.assembler import create_coinbase, solve
 from coin.p2p.messages import (
     MSG_BLOCK,
     MSG_TX,
-    REJECT_INVALID,
     BlockMessage,
     FeeFilterMessage,
     GetBlocksMessage,

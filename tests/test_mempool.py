@@ -18,13 +18,14 @@ from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE
 from coin.consensus.errors import ValidationError
 from coin.mempool.accept import MissingInputs, PoolPolicy, accept_to_mempool
 from coin.mempool.persist import (
-    MempoolFileError, parse_pool, read_pool_file, serialize_pool, write_pool_file,
+    MempoolFileError, parse_pool, read_pool_file, serialize_pool,
 )
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool, entry_usage
 from coin.mempool.service import MempoolService
 from coin.mining.selection import COINBASE_RESERVED_SIZE, select_transactions
 from coin.primitives.transaction import Transaction
+from coin.storage.atomicfile import write_file_atomic
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
 
 from .rpcchain import TIP_HEIGHT, prepared_chain
@@ -331,7 +332,7 @@ class PersistTests(PoolTestCase):
         self.pool.prioritise(txs[1].txid, 777)
         self.pool.prioritise(b"\x42" * 32, -5)  # a delta for a transaction not in the pool
         path = os.path.join(self.mktemp() + "-mempool.dat")
-        write_pool_file(serialize_pool(self.pool), path)
+        write_file_atomic(path, serialize_pool(self.pool))
         saved = read_pool_file(path)
         self.assertEqual([(e.tx, e.time, e.fee_delta) for e in saved.entries],
                          [(txs[0], NOW, 0), (txs[1], NOW, 777), (txs[2], NOW, 0)])

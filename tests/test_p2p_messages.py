@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
+from coin.consensus.errors import REJECT_INVALID, REJECT_MALFORMED
 from coin.chainparams import MAIN, REGTEST, TEST
 from coin.p2p.messages import (
     HEADER_SIZE,
@@ -22,8 +23,6 @@ from coin.p2p.messages import (
     MSG_TX,
     NODE_NETWORK,
     PROTOCOL_VERSION,
-    REJECT_INVALID,
-    REJECT_MALFORMED,
     AddrMessage,
     BadChecksum,
     BlockMessage,

@@ -9,6 +9,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
+from coin.consensus.errors import REJECT_DUPLICATE, REJECT_MALFORMED, REJECT_OBSOLETE
 from coin.chainparams import REGTEST
 from coin.p2p.banman import REASON_NODE_MISBEHAVING, parse_subnet
 from coin.p2p.connman import (
@@ -24,9 +25,6 @@ from coin.p2p.messages import (
     MAX_PROTOCOL_MESSAGE_LENGTH,
     NODE_NETWORK,
     PROTOCOL_VERSION,
-    REJECT_DUPLICATE,
-    REJECT_MALFORMED,
-    REJECT_OBSOLETE,
     AddrMessage,
     FeeFilterMessage,
     GetAddrMessage,

@@ -54,10 +54,10 @@ from __future__ import annotations
 import bisect
 import hashlib
 import math
-import os
 import struct
-import tempfile
 from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from coin.storage.atomicfile import write_file_atomic
 
 MIN_BUCKET_FEERATE = 1000.0
 MAX_BUCKET_FEERATE = 1e7
@@ -484,22 +484,7 @@ class FeeEstimator:
 
     def save(self, path: str) -> None:
         """Write fee_estimates.dat atomically (a crash leaves the old file or the new one)."""
-        data = self._serialize()
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, temporary = tempfile.mkstemp(prefix=".fee_estimates.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        write_file_atomic(path, self._serialize())
 
     def load(self, path: str) -> bool:
         """Replace the history with a saved one; False, with nothing changed, if it is unusable.

@@ -3,13 +3,12 @@
 Layout (little endian): uint64 version (1), uint64 count, then per entry the
 serialized transaction, int64 entry time and int64 fee delta; then the fee
 deltas of transactions not in the pool as a map (CompactSize count, then
-32-byte txid and int64 delta each).  The file is written to a temporary name,
-fsynced and renamed, so a crash leaves the old file or the new one.
+
+
 """
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List, NamedTuple
 
 from coin.mempool.pool import Mempool
@@ -51,21 +50,6 @@ def serialize_pool(pool: Mempool) -> bytes:
     for txid, delta in deltas.items():
         parts.append(txid + i64(delta))
     return b"".join(parts)
-
-
-def write_pool_file(data: bytes, path: str) -> None:
-    """Replace ``path`` with ``data`` atomically (temporary file, fsync, rename)."""
-    tmp = path + ".new"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    directory = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def parse_pool(data: bytes) -> SavedPool:

@@ -24,10 +24,11 @@ from coin.mempool.accept import (
 )
 from coin.mempool.estimator import FeeEstimator
 from coin.mempool.persist import (
-    FILE_NAME, MempoolFileError, SavedPool, read_pool_file, serialize_pool, write_pool_file,
+    FILE_NAME, MempoolFileError, SavedPool, read_pool_file, serialize_pool,
 )
 from coin.mempool.pool import REMOVED_REORG, Mempool, MempoolEntry
 from coin.primitives.transaction import Transaction
+from coin.storage.atomicfile import write_file_atomic
 
 log = Logger()
 
@@ -174,7 +175,7 @@ class MempoolService(service.Service):
         return os.path.join(self._datadir, FILE_NAME)
 
     def _dump(self) -> None:
-        write_pool_file(serialize_pool(self.pool), self._path())
+        write_file_atomic(self._path(), serialize_pool(self.pool))
 
     def _load_on_worker(self, chainstate: ChainState) -> None:
         path = self._path()

@@ -18,6 +18,8 @@ from typing import Callable, Dict, List, Optional, Union
 
 from twisted.logger import Logger
 
+from coin.storage.atomicfile import write_file_atomic
+
 log = Logger()
 
 FILE_NAME = "banlist.json"
@@ -249,10 +251,5 @@ class BanMan:
 
 
 def write_json_atomic(path: str, data: object) -> None:
-    """Write ``data`` as JSON to ``path`` so a crash leaves the old or the new file."""
-    temporary = path + ".new"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(data, f, separators=(",", ":"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    """Write ``data`` as compact JSON to ``path`` so a crash leaves the old or the new file."""
+    write_file_atomic(path, json.dumps(data, separators=(",", ":")).encode("utf-8"))

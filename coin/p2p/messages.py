@@ -55,6 +55,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, Union
 
+from coin.consensus.errors import REJECT_MALFORMED
 from coin.p2p.netaddr import NetAddress
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.serialize import (
@@ -129,17 +130,6 @@ MSG_DSTX = 16
 MSG_GOVERNANCE_OBJECT = 17
 MSG_GOVERNANCE_OBJECT_VOTE = 18
 MSG_MASTERNODE_VERIFY = 19
-
-# -- reject codes -----------------------------------------------------------------------
-
-REJECT_MALFORMED = 0x01
-REJECT_INVALID = 0x10
-REJECT_OBSOLETE = 0x11
-REJECT_DUPLICATE = 0x12
-REJECT_NONSTANDARD = 0x40
-REJECT_DUST = 0x41
-REJECT_INSUFFICIENTFEE = 0x42
-REJECT_CHECKPOINT = 0x43
 
 NULL_HASH = b"\x00" * 32
 

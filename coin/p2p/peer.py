@@ -39,6 +39,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from coin.consensus.errors import REJECT_DUPLICATE, REJECT_MALFORMED, REJECT_OBSOLETE
 from coin.p2p.banman import normalize_ip
 from coin.p2p.messages import (
     FEEFILTER_VERSION,
@@ -48,9 +49,6 @@ from coin.p2p.messages import (
     MIN_PEER_PROTO_VERSION,
     NODE_NETWORK,
     PROTOCOL_VERSION,
-    REJECT_DUPLICATE,
-    REJECT_MALFORMED,
-    REJECT_OBSOLETE,
     SENDHEADERS_VERSION,
     AddrMessage,
     FeeFilterMessage,
