@@ -3,8 +3,8 @@
 Layout (little endian): uint64 version (1), uint64 count, then per entry the
 serialized transaction, int64 entry time and int64 fee delta; then the fee
 deltas of transactions not in the pool as a map (CompactSize count, then
-
-
+32-byte txid and int64 delta each).  The service writes it with
+:func:`coin.storage.atomicfile.write_file_atomic`.
 """
 
 from __future__ import annotations
