@@ -20,6 +20,7 @@ from coin.primitives.hashes import hash160
 from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 from coin.wallet.crypter import WrongPassphrase
+from coin.wallet import keystore
 from coin.wallet.keystore import WalletLocked
 from coin.wallet.service import WalletLoadError, WalletService
 from coin.wallet.spend import FeePolicy, Recipient, SpendError, create_transaction
@@ -179,3 +180,17 @@ class EncryptionTests(WalletTestCase):
         self.wallet.keys.lock()
         self.assertRaises(WrongPassphrase, self.wallet.keys.unlock, b"correct horse")
         self.wallet.keys.unlock(b"new one")
+
+
+class OwnershipTests(WalletTestCase):
+    def test_p2pkh_fast_path_and_bounded_cache(self):
+        keys = self.wallet.keys
+        mine = self.receive_script()
+        watched = p2pkh_script(b"\x09" * 20)
+        keys.add_watch(watched)
+        self.assertEqual([keys.is_mine(s) for s in (mine, watched, ELSEWHERE)], [2, 1, 0])
+        self.patch(keystore, "MAX_NOT_MINE_CACHE", 3)
+        for i in range(10):
+            self.assertEqual(keys.is_mine(p2pkh_script(bytes((0x40 + i,)) * 20)), 0)
+            self.assertLessEqual(len(keys._not_mine_cache), 3)
+        self.assertEqual(keys.is_mine(mine), 2)

@@ -33,6 +33,10 @@ ISMINE_SPENDABLE = 2
 ISMINE_ALL = ISMINE_WATCH_ONLY | ISMINE_SPENDABLE
 
 DEFAULT_KEYPOOL_SIZE = 1000
+#: Entries of the "not mine" answer cache before it starts over.
+MAX_NOT_MINE_CACHE = 100_000
+_P2PKH_HEAD = bytes((0x76, 0xA9, 0x14))   # OP_DUP OP_HASH160 <20>
+_P2PKH_TAIL = bytes((0x88, 0xAC))         # OP_EQUALVERIFY OP_CHECKSIG
 
 
 class WalletLocked(Exception):
@@ -320,10 +324,20 @@ class KeyStore:
             if cached == ISMINE_SPENDABLE:
                 self._mine_cache[script_pubkey] = cached
             else:
+                # Every output script of every block passes here: keep this cache bounded.
+                if len(self._not_mine_cache) >= MAX_NOT_MINE_CACHE:
+                    self._not_mine_cache.clear()
                 self._not_mine_cache[script_pubkey] = cached
         return cached
 
     def _is_mine(self, script_pubkey: bytes, depth: int) -> int:
+        if (len(script_pubkey) == 25 and script_pubkey[:3] == _P2PKH_HEAD
+                and script_pubkey[23:] == _P2PKH_TAIL):
+            # The common case, without the general solver (block connect runs this per output).
+            pubkey = self.by_hash.get(script_pubkey[3:23])
+            if pubkey is not None and self.have_secret(pubkey):
+                return ISMINE_SPENDABLE
+            return ISMINE_WATCH_ONLY if script_pubkey in self.watch else ISMINE_NO
         kind, solutions = solve(script_pubkey)
         spendable = False
         if kind == TX_PUBKEY:
