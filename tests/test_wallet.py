@@ -194,3 +194,22 @@ class OwnershipTests(WalletTestCase):
             self.assertEqual(keys.is_mine(p2pkh_script(bytes((0x40 + i,)) * 20)), 0)
             self.assertLessEqual(len(keys._not_mine_cache), 3)
         self.assertEqual(keys.is_mine(mine), 2)
+
+
+class BestBlockTests(WalletTestCase):
+    def saved_best(self) -> bytes:
+        meta = {row["name"]: row["value"] for row in self.wallet.db.load()["meta"]}
+        return meta["best_block"]
+
+    def test_unrelated_blocks_are_saved_lazily_and_at_close(self):
+        start = self.saved_best()
+        self.builder.mine(5)  # pays the builder's key, not the wallet
+        self.assertEqual(self.wallet.best_block, self.chainstate.tip.hash)
+        self.assertEqual(self.saved_best(), start)
+        self.mine_to_wallet(1)  # a block that concerns the wallet is saved at once
+        self.assertEqual(self.saved_best(), self.chainstate.tip.hash)
+        self.builder.script_pubkey = ELSEWHERE
+        self.builder.mine(2)
+        self.service.unload("")
+        again = self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertEqual(again.best_block, self.chainstate.tip.hash)

@@ -29,6 +29,8 @@ from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, KeySto
 
 Outpoint = Tuple[bytes, int]
 
+#: Blocks that do not concern the wallet are recorded as its best block every this many.
+BEST_BLOCK_SAVE_INTERVAL = 144
 #: Address-book purposes (Core's).
 PURPOSE_RECEIVE = "receive"
 PURPOSE_SEND = "send"
@@ -112,6 +114,7 @@ class Wallet:
         #: settxfee's rate in base units per kB (0: estimate).
         self.pay_tx_fee = 0
         self.best_block: Optional[bytes] = None
+        self._unsaved_blocks = 0
         self._next_order = 0
         self._addresses: Dict[bytes, Optional[str]] = {}
 
@@ -154,6 +157,8 @@ class Wallet:
 
     def close(self) -> None:
         with self.lock:
+            if self._unsaved_blocks:
+                self._save_best_block()
             self.db.close()
 
     # ------------------------------------------------------------------ ownership
@@ -231,11 +236,16 @@ class Wallet:
         """A block joined the active chain (called on the validation worker)."""
         block_hash = block.hash
         with self.lock, self.db.batch():
+            involved = False
             for index, tx in enumerate(block.txs):
-                self.sync_transaction(tx, BlockRef(block_hash, height, index))
+                involved |= self.sync_transaction(tx, BlockRef(block_hash, height, index))
                 self._mark_conflicts(tx, BlockRef(block_hash, height, index))
             self.best_block = block_hash
-            self.db.put_meta("best_block", block_hash)
+            # Blocks that do not concern the wallet need no write each: a wallet reopened
+            # behind the chain rescans from the block it saved (close() saves the last one).
+            self._unsaved_blocks += 1
+            if involved or self._unsaved_blocks >= BEST_BLOCK_SAVE_INTERVAL:
+                self._save_best_block()
 
     def _mark_conflicts(self, tx: Transaction, where: BlockRef) -> None:
         """Wallet transactions double-spending ``tx``'s inputs, and their descendants."""
@@ -267,12 +277,17 @@ class Wallet:
                 if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
                     wtx.conflict_block = None
             self.best_block = block.header.prev_hash
-            self.db.put_meta("best_block", self.best_block)
+            self._save_best_block()
 
     def mark_best_block(self, block_hash: bytes) -> None:
         with self.lock:
             self.best_block = block_hash
-            self.db.put_meta("best_block", block_hash)
+            self._save_best_block()
+
+    def _save_best_block(self) -> None:
+        if self.best_block is not None:
+            self.db.put_meta("best_block", self.best_block)
+        self._unsaved_blocks = 0
 
     def transaction_added_to_mempool(self, tx: Transaction) -> None:
         self.sync_transaction(tx, None)
