@@ -194,12 +194,12 @@ class Mempool:
             return entry.txid if entry is not None else None
 
     def txids(self) -> List[bytes]:
-        """Pool txids, highest descendant score first (Core's getrawmempool order differs
-        only among equals; this one is stable)."""
+        """Pool txids in the order they entered (Core leaves getrawmempool's order undefined)."""
         with self.lock:
             return [e.txid for e in self.sorted_entries()]
 
     def sorted_entries(self) -> List[MempoolEntry]:
+        """Entries in the order they entered, so parents come before children."""
         with self.lock:
             return sorted(self.entries.values(), key=lambda e: e.sequence)
 
