@@ -325,6 +325,21 @@ class SelectionTests(PoolTestCase):
 
 
 class PersistTests(PoolTestCase):
+    def test_saved_parents_first_after_a_reorg(self):
+        # The parent returns from a disconnected block after its child entered the pool.
+        self.follow_chain()
+        parent, child = self.chain_of(self.coinbase(1), 2)
+        block = self.builder.mine(1, txs=[parent])[0]
+        self.accept(child)
+        self.chainstate.invalidate_block(block.hash)
+        self.assertLess(self.pool.get(child.txid).sequence, self.pool.get(parent.txid).sequence)
+        saved = parse_pool(serialize_pool(self.pool))
+        self.assertEqual([e.tx.txid for e in saved.entries], [parent.txid, child.txid])
+        fresh = Mempool(now=lambda: self.now)
+        for item in saved.entries:  # what loading does: each accepted in file order
+            accept_to_mempool(self.chainstate, fresh, item.tx, self.policy, now=self.now)
+        self.assertEqual(set(fresh.entries), {parent.txid, child.txid})
+
     def test_round_trip(self):
         txs = self.chain_of(self.coinbase(1), 3)
         for tx in txs:

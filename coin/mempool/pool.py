@@ -194,14 +194,18 @@ class Mempool:
             return entry.txid if entry is not None else None
 
     def txids(self) -> List[bytes]:
-        """Pool txids in the order they entered (Core leaves getrawmempool's order undefined)."""
+        """Pool txids, parents first (Core leaves getrawmempool's order undefined)."""
         with self.lock:
             return [e.txid for e in self.sorted_entries()]
 
     def sorted_entries(self) -> List[MempoolEntry]:
-        """Entries in the order they entered, so parents come before children."""
+        """Entries with parents before children (fewer ancestors first), then by arrival.
+
+        Arrival alone is not enough: a transaction returning from a disconnected
+        block arrives after its pool children.  mempool.dat is written in this order.
+        """
         with self.lock:
-            return sorted(self.entries.values(), key=lambda e: e.sequence)
+            return sorted(self.entries.values(), key=lambda e: (e.count_with_ancestors, e.sequence))
 
     def calculate_descendants(self, entry: MempoolEntry) -> Set[MempoolEntry]:
         """``entry`` and everything below it in the pool."""
