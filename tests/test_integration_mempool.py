@@ -907,9 +907,10 @@ class PersistenceTests(NodeTestCase):
         self.assertIsNone(rpc(node, "savemempool"))
         with open(path, "rb") as f:
             saved = parse_pool(f.read())
+        # Parents first (fewer in-pool ancestors), then arrival order.
         self.assertEqual([(e.tx.txid_hex, e.fee_delta) for e in saved.entries],
-                         [(parent.txid_hex, 0), (child.txid_hex, 0), (other.txid_hex, 12_345),
-                          (old.txid_hex, 0)])
+                         [(parent.txid_hex, 0), (other.txid_hex, 12_345), (old.txid_hex, 0),
+                          (child.txid_hex, 0)])
         self.assertEqual(saved.deltas, {unseen.txid: 5000})
 
         # Across a restart: the same entries (time, height, fees, deltas, family), less the expired.
