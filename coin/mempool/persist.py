@@ -36,7 +36,7 @@ class SavedPool(NamedTuple):
 
 
 def serialize_pool(pool: Mempool) -> bytes:
-    """The pool's bytes, in entry order (parents before children)."""
+    """The pool's bytes, parents before children (Mempool.sorted_entries)."""
     with pool.lock:
         entries = pool.sorted_entries()
         deltas = dict(pool.deltas)
