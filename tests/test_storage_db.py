@@ -101,6 +101,20 @@ class SchemaTests(SynchronousTestCase):
         error = self.assertRaises(SchemaError, ChainStore(path, REGTEST).open)
         self.assertIn("not a coin chain-state database", str(error))
 
+    def test_datadir_is_used_literally(self) -> None:
+        # A "sqlite:///" URL string would percent-decode the path and cut it at "?":
+        # -datadir=/x/pct%41 used to open /x/pctA/chainstate.sqlite.
+        base = os.path.abspath(self.mktemp())
+        for name in ("pct%41", "q?uery=1", "frag#ment", "%2e%2e"):
+            path = os.path.join(base, name, "d")
+            store = open_store(self, path)
+            with store.engine.connect() as conn:
+                files = [row[2] for row in conn.exec_driver_sql("PRAGMA database_list")]
+            self.assertEqual(files, [store.db_path])
+            self.assertTrue(os.path.isfile(store.db_path))
+        self.assertEqual(sorted(os.listdir(base)), ["%2e%2e", "frag#ment", "pct%41", "q?uery=1"])
+        self.assertEqual(os.listdir(os.path.dirname(base)), [os.path.basename(base)])
+
 
 class IndexAndStateTests(SynchronousTestCase):
 

@@ -27,8 +27,15 @@ _alembic_version = Table("alembic_version", MetaData(),
                          Column("version_num", String(32), primary_key=True))
 
 
-def create_engine(url: str) -> Engine:
-    """An engine for ``url`` with our per-connection settings installed."""
+def create_engine(path: str) -> Engine:
+    """An engine for the SQLite file at exactly ``path``, with our per-connection settings.
+
+    The URL is built from its parts, never parsed from a string: a parsed
+    ``sqlite:///`` URL percent-decodes the path and cuts it at ``?``, so
+    ``/x/pct%41`` would open ``/x/pctA`` and a wallet named ``%2e%2e/...`` would
+    leave its directory.
+    """
+    url = sqlalchemy.engine.URL.create("sqlite", database=os.path.abspath(path))
     engine = sqlalchemy.create_engine(url)
     configure_engine(engine)
     return engine
@@ -39,7 +46,7 @@ def open_database(path: str) -> Engine:
     if not os.path.exists(path):
         # SQLite gives its -wal and -shm files the main file's permissions.
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    engine = create_engine("sqlite:///" + os.path.abspath(path))
+    engine = create_engine(path)
     try:
         ensure_schema(engine, path)
     except BaseException:

@@ -118,7 +118,7 @@ class WalletDB:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             created = True
-        engine = create_engine("sqlite:///" + os.path.abspath(self.path))
+        engine = create_engine(os.path.abspath(self.path))
         event.listen(engine, "connect", _secure_delete)
         try:
             with engine.begin() as conn:

@@ -2,11 +2,11 @@
 
 At run time :func:`coin.storage.database.open_database` passes its open
 connection in ``config.attributes["connection"]``.  For writing a new revision,
-point Alembic at a scratch database instead, e.g.::
+point Alembic at a scratch database file instead (a path, never a URL string), e.g.::
 
     cfg = alembic.config.Config()
     cfg.set_main_option("script_location", coin.storage.database.MIGRATIONS_DIR)
-    cfg.set_main_option("sqlalchemy.url", "sqlite:////tmp/scratch.sqlite")
+    cfg.attributes["path"] = "/tmp/scratch.sqlite"
     alembic.command.upgrade(cfg, "head")
     alembic.command.revision(cfg, "what changed", autogenerate=True)
 
@@ -36,7 +36,7 @@ _connection = config.attributes.get("connection")
 if _connection is not None:
     _run(_connection)
 else:
-    _engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    _engine = create_engine(config.attributes["path"])
     try:
         with _engine.connect() as _conn:
             _run(_conn)
