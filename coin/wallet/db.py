@@ -3,7 +3,10 @@
 The wallet keeps its state in memory and writes every change through here in
 one transaction per operation (:meth:`WalletDB.batch`), so the file is always a
 consistent snapshot and can be copied or backed up (``backupwallet`` uses
-SQLite's online backup).  The file and its WAL are created 0600.
+SQLite's online backup).  The file and its WAL are created 0600.  Only a file
+created here is ever initialised: an existing file that is not a coin wallet is
+refused unwritten.  A loaded wallet holds an exclusive ``flock`` on its file, so
+no other wallet or node can open it meanwhile.
 
 Tables: ``meta`` (format version, HD seed and chain counters, master key, best
 block), ``keys`` (public key -> secret, encrypted secret, HD path), ``scripts``
@@ -14,10 +17,13 @@ transaction with where it was mined).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
+import stat
+import tempfile
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from sqlalchemy import (
     BigInteger, Boolean, Column, Integer, LargeBinary, MetaData, String, Table, delete, event,
@@ -88,47 +94,110 @@ def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
 
 
 class WalletFileError(Exception):
-    """The file is not a wallet, is damaged, or is from a newer version."""
+    """The file is not a wallet, is damaged, is in use, or is from a newer version."""
+
+
+#: What every wallet file starts with: SQLite's magic; bytes 18 and 19 are 2 in WAL mode.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+#: The files SQLite keeps beside a database (a backup must never land on one of a wallet's).
+COMPANION_SUFFIXES = ("", "-wal", "-shm", "-journal")
+#: Pages copied per step of a backup; a stop request is honoured between steps.
+BACKUP_STEP_PAGES = 256
+
+
+def _opened_regular(path: str) -> int:
+    """A read-only descriptor of the regular file ``path`` (not a symlink, FIFO or device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WalletFileError("%s is not a regular file" % path)
+    return fd
 
 
 class WalletDB:
-    """The open database of one wallet."""
+    """The open database of one wallet; ``path`` is the file's real path."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._engine: Optional[Engine] = None
         self._conn: Optional[Connection] = None
         self._statements: Dict[str, Any] = {}
+        #: Held open with an exclusive flock while the wallet is loaded (one owner per file).
+        self._lock_fd: Optional[int] = None
 
     # ------------------------------------------------------------------ life cycle
 
-    @staticmethod
-    def exists(path: str) -> bool:
-        return os.path.isfile(path)
-
     def open(self, create: bool) -> bool:
-        """Open (or create) the file; returns True when it was created.
+        """Open the file, or create it when ``create`` and it does not exist; True if created.
 
-        Raises :class:`WalletFileError` for a file that is not a wallet of ours.
+        Only a file created here gets a schema; an existing file must already be a
+        coin wallet (SQLite in WAL mode with our tables), else it is refused before
+        SQLite touches it (opening an empty file in WAL mode would write to it).
+        Raises :class:`WalletFileError`, also for a file another process has loaded.
         """
         created = False
-        if not os.path.exists(self.path):
-            if not create:
-                raise WalletFileError("%s does not exist" % self.path)
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        if create and not os.path.lexists(self.path):
+            self._create()
             created = True
-        engine = create_engine(os.path.abspath(self.path))
+        self._lock()
+        try:
+            self._engine = self._checked_engine()
+        except BaseException:
+            self._unlock()
+            raise
+        return created
+
+    def _create(self) -> None:
+        """Build an empty wallet beside ``path`` and link it in: never half-made, never over a file."""
+        directory = os.path.dirname(self.path)
+        fd, temporary = tempfile.mkstemp(prefix=".new-wallet-", dir=directory)  # 0600
+        os.close(fd)
+        try:
+            engine = create_engine(temporary)
+            try:
+                with engine.begin() as conn:
+                    metadata.create_all(conn)
+                    conn.execute(meta.insert(), [{"name": "format",
+                                                  "value": b"%d" % WALLET_FORMAT_VERSION}])
+            finally:
+                engine.dispose()  # checkpoints and removes the temporary -wal and -shm
+            try:
+                os.link(temporary, self.path)  # fails if anything appeared at path meanwhile
+            except FileExistsError:
+                raise WalletFileError("%s already exists" % self.path) from None
+        finally:
+            os.unlink(temporary)
+
+    def _lock(self) -> None:
+        try:
+            fd = _opened_regular(self.path)
+        except OSError as e:
+            raise WalletFileError("%s cannot be opened: %s" % (self.path, e.strerror)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise WalletFileError("%s is in use by another wallet or process" % self.path) from None
+        self._lock_fd = fd
+        header = os.pread(fd, _HEADER_SIZE, 0)
+        if len(header) < _HEADER_SIZE or not header.startswith(_SQLITE_MAGIC) \
+                or header[18:20] != b"\x02\x02":
+            self._unlock()
+            raise WalletFileError("%s is not a coin wallet" % self.path)
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # after the engine: closing drops this process's locks
+            self._lock_fd = None
+
+    def _checked_engine(self) -> Engine:
+        engine = create_engine(self.path)
         event.listen(engine, "connect", _secure_delete)
         try:
             with engine.begin() as conn:
                 tables = set(inspect(conn).get_table_names())
-                if not tables:
-                    metadata.create_all(conn)
-                    conn.execute(meta.insert(), [{"name": "format",
-                                                  "value": b"%d" % WALLET_FORMAT_VERSION}])
-                    created = True
-                elif not {t.name for t in metadata.sorted_tables} <= tables:
+                if not {t.name for t in metadata.sorted_tables} <= tables:
                     raise WalletFileError("%s is not a coin wallet" % self.path)
                 version = conn.execute(select(meta.c.value).where(meta.c.name == "format")
                                        ).scalar()
@@ -140,13 +209,13 @@ class WalletDB:
         except Exception as e:
             engine.dispose()
             raise WalletFileError("%s is not a readable wallet: %s" % (self.path, e)) from None
-        self._engine = engine
-        return created
+        return engine
 
     def close(self) -> None:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        self._unlock()
 
     @contextmanager
     def batch(self) -> Iterator[Connection]:
@@ -175,23 +244,37 @@ class WalletDB:
         finally:
             raw.close()
 
-    def backup(self, destination: str) -> None:
-        """A consistent copy of the open database at ``destination`` (0600)."""
-        if os.path.isdir(destination):
-            destination = os.path.join(destination, os.path.basename(self.path))
-        if os.path.exists(destination) and os.path.samefile(destination, self.path):
-            # Truncating the destination would destroy the wallet itself (Core refuses too).
-            raise OSError("cannot backup to wallet source file %s" % destination)
-        os.close(os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        source = sqlite3.connect(self.path)
+    def backup(self, destination: str, stopping: Callable[[], bool]) -> None:
+        """A consistent copy of the open database at the file ``destination`` (0600).
+
+        The copy is written to a new file beside ``destination`` and renamed over
+        it when complete: nothing else's lock can stall it, and an older backup
+        stays whole until then.  ``stopping()`` is asked between steps (shutdown);
+        when true the copy is abandoned.  The caller has checked the destination.
+        """
+        directory, base = os.path.split(destination)
+        fd, temporary = tempfile.mkstemp(prefix="." + base[:64] + ".", suffix=".tmp",
+                                         dir=directory)  # 0600
+        os.close(fd)
+
+        def step(status: int, remaining: int, total: int) -> None:
+            if stopping():
+                raise OSError("backup abandoned: the node is shutting down")
+
         try:
-            target = sqlite3.connect(destination)
+            source = sqlite3.connect(self.path)
             try:
-                source.backup(target)
+                target = sqlite3.connect(temporary)
+                try:
+                    source.backup(target, pages=BACKUP_STEP_PAGES, progress=step)
+                finally:
+                    target.close()
             finally:
-                target.close()
-        finally:
-            source.close()
+                source.close()
+            os.replace(temporary, destination)
+        except BaseException:
+            os.unlink(temporary)
+            raise
 
     # ------------------------------------------------------------------ reads
 

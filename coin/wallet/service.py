@@ -2,7 +2,9 @@
 
 Each wallet is one SQLite file: the default (empty-named) wallet is
 ``<walletdir>/wallet.dat``, wallet ``w2`` is ``<walletdir>/w2/wallet.dat``;
-``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``.  Loaded
+``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``.  A name
+becomes a path in one place, :func:`resolve_wallet_path`, which resolves
+symlinks and refuses anything that lands outside the wallet directory.  Loaded
 wallets follow the chain through a validation worker hook (blocks connected
 and disconnected, in order, before the next submission) and the mempool
 through its acceptance listener.  A wallet behind the chain when it loads is
@@ -12,12 +14,18 @@ the mempool again (a crash between signing and broadcast loses nothing).
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
+import stat
+import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from twisted.application import service
-from twisted.internet.defer import inlineCallbacks
+from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
+from twisted.python.threadpool import ThreadPool
 
 from coin.chain.chainstate import ChainState
 from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent
@@ -25,7 +33,7 @@ from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams
 from coin.mempool.service import MempoolService
 from coin.primitives.transaction import Transaction
-from coin.wallet.db import WalletDB, WalletFileError
+from coin.wallet.db import COMPANION_SUFFIXES, WalletDB, WalletFileError
 from coin.wallet.wallet import Wallet
 
 log = Logger()
@@ -45,7 +53,115 @@ class WalletLoadError(Exception):
 
 
 RPC_WALLET_ERROR = -4
+RPC_INVALID_PARAMETER = -8
 RPC_WALLET_NOT_FOUND = -18
+#: The kernel's limits on one file name and on a whole path (bytes).
+NAME_MAX = 255
+PATH_MAX = 4096
+#: Threads for long wallet file work (backups): never the reactor's shared pool.
+FILE_THREADS = 2
+
+
+class BackupError(Exception):
+    """``backupwallet`` failed; Core gives one message whatever the reason (it is logged)."""
+
+    rpc_code = RPC_WALLET_ERROR
+    message = "Error: Wallet backup failed!"
+
+
+def _invalid_path(name: str, walletdir: str) -> WalletLoadError:
+    return WalletLoadError(
+        RPC_WALLET_ERROR,
+        "Wallet file verification failed: Invalid -wallet path '%s'. -wallet path should "
+        "point to a directory where wallet.dat can be stored, a location where such a "
+        "directory could be created, or (for backwards compatibility) the name of an "
+        "existing data file in -walletdir (%s)" % (name, walletdir))
+
+
+def _load_failed(name: str, reason: str) -> WalletLoadError:
+    """Core's answer when the file system refuses a wallet path."""
+    return WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error loading "
+                           "wallet %s. %s" % (name, reason))
+
+
+def _inside(root: str, path: str) -> bool:
+    return path != root and os.path.commonpath([root, path]) == root
+
+
+def resolve_wallet_path(walletdir: str, name: str) -> str:
+    """The real path of wallet ``name``'s database file, checked to lie inside ``walletdir``.
+
+    The one place a wallet name becomes a path (resolve, then check), so that
+    accepting absolute paths later, as Core 0.17 does, changes only this.  The
+    forms are Core's: a directory (existing, to be created, or a symlink to one)
+    holding wallet.dat, or the name of an existing data file in walletdir.
+    Symlinks are resolved before the check, so none leads out.  Raises
+    WalletLoadError: -8 for a name that is not UTF-8, -4 for a refused path.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WalletLoadError(RPC_INVALID_PARAMETER,
+                              "Invalid wallet name: not a valid UTF-8 string") from None
+    parts = name.split("/") if name else []
+    if "\0" in name or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
+        raise _invalid_path(name, walletdir)
+    root = os.path.realpath(walletdir)
+    named = os.path.join(root, *parts)
+    if any(len(p.encode("utf-8")) > NAME_MAX for p in parts) \
+            or len(os.fsencode(os.path.join(named, WALLET_FILE))) >= PATH_MAX:
+        raise _load_failed(name, os.strerror(errno.ENAMETOOLONG))
+    try:
+        mode: Optional[int] = os.lstat(named).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as e:
+        raise _load_failed(name, e.strerror) from None
+    if mode is not None and stat.S_ISREG(mode):
+        if len(parts) != 1:
+            raise _invalid_path(name, walletdir)
+        path = named  # a data file directly in walletdir (Core's backwards-compatible form)
+    elif mode is None or stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and os.path.isdir(named)):
+        path = os.path.join(named, WALLET_FILE)
+    else:
+        raise _invalid_path(name, walletdir)
+    real = os.path.realpath(path)
+    # A folder called wallet.dat would stand where the default wallet's file belongs.
+    if not _inside(root, real) or WALLET_FILE in os.path.relpath(real, root).split(os.sep)[:-1]:
+        raise _invalid_path(name, walletdir)
+    return real
+
+
+def _make_directories(directory: str) -> None:
+    """Create ``directory`` (a resolved real path) and its missing parents, each 0700."""
+    missing = []
+    walk = directory
+    while not os.path.lexists(walk):
+        missing.append(walk)
+        walk = os.path.dirname(walk)
+    for path in reversed(missing):
+        os.mkdir(path, 0o700)
+    if os.path.realpath(directory) != directory:  # a symlink swapped in meanwhile
+        raise OSError(errno.ELOOP, "%s moved while it was created" % directory)
+
+
+def backup_destination(destination: str, wallet_file: str, protected: List[str]) -> str:
+    """The real path a backup goes to; ValueError for one that would overwrite a wallet.
+
+    Refused: any file of a loaded wallet (``protected``: real paths with their
+    -wal/-shm/-journal), and any existing file named like a wallet's (wallet.dat
+    and its companions), loaded or not, of this node or another.
+    """
+    if "\0" in destination:
+        raise ValueError("destination contains a NUL character")
+    destination.encode("utf-8")  # UnicodeEncodeError (a ValueError) for lone surrogates
+    if os.path.isdir(destination):
+        destination = os.path.join(destination, wallet_file)
+    real = os.path.realpath(destination)
+    if real in protected or (os.path.lexists(real) and os.path.basename(real) in
+                             [WALLET_FILE + suffix for suffix in COMPANION_SUFFIXES]):
+        raise ValueError("%s is a wallet's file" % real)
+    return real
 
 
 class RescanError(Exception):
@@ -61,7 +177,7 @@ class WalletService(service.Service):
 
     def __init__(self, validation: ValidationService, mempool: MempoolService,
                  params: ChainParams, walletdir: str, now: Callable[[], float],
-                 keypool_size: int) -> None:
+                 keypool_size: int, reactor: Any = None) -> None:
         self.validation = validation
         self.mempool = mempool
         self.params = params
@@ -69,22 +185,18 @@ class WalletService(service.Service):
         self._now = now
         self.keypool_size = keypool_size
         self.wallets: Dict[str, Wallet] = {}
+        self._reactor = reactor
+        self._file_pool = ThreadPool(minthreads=0, maxthreads=FILE_THREADS, name="wallet-files")
+        #: Set at shutdown: file work in progress gives up at its next step.
+        self._stopping = threading.Event()
         validation.add_worker_hook(self._chain_events)
         mempool.add_listener(self._transaction_added)
 
     # ------------------------------------------------------------------ paths
 
     def path_of(self, name: str) -> str:
-        """The wallet file for ``name``; WalletLoadError for a name that leaves walletdir."""
-        parts = name.split("/") if name else []
-        if "\0" in name or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
-            raise WalletLoadError(
-                RPC_WALLET_ERROR,
-                "Wallet file verification failed: Invalid -wallet path '%s'. -wallet path should "
-                "point to a directory where wallet.dat can be stored, a location where such a "
-                "directory could be created, or (for backwards compatibility) the name of an "
-                "existing data file in -walletdir (%s)" % (name, self.walletdir))
-        return os.path.join(self.walletdir, *parts, WALLET_FILE)
+        """The real path of wallet ``name``'s file; WalletLoadError for a name that leaves walletdir."""
+        return resolve_wallet_path(self.walletdir, name)
 
     def list_dir(self) -> List[str]:
         """Names of the wallets in walletdir (listwalletdir)."""
@@ -104,16 +216,24 @@ class WalletService(service.Service):
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error "
                                   "loading wallet %s. Duplicate -wallet filename specified." % name)
         path = self.path_of(name)
-        exists = WalletDB.exists(path)
-        if must_create and exists:
+        exists = os.path.lexists(path)
+        if must_create and (exists or os.path.lexists(os.path.join(self.walletdir, name))):
+            # Core: anything at all at the name's path; an existing wallet is never written.
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet %s already exists." % name)
+        if any(loaded.db.path == path for loaded in self.wallets.values()):
+            raise WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error "
+                                  "loading wallet %s. Duplicate -wallet filename specified." % name)
         if not exists and not create:
             raise WalletLoadError(RPC_WALLET_NOT_FOUND, "Wallet %s not found." % name)
         db = WalletDB(path)
         try:
+            if not exists:
+                _make_directories(os.path.dirname(path))
             created = db.open(create=create)
         except WalletFileError as e:
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet loading failed: %s" % e) from None
+        except OSError as e:
+            raise _load_failed(name, e.strerror or str(e)) from None
         pool = self.mempool.pool
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
@@ -147,10 +267,43 @@ class WalletService(service.Service):
         with wallet.lock:
             wallet.close()
 
+    def startService(self) -> None:
+        super().startService()
+        self._file_pool.start()
+
     def stopService(self) -> Any:
+        """Unload every wallet; a backup running now stops at its next step (bounded)."""
         super().stopService()
+        self._stopping.set()
         for name in list(self.wallets):
             self.unload(name)
+        self._file_pool.stop()
+
+    # ------------------------------------------------------------------ files
+
+    def backup(self, wallet: Wallet, destination: str) -> Deferred:
+        """``backupwallet``: copy ``wallet`` to ``destination`` on the file pool.
+
+        Fails with BackupError for a destination that is any loaded wallet's file
+        (compared by real path) or another wallet file (see backup_destination).
+        """
+        protected = [os.path.realpath(loaded.db.path) + suffix
+                     for loaded in self.wallets.values() for suffix in COMPANION_SUFFIXES]
+        reactor = self._reactor
+        if reactor is None:
+            from twisted.internet import reactor
+        return deferToThreadPool(reactor, self._file_pool, self._backup, wallet, destination,
+                                 protected)
+
+    def _backup(self, wallet: Wallet, destination: str, protected: List[str]) -> None:
+        try:
+            target = backup_destination(destination, os.path.basename(wallet.db.path),
+                                        protected)
+            wallet.db.backup(target, self._stopping.is_set)
+        except (OSError, ValueError, sqlite3.Error) as e:
+            log.warn("Backup of wallet {name!r} to {destination!r} failed: {error}",
+                     name=wallet.name, destination=destination, error=e)
+            raise BackupError() from None
 
     # ------------------------------------------------------------------ chain and pool
 

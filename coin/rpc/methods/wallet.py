@@ -256,7 +256,7 @@ async def loadwallet(ctx: RPCContext, filename: str) -> Dict[str, str]:
     service = _service(ctx)
     path = service.path_of(filename)
     directory = os.path.dirname(path)
-    if os.path.isdir(directory) and not os.path.exists(path) and filename:
+    if os.path.isdir(directory) and not os.path.lexists(path) and filename:
         raise RPCError(RPC_WALLET_NOT_FOUND, "Directory %s does not contain a %s file."
                        % (filename, WALLET_FILE))
     wallet = await service.load(filename, create=False)
@@ -359,13 +359,6 @@ def getwalletinfo(ctx: RPCContext) -> Deferred:
     return in_wallet(ctx.wallet, _wallet_info, ctx.wallet)
 
 
-def _backup(wallet: Wallet, destination: str) -> None:
-    try:
-        wallet.db.backup(destination)
-    except Exception:
-        raise RPCError(RPC_WALLET_ERROR, "Error: Wallet backup failed!") from None
-
-
 @rpc_method(
     "backupwallet", category="wallet", needs_wallet=True,
     args=[Arg("destination", STR, help="The destination directory or file")],
@@ -375,7 +368,7 @@ def _backup(wallet: Wallet, destination: str) -> None:
               + example_rpc("backupwallet", '"backup.dat"')))
 def backupwallet(ctx: RPCContext, destination: str) -> Deferred:
     # SQLite's online backup copies one consistent snapshot; no need to stop the wallet.
-    return deferToThread(_backup, ctx.wallet, destination).addCallback(lambda _: None)
+    return _service(ctx).backup(ctx.wallet, destination).addCallback(lambda _: None)
 
 
 # ---------------------------------------------------------------------------------- addresses
