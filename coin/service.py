@@ -47,7 +47,9 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
 from coin.views.amounts import AmountError, parse_amount
-from coin.wallet.service import WalletService, default_walletdir
+from coin.wallet.service import (
+    WalletLoadError, WalletService, default_walletdir, duplicate_wallet, resolve_wallet_path,
+)
 
 log = Logger()
 
@@ -153,6 +155,7 @@ class NodeService(service.MultiService):
                 self.methods = load_plugins()
             except Exception as e:
                 raise StartupError("Error loading RPC plugins: %s" % e) from None
+        self._verify_wallets()
         store = ChainStore(self.datadir, self.params,
                            dbcache_mib=max(4, self.config.get_int("dbcache") or 450),
                            max_blockfile_size=(self.config.get_int("blockfilesize")
@@ -203,13 +206,11 @@ class NodeService(service.MultiService):
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
-            if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
-                raise StartupError("Specified -walletdir \"%s\" does not exist"
-                                   % self.config.get("walletdir"))
-            os.makedirs(walletdir, exist_ok=True)
+            os.makedirs(walletdir, mode=0o700, exist_ok=True)
             self.wallets = WalletService(self.validation, self.mempool, self.params, walletdir,
                                          now=self.clock.now,
-                                         keypool_size=max(1, self.config.get_int("keypool")))
+                                         keypool_size=max(1, self.config.get_int("keypool")),
+                                         reactor=self.reactor)
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
@@ -219,6 +220,26 @@ class NodeService(service.MultiService):
         except P2PStartupError as e:
             raise StartupError(str(e)) from None
         self._write_pid_file()
+
+    def _verify_wallets(self) -> None:
+        """Check -walletdir and every -wallet name before anything is opened (Core's
+        VerifyWallets): a bad one stops start-up with Core's message, nothing created."""
+        if self.config.get_bool("disablewallet", False):
+            return
+        walletdir = default_walletdir(self.config, self.datadir)
+        if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
+            raise StartupError("Specified -walletdir \"%s\" does not exist"
+                               % self.config.get("walletdir"))
+        paths = set()
+        try:
+            for name in dict.fromkeys(self.config.get_all("wallet") or [""]):
+                path = resolve_wallet_path(walletdir, name)
+                if path in paths:  # two names for one file (Core refuses even equal names)
+                    raise duplicate_wallet(name)
+                paths.add(path)
+        except WalletLoadError as e:
+            raise StartupError(e.message.removeprefix("Wallet file verification failed: ")
+                               ) from None
 
     def _p2p_settings(self) -> P2PSettings:
         """-listen, -bind, -port, -connect, -addnode, ... as Core's InitParameterInteraction."""

@@ -84,6 +84,12 @@ def _load_failed(name: str, reason: str) -> WalletLoadError:
                            "wallet %s. %s" % (name, reason))
 
 
+def duplicate_wallet(name: str) -> WalletLoadError:
+    """Core's answer for a wallet whose file is already loaded (under any name)."""
+    return WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error loading "
+                           "wallet %s. Duplicate -wallet filename specified." % name)
+
+
 def _inside(root: str, path: str) -> bool:
     return path != root and os.path.commonpath([root, path]) == root
 
@@ -213,16 +219,14 @@ class WalletService(service.Service):
                     must_create: bool = False, disable_private_keys: bool = False) -> Wallet:
         """Open a wallet file on the validation worker (so no block slips by unseen)."""
         if name in self.wallets:
-            raise WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error "
-                                  "loading wallet %s. Duplicate -wallet filename specified." % name)
+            raise duplicate_wallet(name)
         path = self.path_of(name)
         exists = os.path.lexists(path)
         if must_create and (exists or os.path.lexists(os.path.join(self.walletdir, name))):
             # Core: anything at all at the name's path; an existing wallet is never written.
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet %s already exists." % name)
         if any(loaded.db.path == path for loaded in self.wallets.values()):
-            raise WalletLoadError(RPC_WALLET_ERROR, "Wallet file verification failed: Error "
-                                  "loading wallet %s. Duplicate -wallet filename specified." % name)
+            raise duplicate_wallet(name)
         if not exists and not create:
             raise WalletLoadError(RPC_WALLET_NOT_FOUND, "Wallet %s not found." % name)
         db = WalletDB(path)
