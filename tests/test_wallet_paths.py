@@ -89,7 +89,8 @@ class ResolveTests(PathsTestCase):
 
     def test_names_that_leave_or_break_the_directory_are_refused(self):
         for name in ("../escape", "/abs", "/", "a//b", "a/./b", "a/", ".", "..", "x/../..",
-                     "a\0b", "wallet.dat/x", "new/wallet.dat/x"):
+                     "a\0b", "wallet.dat/x", "new/wallet.dat/x", "wallet.dat-wal",
+                     "wallet.dat-shm", "wallet.dat-journal", "new/wallet.dat-wal/x"):
             error = self.refused(-4, name)
             self.assertTrue(error.message.startswith(INVALID_PATH % name), error.message)
         for name in ("\ud800", "a\udcff", "\udc80/x"):
@@ -149,6 +150,10 @@ class OpenTests(PathsTestCase):
         self.assertEqual(self.refused(-4, "alias").message, duplicate % "alias")
         # The default wallet's file, named as a data file in walletdir.
         self.assertEqual(self.refused(-4, "wallet.dat").message, duplicate % "wallet.dat")
+        # A hard link to a loaded wallet's file.
+        os.link(os.path.join(self.walletdir, "victim", "wallet.dat"),
+                os.path.join(self.walletdir, "hard.dat"))
+        self.assertEqual(self.refused(-4, "hard.dat").message, duplicate % "hard.dat")
 
     def test_a_wallet_loaded_by_another_node_is_refused(self):
         path = os.path.join(self.walletdir, "victim", "wallet.dat")

@@ -125,6 +125,8 @@ class WalletDB:
         self._statements: Dict[str, Any] = {}
         #: Held open with an exclusive flock while the wallet is loaded (one owner per file).
         self._lock_fd: Optional[int] = None
+        #: The open file's (device, inode): the same file under any other path or link.
+        self.identity: Optional[tuple] = None
 
     # ------------------------------------------------------------------ life cycle
 
@@ -180,6 +182,8 @@ class WalletDB:
             os.close(fd)
             raise WalletFileError("%s is in use by another wallet or process" % self.path) from None
         self._lock_fd = fd
+        info = os.fstat(fd)
+        self.identity = (info.st_dev, info.st_ino)
         header = os.pread(fd, _HEADER_SIZE, 0)
         if len(header) < _HEADER_SIZE or not header.startswith(_SQLITE_MAGIC) \
                 or header[18:20] != b"\x02\x02":

@@ -124,18 +124,28 @@ def resolve_wallet_path(walletdir: str, name: str) -> str:
     except OSError as e:
         raise _load_failed(name, e.strerror) from None
     if mode is not None and stat.S_ISREG(mode):
-        if len(parts) != 1:
-            raise _invalid_path(name, walletdir)
+        if len(parts) != 1 or any(name.endswith(suffix) for suffix in COMPANION_SUFFIXES[1:]):
+            raise _invalid_path(name, walletdir)  # nested, or some database's -wal/-shm
         path = named  # a data file directly in walletdir (Core's backwards-compatible form)
     elif mode is None or stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and os.path.isdir(named)):
         path = os.path.join(named, WALLET_FILE)
     else:
         raise _invalid_path(name, walletdir)
     real = os.path.realpath(path)
-    # A folder called wallet.dat would stand where the default wallet's file belongs.
-    if not _inside(root, real) or WALLET_FILE in os.path.relpath(real, root).split(os.sep)[:-1]:
+    # A folder called wallet.dat (or -wal, -shm) would stand where a wallet's file belongs.
+    folders = os.path.relpath(real, root).split(os.sep)[:-1]
+    if not _inside(root, real) or any(WALLET_FILE + suffix in folders
+                                      for suffix in COMPANION_SUFFIXES):
         raise _invalid_path(name, walletdir)
     return real
+
+
+def _identity(path: str) -> Optional[tuple]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
 
 
 def _make_directories(directory: str) -> None:
@@ -201,7 +211,7 @@ class WalletService(service.Service):
     # ------------------------------------------------------------------ paths
 
     def path_of(self, name: str) -> str:
-        """The real path of wallet ``name``'s file; WalletLoadError for a name that leaves walletdir."""
+        """The real path of wallet ``name``'s file (see resolve_wallet_path)."""
         return resolve_wallet_path(self.walletdir, name)
 
     def list_dir(self) -> List[str]:
@@ -225,8 +235,9 @@ class WalletService(service.Service):
         if must_create and (exists or os.path.lexists(os.path.join(self.walletdir, name))):
             # Core: anything at all at the name's path; an existing wallet is never written.
             raise WalletLoadError(RPC_WALLET_ERROR, "Wallet %s already exists." % name)
-        if any(loaded.db.path == path for loaded in self.wallets.values()):
-            raise duplicate_wallet(name)
+        if any(loaded.db.path == path or loaded.db.identity == _identity(path)
+               for loaded in self.wallets.values()):
+            raise duplicate_wallet(name)  # also a hard link: opening it would drop its locks
         if not exists and not create:
             raise WalletLoadError(RPC_WALLET_NOT_FOUND, "Wallet %s not found." % name)
         db = WalletDB(path)
@@ -291,7 +302,7 @@ class WalletService(service.Service):
         Fails with BackupError for a destination that is any loaded wallet's file
         (compared by real path) or another wallet file (see backup_destination).
         """
-        protected = [os.path.realpath(loaded.db.path) + suffix
+        protected = [loaded.db.path + suffix  # real paths already (resolve_wallet_path)
                      for loaded in self.wallets.values() for suffix in COMPANION_SUFFIXES]
         reactor = self._reactor
         if reactor is None:
