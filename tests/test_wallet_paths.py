@@ -259,6 +259,22 @@ class BackupTests(PathsTestCase):
         with open(destination, "rb") as f:
             self.assertEqual(f.read(), b"yesterday's backup")
 
+    def test_a_long_copy_stops_between_steps(self):
+        # Shutdown waits for at most one step of BACKUP_STEP_PAGES pages, however big the wallet.
+        self.wallet.db.put_meta("padding", os.urandom(8 << 20))
+        asked = []
+
+        def stopping() -> bool:
+            asked.append(True)
+            return len(asked) > 1
+
+        destination = os.path.join(self.outside, "backup.dat")
+        self.assertRaises(OSError, self.wallet.db.backup, destination, stopping)
+        self.assertEqual(len(asked), 2)
+        self.assertEqual(os.listdir(self.outside), [])
+        self.wallet.db.backup(destination, lambda: False)  # the same copy, not stopped
+        self.assertGreater(os.path.getsize(destination), 8 << 20)
+
 
 class ServiceBackupTests(PathsTestCase, TestCase):
     """``WalletService.backup`` on its own thread pool, as backupwallet calls it."""
