@@ -161,6 +161,24 @@ class TrackingTests(WalletTestCase):
         self.wallet.abandon(created.tx.txid)
         self.assertEqual(self.wallet.balance(), 50 * COIN)
 
+    def test_abandoned_transaction_back_in_the_pool_is_not_abandoned(self):
+        self.mine_to_wallet(101)
+        created = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees)
+        txid = created.tx.txid
+        self.wallet.sync_transaction(created.tx, None)
+        self.wallet.abandon(txid)
+        self.assertEqual(self.wallet.balance(), 50 * COIN)
+        # sendrawtransaction's path: the pool takes it, the wallet hears of it.
+        self.mempool.accept_on_worker(self.chainstate, created.tx)
+        self.assertFalse(self.wallet.txs[txid].abandoned)
+        change = 49 * COIN - created.fee
+        self.assertEqual(self.wallet.balance(), change)  # the change, not the input as well
+        self.assertEqual([c.outpoint for c in self.wallet.available_coins()],
+                         [(txid, n) for n, out in enumerate(created.tx.vout) if out.value == change])
+        self.service.unload("")
+        again = self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertFalse(again.txs[txid].abandoned)
+
 
 class EncryptionTests(WalletTestCase):
     def test_encrypt_lock_unlock(self):

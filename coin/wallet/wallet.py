@@ -227,6 +227,10 @@ class Wallet:
             elif block is not None and (block != wtx.block or wtx.abandoned):
                 wtx.block = block
                 wtx.abandoned = False
+            elif block is None and wtx.abandoned:
+                # Back in the mempool (sendrawtransaction, a peer): it may confirm again, so its
+                # inputs are spent and its outputs count (Core's AddToWallet). Descendants stay.
+                wtx.abandoned = False
             else:
                 return True  # nothing new (a rescan meeting a known transaction)
             self.db.put_tx(wtx.row())

@@ -1,0 +1,140 @@
+"""Wallet integrity on real ``coind`` processes (security issue #11): abandoned transactions
+that come back, corrupted keys, clear keys after a crash during encryption, labels that
+are not text.
+
+Every test starts private nodes (they restart them, kill them or damage their files).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Dict, List, Set
+
+from .nodeharness import MINER_ADDRESS, NodeProcess
+from .test_integration_wallet_tx import ARGS, EXTERNAL, RPCCase, call, private_node
+
+
+def restart(node: NodeProcess, *extra: str) -> None:
+    """Stop the node and start it again with ``extra`` instead of the previous extras."""
+    node.stop()
+    node.args = [a for a in node.args if not a.startswith("-minrelaytxfee=")] + list(extra)
+    node.launch()
+    node.wait_ready()
+
+
+def abandoned(node: NodeProcess, txid: str) -> Set[bool]:
+    """The ``abandoned`` flags of a transaction's send entries."""
+    return {d["abandoned"] for d in call(node, "gettransaction", txid)["details"]
+            if d["category"] == "send"}
+
+
+def output_paying(node: NodeProcess, txid: str, value: str) -> int:
+    vouts = call(node, "decoderawtransaction", call(node, "gettransaction", txid)["hex"])["vout"]
+    return next(o["n"] for o in vouts if o["value"] == Decimal(value))
+
+
+def signed(node: NodeProcess, inputs: List[Dict[str, Any]], outputs: Dict[str, Any]) -> str:
+    raw = call(node, "createrawtransaction", inputs, outputs)
+    result = call(node, "signrawtransactionwithwallet", raw)
+    assert result["complete"], result
+    return result["hex"]
+
+
+def copy_blocks(source: NodeProcess, target: NodeProcess, start: int) -> None:
+    """Hand ``source``'s blocks from ``start`` to its tip to ``target`` (no P2P)."""
+    for height in range(start, call(source, "getblockcount") + 1):
+        block = call(source, "getblock", call(source, "getblockhash", height), 0)
+        assert call(target, "submitblock", block) is None
+
+
+class AbandonTests(RPCCase):
+    """Core's wallet_abandonconflict.py scenario, on one wallet node and a second miner."""
+
+    def test_abandoned_transaction_that_comes_back_is_not_abandoned(self) -> None:
+        node, _ = private_node(self)
+        sends = []
+        for _ in range(3):  # three 10-coin outputs, kept from the next send's coin selection
+            sends.append(call(node, "sendtoaddress", call(node, "getnewaddress"), 10))
+            call(node, "lockunspent", False, [{"txid": sends[-1],
+                                               "vout": output_paying(node, sends[-1], "10")}])
+        call(node, "lockunspent", True)
+        txa, txb, txc = sends
+        call(node, "generatetoaddress", 1, MINER_ADDRESS)
+        self.assertError(node, -5, "Invalid or non-wallet transaction id", "abandontransaction",
+                         "ff" * 32)
+        self.assertError(node, -5, "Transaction not eligible for abandonment",
+                         "abandontransaction", txa)
+        balance = call(node, "getbalance")
+        na, nb, nc = (output_paying(node, txid, "10") for txid in sends)
+
+        # AB1 spends A and B; ABC2 spends AB1's change and C; a child spends ABC2.
+        ab1 = signed(node, [{"txid": txa, "vout": na}, {"txid": txb, "vout": nb}],
+                     {call(node, "getnewaddress"): Decimal("14.99998"), EXTERNAL: 5})
+        txab1 = call(node, "sendrawtransaction", ab1)
+        nab = output_paying(node, txab1, "14.99998")
+        abc2 = signed(node, [{"txid": txab1, "vout": nab}, {"txid": txc, "vout": nc}],
+                      {call(node, "getnewaddress"): Decimal("24.9996")})
+        txabc2 = call(node, "sendrawtransaction", abc2)
+        child_change = Decimal("24.999")
+        child = signed(node, [{"txid": txabc2, "vout": 0}],
+                       {call(node, "getnewaddress"): child_change})
+        txchild = call(node, "sendrawtransaction", child)
+        self.assertEqual(call(node, "getbalance"), balance - 30 + child_change)
+        balance = call(node, "getbalance")
+
+        # A higher relay fee floor: AB1 (5 sat/byte) no longer enters the pool, nor its children.
+        restart(node, "-minrelaytxfee=0.0001")
+        self.assertEqual(call(node, "getrawmempool"), [])
+        self.assertEqual(call(node, "getbalance"), balance - child_change)
+        self.assertNotIn(txabc2, [u["txid"] for u in call(node, "listunspent", 0)])
+        balance -= child_change
+
+        # Abandoning AB1 abandons its descendants and frees A, B and C.
+        self.assertIsNone(call(node, "abandontransaction", txab1))
+        self.assertEqual([abandoned(node, t) for t in (txab1, txabc2, txchild)], [{True}] * 3)
+        self.assertEqual(call(node, "getbalance"), balance + 30)
+        balance += 30
+        restart(node, "-minrelaytxfee=0.00001")
+        self.assertEqual(call(node, "getrawmempool"), [])  # not offered again once abandoned
+        self.assertEqual(call(node, "getbalance"), balance)
+
+        # Sent again, AB1 is back in the pool: not abandoned, A and B spent, its change counts.
+        call(node, "sendrawtransaction", ab1)
+        self.assertEqual(abandoned(node, txab1), {False})
+        self.assertEqual(abandoned(node, txabc2), {True})
+        self.assertEqual(call(node, "getbalance"), balance - 20 + Decimal("14.99998"))
+        unspent = {(u["txid"], u["vout"]) for u in call(node, "listunspent", 0)}
+        self.assertEqual(unspent & {(txa, na), (txb, nb), (txc, nc), (txab1, nab)},
+                         {(txc, nc), (txab1, nab)})
+        balance += Decimal("14.99998") - 20
+        call(node, "sendrawtransaction", abc2)
+        self.assertEqual(abandoned(node, txabc2), {False})
+        self.assertEqual(call(node, "getbalance"),
+                         balance - 10 - Decimal("14.99998") + Decimal("24.9996"))
+
+        # Out of the pool again after a restart: still not abandoned (it was written).
+        restart(node, "-minrelaytxfee=0.0001")
+        self.assertEqual(call(node, "getrawmempool"), [])
+        self.assertEqual([abandoned(node, t) for t in (txab1, txabc2, txchild)],
+                         [{False}, {False}, {True}])
+        self.assertEqual(call(node, "getbalance"), balance - 10 - Decimal("14.99998"))
+
+        # Abandoned once more, then mined by another node: confirmed and not abandoned.
+        call(node, "abandontransaction", txab1)
+        self.assertEqual(abandoned(node, txabc2), {True})
+        balance = call(node, "getbalance")
+        miner = NodeProcess.start(self.mktemp(), ARGS + ["-connect=0"])
+        self.addCleanup(miner.kill)
+        copy_blocks(node, miner, 1)
+        call(miner, "sendrawtransaction", ab1)
+        call(miner, "generatetoaddress", 1, MINER_ADDRESS)
+        copy_blocks(miner, node, call(node, "getblockcount") + 1)
+        gettx = call(node, "gettransaction", txab1)
+        self.assertEqual((gettx["confirmations"], abandoned(node, txab1)), (1, {False}))
+        self.assertEqual(abandoned(node, txabc2), {True})
+        # The new block also matures one more of the wallet's coinbases.
+        balance += 50 - 20 + Decimal("14.99998")
+        self.assertEqual(call(node, "getbalance"), balance)
+        restart(node)
+        self.assertEqual(abandoned(node, txab1), {False})
+        self.assertEqual(call(node, "getbalance"), balance)
