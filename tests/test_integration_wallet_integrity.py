@@ -7,6 +7,7 @@ Every test starts private nodes (they restart them, kill them or damage their fi
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any, Dict, List, Set
 
@@ -138,3 +139,46 @@ class AbandonTests(RPCCase):
         restart(node)
         self.assertEqual(abandoned(node, txab1), {False})
         self.assertEqual(call(node, "getbalance"), balance)
+
+
+PARSE_ERROR = b'{"result":null,"error":{"code":-32700,"message":"Parse error"},"id":null}\n'
+NOT_TEXT = "\udc80"  # half a surrogate pair: JSON can escape it, UTF-8 cannot hold it
+
+
+class TextTests(RPCCase):
+    """Free strings that are not text are refused before any method runs (UniValue's rule)."""
+
+    def test_strings_that_are_not_text_change_nothing(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ARGS)
+        self.addCleanup(node.kill)
+        first = call(node, "getnewaddress", "first")
+        pubkey = call(node, "getaddressinfo", first)["pubkey"]
+        wif = call(node, "dumpprivkey", first)
+        for method, params in (
+                ("getnewaddress", [NOT_TEXT]), ("setlabel", [first, NOT_TEXT]),
+                ("getaddressesbylabel", [NOT_TEXT]),
+                ("importprivkey", [wif, NOT_TEXT, False]),
+                ("importaddress", [EXTERNAL, NOT_TEXT, False]),
+                ("importpubkey", [pubkey, NOT_TEXT, False]),
+                ("sendtoaddress", [EXTERNAL, 1, NOT_TEXT]),
+                ("sendtoaddress", [EXTERNAL, 1, "", NOT_TEXT]),
+                ("sendmany", ["", {EXTERNAL: 1}, 1, NOT_TEXT]),
+                ("signmessage", [first, NOT_TEXT]), ("encryptwallet", [NOT_TEXT])):
+            body = json.dumps({"method": method, "params": params, "id": 1}).encode()
+            self.assertIn(b"\\udc80", body)
+            status, _, reply = node.post(body)
+            self.assertEqual((status, reply), (500, PARSE_ERROR), method)
+        result = node.cli("getnewaddress", NOT_TEXT)  # coin-cli sends the raw byte 0x80
+        self.assertIn("Parse error", result.stderr)
+
+        # No key was used up, no label written, nothing encrypted; the same after a restart.
+        for _ in range(2):
+            self.assertEqual([(e["address"], e["label"])
+                              for e in call(node, "listreceivedbyaddress", 0, True, True)],
+                             [(first, "first")])
+            self.assertNotIn("unlocked_until", call(node, "getwalletinfo"))
+            self.assertEqual(call(node, "getwalletinfo")["txcount"], 0)
+            restart(node)
+        second = call(node, "getnewaddress")
+        self.assertEqual([call(node, "getaddressinfo", a)["hdkeypath"] for a in (first, second)],
+                         ["m/0'/0'/0'", "m/0'/0'/1'"])

@@ -194,8 +194,8 @@ class Wallet:
 
     def set_name(self, address: str, label: str, purpose: str) -> None:
         with self.lock:
+            self.db.put_name(address, label, purpose)  # first: a refused write changes nothing
             self.names[address] = (label, purpose)
-            self.db.put_name(address, label, purpose)
 
     # ------------------------------------------------------------------ tracking
 
