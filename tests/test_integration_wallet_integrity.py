@@ -8,11 +8,15 @@ Every test starts private nodes (they restart them, kill them or damage their fi
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Set, Tuple
 
 from .nodeharness import MINER_ADDRESS, NodeProcess
-from .test_integration_wallet_tx import ARGS, EXTERNAL, RPCCase, call, private_node
+from .test_integration_wallet_tx import (
+    ARGS, EXTERNAL, UNLOCK_FIRST, RPCCase, call, private_node,
+)
+from .test_wallet import rewrite
 
 
 def restart(node: NodeProcess, *extra: str) -> None:
@@ -182,3 +186,56 @@ class TextTests(RPCCase):
         second = call(node, "getnewaddress")
         self.assertEqual([call(node, "getaddressinfo", a)["hdkeypath"] for a in (first, second)],
                          ["m/0'/0'/0'", "m/0'/0'/1'"])
+
+
+class CorruptKeyTests(RPCCase):
+    """A private key that is not its public key's is refused, never exported (Core's
+    "CPrivKey corrupt")."""
+
+    def setUp(self) -> None:
+        self.node = NodeProcess.start(self.mktemp(), ARGS)
+        self.addCleanup(self.node.kill)
+
+    def wallet_file(self, name: str) -> str:
+        return os.path.join(self.node.net_datadir, "wallets", name, "wallet.dat")
+
+    def new_key(self, wallet: str) -> Tuple[str, bytes]:
+        address = call(self.node, "getnewaddress", path="/wallet/" + wallet)
+        info = call(self.node, "getaddressinfo", address, path="/wallet/" + wallet)
+        return address, bytes.fromhex(info["pubkey"])
+
+    def test_damaged_clear_key_refuses_loadwallet_and_start_up(self) -> None:
+        node = self.node
+        call(node, "createwallet", "w")
+        address, pubkey = self.new_key("w")
+        call(node, "unloadwallet", "w")
+        path = self.wallet_file("w")
+        damaged = bytes(32 - len(b"damaged")) + b"damaged"
+        rewrite(path, "UPDATE keys SET secret = ? WHERE pubkey = ?", damaged, pubkey)
+        corrupted = ("Error loading %s: Wallet corrupted: the private key of %s (public key %s) "
+                     "does not match it (CPrivKey corrupt)" % (path, address, pubkey.hex()))
+        self.assertError(node, -4, "Wallet loading failed: " + corrupted, "loadwallet", "w")
+        self.assertEqual(call(node, "listwallets"), [""])
+
+        node.stop()
+        node.args.append("-wallet=w")
+        node.launch()
+        self.assertEqual(node.wait(), 1)
+        self.assertIn("Error: Wallet loading failed: " + corrupted + "\n", node.stderr_text())
+
+    def test_damaged_encrypted_key_refuses_the_unlock(self) -> None:
+        node = self.node
+        call(node, "createwallet", "e")
+        call(node, "encryptwallet", "pass", path="/wallet/e")
+        address, pubkey = self.new_key("e")
+        _, other = self.new_key("e")
+        call(node, "unloadwallet", "e")
+        path = self.wallet_file("e")
+        rewrite(path, "UPDATE keys SET crypted = (SELECT crypted FROM keys WHERE pubkey = ?) "
+                      "WHERE pubkey = ?", other, pubkey)
+        call(node, "loadwallet", "e")  # locked: nothing can be checked yet
+        self.assertError(node, -4, "Error: Wallet corrupted: the private key of %s (public key "
+                         "%s) does not match it; it stays locked" % (address, pubkey.hex()),
+                         "walletpassphrase", "pass", 60, path="/wallet/e")
+        self.assertEqual(call(node, "getwalletinfo", path="/wallet/e")["unlocked_until"], 0)
+        self.assertError(node, -13, UNLOCK_FIRST, "dumpprivkey", address, path="/wallet/e")
