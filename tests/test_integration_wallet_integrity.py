@@ -7,8 +7,11 @@ Every test starts private nodes (they restart them, kill them or damage their fi
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import sqlite3
+import time
 from decimal import Decimal
 from typing import Any, Dict, List, Set, Tuple
 
@@ -16,6 +19,7 @@ from .nodeharness import MINER_ADDRESS, NodeProcess
 from .test_integration_wallet_tx import (
     ARGS, EXTERNAL, UNLOCK_FIRST, RPCCase, call, private_node,
 )
+from .test_integration_wallet_admin import dumped_secrets, found_secrets, read_if_present
 from .test_wallet import rewrite
 
 
@@ -239,3 +243,68 @@ class CorruptKeyTests(RPCCase):
                          "walletpassphrase", "pass", 60, path="/wallet/e")
         self.assertEqual(call(node, "getwalletinfo", path="/wallet/e")["unlocked_until"], 0)
         self.assertError(node, -13, UNLOCK_FIRST, "dumpprivkey", address, path="/wallet/e")
+
+
+#: kill -9 points of encryptwallet: fractions of one call's duration (before its commit,
+#: mostly), then milliseconds after its commit is seen (the clear keys' window).
+KILL_FRACTIONS = (0.3, 0.6)
+KILL_AFTER_COMMIT_MS = (0, 1, 2, 5)
+
+
+def wait_for_commit(path: str, timeout: float = 30.0) -> None:
+    """Until encryptwallet's transaction is in ``path`` (its master key row)."""
+    reader = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=timeout)
+    try:
+        deadline = time.monotonic() + timeout
+        while not reader.execute("SELECT 1 FROM meta WHERE name = 'master_key'").fetchone():
+            assert time.monotonic() < deadline, "encryptwallet did not commit"
+    finally:
+        reader.close()  # before the kill: the node's connection stays the last one
+
+
+class EncryptCrashTests(RPCCase):
+    """kill -9 during encryptwallet never leaves a clear key in the wallet's files once the
+    wallet is opened again."""
+
+    def test_kill9_during_encryptwallet_leaves_no_clear_key(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ["-keypool=300", "-listen=0"])
+        self.addCleanup(node.kill)
+        call(node, "createwallet", "timing")
+        start = time.monotonic()
+        call(node, "encryptwallet", "pass", path="/wallet/timing")
+        duration = time.monotonic() - start
+        kills = [(f * duration, None) for f in KILL_FRACTIONS] + [
+            (None, ms / 1000) for ms in KILL_AFTER_COMMIT_MS]
+        outcomes = []
+        for attempt, (delay, after_commit) in enumerate(kills):
+            name = "k%d" % attempt
+            call(node, "createwallet", name)
+            base = os.path.join(node.net_datadir, "wallets", name, "wallet.dat")
+            dump = os.path.abspath(self.mktemp())
+            call(node, "dumpwallet", dump, path="/wallet/" + name)
+            secrets = dumped_secrets(dump)
+            request = http.client.HTTPConnection("127.0.0.1", node.rpcport, timeout=60)
+            request.request("POST", "/wallet/" + name, headers={
+                "Authorization": node._authorization()}, body=json.dumps(
+                {"method": "encryptwallet", "params": ["pass"], "id": 1}).encode())
+            if after_commit is None:
+                time.sleep(delay)
+            else:
+                wait_for_commit(base)
+                time.sleep(after_commit)
+            node.kill()
+            request.close()
+            node.launch()
+            node.wait_ready()
+            call(node, "loadwallet", name)
+            encrypted = "unlocked_until" in call(node, "getwalletinfo", path="/wallet/" + name)
+            outcomes.append(encrypted)
+            if not encrypted:  # killed before the encryption committed: the wallet as it was
+                self.assertEqual(len(dumped_secrets(dump)), len(secrets))
+                continue
+            for path in (base, base + "-wal", base + "-shm"):
+                self.assertEqual(len(found_secrets(read_if_present(path), secrets)), 0,
+                                 "clear keys after kill %d: %s" % (attempt, path))
+            # The first unlock decrypts and checks every key: the wallet is whole.
+            self.assertIsNone(call(node, "walletpassphrase", "pass", 60, path="/wallet/" + name))
+        self.assertEqual(outcomes[len(KILL_FRACTIONS):], [True] * len(KILL_AFTER_COMMIT_MS))

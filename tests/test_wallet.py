@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import sqlite3
 
 from twisted.internet import reactor
@@ -23,6 +24,7 @@ from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 from coin.wallet.crypter import WrongPassphrase
 from coin.wallet import keystore
+from coin.wallet.db import WalletDB
 from coin.wallet.keystore import WalletLocked
 from coin.wallet.service import WalletLoadError, WalletService
 from coin.wallet.spend import FeePolicy, Recipient, SpendError, create_transaction
@@ -306,3 +308,36 @@ class IntegrityTests(WalletTestCase):
         wallet = self.service.open_wallet(self.chainstate, "", create=False)
         wallet.unlock(b"pass")
         self.assertEqual(wallet.keys.secret_of(self.pubkey), secret)
+
+
+def read_all(path: str) -> bytes:
+    """The file and its -wal and -shm companions, as they are on disk."""
+    return b"".join(open(p, "rb").read() for p in sorted(glob.glob(glob.escape(path) + "*")))
+
+
+class StaleWalTests(SynchronousTestCase):
+    """A wallet reopened after a crash rewrites its file before anything else."""
+
+    def test_frames_left_in_the_wal_are_scrubbed_at_open(self):
+        live = os.path.join(os.path.abspath(self.mktemp()), "wallet.dat")
+        db = WalletDB(live)
+        db.open(create=True)
+        self.addCleanup(db.close)
+        pubkey, secret = b"\x02" + b"\x11" * 32, os.urandom(32)
+        db.put_keys([{"pubkey": pubkey, "secret": secret, "crypted": None, "hd_path": None,
+                      "created": 1}])
+        db.put_keys([{"pubkey": pubkey, "secret": None, "crypted": b"\x22" * 48,
+                      "hd_path": None, "created": 1}])  # encryptwallet's write, then a crash:
+        crashed = os.path.join(os.path.abspath(self.mktemp()), "wallet.dat")
+        os.makedirs(os.path.dirname(crashed))
+        for suffix in ("", "-wal"):  # the files as kill -9 leaves them (the WAL not emptied)
+            shutil.copyfile(live + suffix, crashed + suffix)
+        self.assertTrue(secret in read_all(crashed + "-wal"), "the crash image holds the key")
+
+        reopened = WalletDB(crashed)
+        self.assertFalse(reopened.open(create=False))
+        self.addCleanup(reopened.close)
+        self.assertFalse(secret in read_all(crashed), "a clear key is still on disk")
+        self.assertEqual(os.path.getsize(crashed + "-wal"), 0)
+        [row] = reopened.load()["keys"]
+        self.assertEqual((row["secret"], row["crypted"]), (None, b"\x22" * 48))

@@ -87,6 +87,13 @@ def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.close()
 
 
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
 class WalletFileError(Exception):
     """The file is not a wallet, is damaged, or is from a newer version."""
 
@@ -112,6 +119,9 @@ class WalletDB:
         Raises :class:`WalletFileError` for a file that is not a wallet of ours.
         """
         created = False
+        # A WAL left behind (a crash; a clean close removes it) may hold frames of pages as
+        # they were before encryptwallet: rewrite the file before anything else.
+        stale_wal = _file_size(self.path + "-wal") > 0
         if not os.path.exists(self.path):
             if not create:
                 raise WalletFileError("%s does not exist" % self.path)
@@ -141,6 +151,12 @@ class WalletDB:
             engine.dispose()
             raise WalletFileError("%s is not a readable wallet: %s" % (self.path, e)) from None
         self._engine = engine
+        if stale_wal:
+            try:
+                self.scrub()
+            except Exception:
+                self.close()
+                raise
         return created
 
     def close(self) -> None:
@@ -163,17 +179,22 @@ class WalletDB:
                 self._conn = None
 
     def scrub(self) -> None:
-        """Rewrite the file so no freed page or WAL frame keeps old (clear) data."""
+        """Rewrite the file so no freed page or WAL frame keeps old (clear) data.
+
+        Raises WalletFileError when the WAL could not be emptied (a reader held it).
+        """
         assert self._engine is not None
         raw = self._engine.raw_connection()  # autocommit: VACUUM cannot run in a transaction
         try:
             cursor = raw.cursor()
             for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM",
                               "PRAGMA wal_checkpoint(TRUNCATE)"):
-                cursor.execute(statement)
+                busy = cursor.execute(statement).fetchone()
             cursor.close()
         finally:
             raw.close()
+        if busy is None or busy[0] or _file_size(self.path + "-wal"):
+            raise WalletFileError("%s: the write-ahead log could not be emptied" % self.path)
 
     def backup(self, destination: str) -> None:
         """A consistent copy of the open database at ``destination`` (0600)."""
