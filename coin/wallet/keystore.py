@@ -194,7 +194,7 @@ class KeyStore:
     def _seed_secret(self) -> bytes:
         if self.seed is not None:
             return self.seed
-        if self.crypted_seed is None:
+        if self.crypted_seed is None or self.seed_pubkey is None:
             raise KeypoolEmpty()
         return self._decrypt(self.crypted_seed, self.seed_pubkey)
 
