@@ -179,6 +179,17 @@ class CoreTests(SynchronousTestCase):
                 500, b'{"result":null,"error":{"code":-32700,"message":"Parse error"},'
                      b'"id":null}\n'), body)
 
+    def test_half_surrogate_pairs_are_parse_errors(self):
+        # UniValue refuses them; simplejson would hand methods strings no database can store.
+        for body in (b'{"method":"getnewaddress","params":["\\udc80"]}',
+                     b'{"method":"setlabel","params":["x","a\\ud800"]}', b'{"\\udfff":1}',
+                     b'{"method":"x","params":{"label":["\\udc00\\ud800"]}}'):
+            self.assertEqual(self.answer(_core(), body), Reply(
+                500, b'{"result":null,"error":{"code":-32700,"message":"Parse error"},'
+                     b'"id":null}\n'), body)
+        self.assertEqual(parse_json(b'["\\ud83d\\ude00", "\\\\udc80", "\\u00e9"]'),
+                         ["\U0001f600", "\\udc80", "\u00e9"])
+
     def test_nesting_limit(self):
         core = _core(max_depth=8)
         self.assertEqual(self.answer(core, b'{"id":[[[[[[[1]]]]]]],"method":"getblockcount"}'

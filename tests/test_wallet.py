@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
+import sqlite3
 
 from twisted.internet import reactor
 from twisted.trial.unittest import SynchronousTestCase
@@ -16,14 +18,17 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import Mempool
 from coin.mempool.service import MempoolService
+from coin.primitives.address import Destination, decode_address, encode_address
 from coin.primitives.hashes import hash160
 from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 from coin.wallet.crypter import WrongPassphrase
 from coin.wallet import keystore
+from coin.wallet.db import WalletDB
 from coin.wallet.keystore import WalletLocked
 from coin.wallet.service import WalletLoadError, WalletService
 from coin.wallet.spend import FeePolicy, Recipient, SpendError, create_transaction
+from coin.wallet.wallet import WalletCorrupt
 
 NOW = 1_800_000_000
 ELSEWHERE = p2pkh_script(b"\x07" * 20)
@@ -161,6 +166,24 @@ class TrackingTests(WalletTestCase):
         self.wallet.abandon(created.tx.txid)
         self.assertEqual(self.wallet.balance(), 50 * COIN)
 
+    def test_abandoned_transaction_back_in_the_pool_is_not_abandoned(self):
+        self.mine_to_wallet(101)
+        created = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees)
+        txid = created.tx.txid
+        self.wallet.sync_transaction(created.tx, None)
+        self.wallet.abandon(txid)
+        self.assertEqual(self.wallet.balance(), 50 * COIN)
+        # sendrawtransaction's path: the pool takes it, the wallet hears of it.
+        self.mempool.accept_on_worker(self.chainstate, created.tx)
+        self.assertFalse(self.wallet.txs[txid].abandoned)
+        change = 49 * COIN - created.fee
+        self.assertEqual(self.wallet.balance(), change)  # the change, not the input as well
+        self.assertEqual([c.outpoint for c in self.wallet.available_coins()],
+                         [(txid, n) for n, out in enumerate(created.tx.vout) if out.value == change])
+        self.service.unload("")
+        again = self.service.open_wallet(self.chainstate, "", create=False)
+        self.assertFalse(again.txs[txid].abandoned)
+
 
 class EncryptionTests(WalletTestCase):
     def test_encrypt_lock_unlock(self):
@@ -213,3 +236,110 @@ class BestBlockTests(WalletTestCase):
         self.service.unload("")
         again = self.service.open_wallet(self.chainstate, "", create=False)
         self.assertEqual(again.best_block, self.chainstate.tip.hash)
+
+
+def rewrite(path: str, statement: str, *params) -> None:
+    """Change a closed wallet file behind the wallet's back (a damaged disk, an attacker)."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute(statement, params)
+    finally:
+        conn.close()
+
+
+class IntegrityTests(WalletTestCase):
+    """Core's "CPrivKey corrupt": a private key that is not its public key's is never used."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.path = os.path.realpath(os.path.join(self.walletdir, "wallet.dat"))
+        self.address = self.wallet.new_address("mine")
+        self.pubkey = self.wallet.keys.by_hash[decode_address(self.address, REGTEST).hash160]
+
+    def assertRefused(self, pubkey: bytes) -> None:
+        with self.assertRaises(WalletLoadError) as caught:
+            self.service.open_wallet(self.chainstate, "", create=False)
+        address = encode_address(Destination("pubkeyhash", hash160(pubkey)), REGTEST)
+        self.assertEqual((caught.exception.rpc_code, caught.exception.message), (
+            -4, "Wallet loading failed: Error loading %s: Wallet corrupted: the private key of "
+                "%s (public key %s) does not match it (CPrivKey corrupt)"
+                % (self.path, address, pubkey.hex())))
+        self.assertNotIn("", self.service.wallets)
+
+    def test_a_damaged_clear_key_refuses_the_wallet(self):
+        secret = self.wallet.keys.secret_of(self.pubkey)
+        self.service.unload("")
+        for damaged in (bytes((secret[0] ^ 1,)) + secret[1:], b"\0" * 32, secret[:31]):
+            rewrite(self.path, "UPDATE keys SET secret = ? WHERE pubkey = ?", damaged, self.pubkey)
+            self.assertRefused(self.pubkey)
+        rewrite(self.path, "UPDATE keys SET secret = ? WHERE pubkey = ?", secret, self.pubkey)
+        self.assertEqual(self.service.open_wallet(self.chainstate, "", create=False)
+                         .keys.secret_of(self.pubkey), secret)
+
+    def test_a_damaged_seed_refuses_the_wallet(self):
+        seed_pubkey = self.wallet.keys.seed_pubkey
+        self.service.unload("")
+        rewrite(self.path, "UPDATE meta SET value = ? WHERE name = 'hd_seed'", b"\x01" * 32)
+        self.assertRefused(seed_pubkey)
+
+    def test_a_damaged_encrypted_key_is_found_at_the_first_unlock(self):
+        keys = self.wallet.keys
+        secret = keys.secret_of(self.pubkey)
+        keys.encrypt(b"pass")
+        records = [r for r in keys.keys.values() if r.crypted is not None]
+        victim, other = records[-1], records[0]
+        self.service.unload("")
+        # Another key's ciphertext: it decrypts (the padding holds) to a key that is not this one.
+        rewrite(self.path, "UPDATE keys SET crypted = ? WHERE pubkey = ?", other.crypted,
+                victim.pubkey)
+        wallet = self.service.open_wallet(self.chainstate, "", create=False)  # locked: loads
+        address = encode_address(Destination("pubkeyhash", hash160(victim.pubkey)), REGTEST)
+        with self.assertRaises(WalletCorrupt) as caught:
+            wallet.unlock(b"pass")
+        self.assertEqual(caught.exception.message, (
+            "Error: Wallet corrupted: the private key of %s (public key %s) does not match it; "
+            "it stays locked" % (address, victim.pubkey.hex())))
+        self.assertTrue(wallet.keys.locked)
+        self.assertRaises(WrongPassphrase, wallet.unlock, b"wrong")
+        self.service.unload("")
+        rewrite(self.path, "UPDATE keys SET crypted = ? WHERE pubkey = ?", victim.crypted,
+                victim.pubkey)
+        wallet = self.service.open_wallet(self.chainstate, "", create=False)
+        wallet.unlock(b"pass")
+        self.assertEqual(wallet.keys.secret_of(self.pubkey), secret)
+
+
+def read_all(path: str) -> bytes:
+    """The file and its -wal and -shm companions, as they are on disk."""
+    return b"".join(open(p, "rb").read() for p in sorted(glob.glob(glob.escape(path) + "*")))
+
+
+class StaleWalTests(SynchronousTestCase):
+    """A wallet reopened after a crash rewrites its file before anything else."""
+
+    def test_frames_left_in_the_wal_are_scrubbed_at_open(self):
+        directory = os.path.abspath(self.mktemp())
+        os.makedirs(directory)
+        live = os.path.join(directory, "wallet.dat")
+        db = WalletDB(live)
+        db.open(create=True)
+        self.addCleanup(db.close)
+        pubkey, secret = b"\x02" + b"\x11" * 32, os.urandom(32)
+        db.put_keys([{"pubkey": pubkey, "secret": secret, "crypted": None, "hd_path": None,
+                      "created": 1}])
+        db.put_keys([{"pubkey": pubkey, "secret": None, "crypted": b"\x22" * 48,
+                      "hd_path": None, "created": 1}])  # encryptwallet's write, then a crash:
+        crashed = os.path.join(os.path.abspath(self.mktemp()), "wallet.dat")
+        os.makedirs(os.path.dirname(crashed))
+        for suffix in ("", "-wal"):  # the files as kill -9 leaves them (the WAL not emptied)
+            shutil.copyfile(live + suffix, crashed + suffix)
+        self.assertTrue(secret in read_all(crashed + "-wal"), "the crash image holds the key")
+
+        reopened = WalletDB(crashed)
+        self.assertFalse(reopened.open(create=False))
+        self.addCleanup(reopened.close)
+        self.assertFalse(secret in read_all(crashed), "a clear key is still on disk")
+        self.assertEqual(os.path.getsize(crashed + "-wal"), 0)
+        [row] = reopened.load()["keys"]
+        self.assertEqual((row["secret"], row["crypted"]), (None, b"\x22" * 48))

@@ -8,6 +8,7 @@ doc/rpc.md for every rule and limit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -120,12 +121,32 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone half of a UTF-16 pair
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a string (key or value) holds half a surrogate pair, which is not text."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     """Parse a request body; numbers with a fraction or exponent become Decimal
     (:class:`JSONNumber`, which prints back the request's text).
 
     Invalid UTF-8, invalid JSON, NaN/Infinity and nesting beyond ``max_depth`` raise
-    -32700 "Parse error".
+    -32700 "Parse error". So does a ``\\u`` escape of half a surrogate pair, as in
+    UniValue: it is not text, and a method would change state before its database refused it.
     """
     try:
         text = body.decode("utf-8")
@@ -135,6 +156,9 @@ def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     except (ValueError, RecursionError):
         raise RPCError(RPC_PARSE_ERROR, "Parse error") from None
     if body.count(b"[") + body.count(b"{") > max_depth and _too_deep(value, max_depth):
+        raise RPCError(RPC_PARSE_ERROR, "Parse error")
+    # Only an escape can make one: strict UTF-8 decoding refuses encoded surrogates.
+    if b"\\u" in body and _has_lone_surrogate(value):
         raise RPCError(RPC_PARSE_ERROR, "Parse error")
     return value
 

@@ -167,12 +167,17 @@ def decrypt_secret(master_secret: bytes, crypted: bytes, pubkey: bytes) -> bytes
     given), so a wrong master secret or a corrupted record is detected, not used.
     """
     plaintext = aes_decrypt(master_secret, _secret_iv(pubkey), crypted)
-    if len(plaintext) != 32:
-        raise DecryptionError("decrypted key is not 32 bytes")
-    try:
-        derived = coincurve.PrivateKey(plaintext).public_key.format(compressed=len(pubkey) == 33)
-    except ValueError:
-        raise DecryptionError("decrypted key is not a valid private key") from None
-    if derived != pubkey:
+    if not secret_matches(plaintext, pubkey):
         raise DecryptionError("decrypted key does not match its public key")
     return plaintext
+
+
+def secret_matches(secret: bytes, pubkey: bytes) -> bool:
+    """Whether ``secret`` is the private key of ``pubkey`` (compressed or not, as given):
+    Core's CKey::VerifyPubKey, so a damaged secret is never used or exported."""
+    if len(secret) != 32:
+        return False
+    try:
+        return coincurve.PublicKey.from_secret(secret).format(len(pubkey) == 33) == pubkey
+    except ValueError:  # zero, or not below the group order
+        return False

@@ -93,6 +93,13 @@ def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.close()
 
 
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
 class WalletFileError(Exception):
     """The file is not a wallet, is damaged, is in use, or is from a newer version."""
 
@@ -139,6 +146,9 @@ class WalletDB:
         Raises :class:`WalletFileError`, also for a file another process has loaded.
         """
         created = False
+        # A WAL left behind (a crash; a clean close removes it) may hold frames of pages as
+        # they were before encryptwallet: rewrite the file before anything else.
+        stale_wal = _file_size(self.path + "-wal") > 0
         if create and not os.path.lexists(self.path):
             self._create()
             created = True
@@ -148,6 +158,12 @@ class WalletDB:
         except BaseException:
             self._unlock()
             raise
+        if stale_wal:
+            try:
+                self.scrub()
+            except Exception:
+                self.close()
+                raise
         return created
 
     def _create(self) -> None:
@@ -236,17 +252,22 @@ class WalletDB:
                 self._conn = None
 
     def scrub(self) -> None:
-        """Rewrite the file so no freed page or WAL frame keeps old (clear) data."""
+        """Rewrite the file so no freed page or WAL frame keeps old (clear) data.
+
+        Raises WalletFileError when the WAL could not be emptied (a reader held it).
+        """
         assert self._engine is not None
         raw = self._engine.raw_connection()  # autocommit: VACUUM cannot run in a transaction
         try:
             cursor = raw.cursor()
             for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM",
                               "PRAGMA wal_checkpoint(TRUNCATE)"):
-                cursor.execute(statement)
+                busy = cursor.execute(statement).fetchone()
             cursor.close()
         finally:
             raw.close()
+        if busy is None or busy[0] or _file_size(self.path + "-wal"):
+            raise WalletFileError("%s: the write-ahead log could not be emptied" % self.path)
 
     def backup(self, destination: str, stopping: Callable[[], bool]) -> None:
         """A consistent copy of the open database at the file ``destination`` (0600).

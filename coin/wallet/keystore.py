@@ -23,7 +23,9 @@ from coin.primitives.hashes import hash160
 from coin.script.standard import (
     TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, p2pk_script, p2pkh_script, solve,
 )
-from coin.wallet.crypter import DecryptionError, MasterKey, WrongPassphrase, decrypt_secret, encrypt_secret
+from coin.wallet.crypter import (
+    DecryptionError, MasterKey, WrongPassphrase, decrypt_secret, encrypt_secret, secret_matches,
+)
 from coin.wallet.db import WalletDB
 from coin.wallet.hd import HARDENED, ExtKey, external_path, internal_path
 
@@ -51,6 +53,22 @@ class KeypoolEmpty(Exception):
 
     rpc_code = -12
     message = "Error: Keypool ran out, please call keypoolrefill first"
+
+
+class CorruptKey(Exception):
+    """A stored private key (or the HD seed) does not belong to its public key.
+
+    Core's "CPrivKey corrupt" at load, and its "Some keys decrypt but not all" at the
+    first unlock. The wallet names the key's address in its own error (WalletCorrupt).
+    """
+
+    rpc_code = -4
+
+    def __init__(self, pubkey: bytes) -> None:
+        self.pubkey = pubkey
+        self.message = ("Error: Wallet corrupted: the private key of public key %s does not "
+                        "match it" % pubkey.hex())
+        super().__init__(self.message)
 
 
 class KeyRecord:
@@ -94,10 +112,14 @@ class KeyStore:
         self.unlocked_until = 0
         #: createwallet's disable_private_keys: watch-only, no seed, no pool, no imports of keys.
         self.private_keys_disabled = False
+        #: Every encrypted secret has been decrypted and checked once (Core's
+        #: fDecryptionThoroughlyChecked): later unlocks check one key.
+        self._decryption_checked = False
 
     # ------------------------------------------------------------------ loading
 
     def load(self, rows: Dict[str, List[dict]]) -> None:
+        """The wallet's rows; raises CorruptKey for a clear secret that is not its key's."""
         meta = {row["name"]: row["value"] for row in rows["meta"]}
         if "master_key" in meta:
             self.master_key = MasterKey.deserialize(meta["master_key"])
@@ -106,7 +128,12 @@ class KeyStore:
         self.seed_pubkey = meta.get("hd_seed_pubkey")
         self.chain_counters = [int(meta.get("hd_external", b"0")), int(meta.get("hd_internal", b"0"))]
         self.private_keys_disabled = meta.get("disable_private_keys") == b"1"
+        # A damaged secret must never be used or exported as the key of its address.
+        if self.seed is not None and not secret_matches(self.seed, self.seed_pubkey or b""):
+            raise CorruptKey(self.seed_pubkey or b"")
         for row in rows["keys"]:
+            if row["secret"] is not None and not secret_matches(row["secret"], row["pubkey"]):
+                raise CorruptKey(row["pubkey"])
             self._remember_key(KeyRecord(row["pubkey"], row["secret"], row["crypted"],
                                          row["hd_path"], row["created"]))
         for row in rows["scripts"]:
@@ -167,9 +194,9 @@ class KeyStore:
     def _seed_secret(self) -> bytes:
         if self.seed is not None:
             return self.seed
-        if self.crypted_seed is None:
+        if self.crypted_seed is None or self.seed_pubkey is None:
             raise KeypoolEmpty()
-        return decrypt_secret(self._require_master(), self.crypted_seed, self.seed_pubkey)
+        return self._decrypt(self.crypted_seed, self.seed_pubkey)
 
     def seed_secret(self) -> Optional[bytes]:
         """The HD seed, or None without one (dumpwallet); WalletLocked while locked."""
@@ -296,7 +323,13 @@ class KeyStore:
             return record.secret
         if record.crypted is None:
             raise KeyError(pubkey)
-        return decrypt_secret(self._require_master(), record.crypted, pubkey)
+        return self._decrypt(record.crypted, pubkey)
+
+    def _decrypt(self, crypted: bytes, pubkey: bytes) -> bytes:
+        try:
+            return decrypt_secret(self._require_master(), crypted, pubkey)
+        except DecryptionError:
+            raise CorruptKey(pubkey) from None
 
     def have_secret(self, pubkey: bytes) -> bool:
         record = self.keys.get(pubkey)
@@ -386,20 +419,33 @@ class KeyStore:
         self.db.scrub()
 
     def unlock(self, passphrase: bytes) -> None:
-        """Raises WrongPassphrase."""
+        """Raises WrongPassphrase, or CorruptKey when some secrets decrypt and one does not."""
         if self.master_key is None:
             raise ValueError("wallet is not encrypted")
         secret = self.master_key.unlock(passphrase)
-        # Check the master secret against one stored key (Core's CheckDecryption).
-        for record in self.keys.values():
-            if record.crypted is not None:
-                try:
-                    decrypt_secret(secret, record.crypted, record.pubkey)
-                except DecryptionError:
-                    raise WrongPassphrase() from None
-                break
+        self._check_decryption(secret)
         self._master_secret = secret
         self.top_up()
+
+    def _check_decryption(self, master_secret: bytes) -> None:
+        """Core's CCryptoKeyStore::Unlock: the first unlock decrypts and checks every secret
+        (and the seed), later ones a single secret. None decrypting means a wrong passphrase."""
+        crypted = [(r.pubkey, r.crypted) for r in self.keys.values() if r.crypted is not None]
+        if self.crypted_seed is not None and self.seed_pubkey is not None:
+            crypted.append((self.seed_pubkey, self.crypted_seed))
+        if self._decryption_checked:
+            crypted = crypted[:1]
+        bad = []
+        for pubkey, data in crypted:
+            try:
+                decrypt_secret(master_secret, data, pubkey)
+            except DecryptionError:
+                bad.append(pubkey)
+        if bad and len(bad) == len(crypted):
+            raise WrongPassphrase()
+        if bad:
+            raise CorruptKey(bad[0])
+        self._decryption_checked = True
 
     def lock(self) -> None:
         self._master_secret = None

@@ -25,7 +25,7 @@ from coin.primitives.transaction import Transaction, TxOut
 from coin.primitives.hashes import hash160
 from coin.script.standard import extract_destinations, p2pkh_script
 from coin.wallet.db import WALLET_VERSION, WalletDB
-from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, KeyStore
+from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, CorruptKey, KeyStore
 
 Outpoint = Tuple[bytes, int]
 
@@ -34,6 +34,19 @@ BEST_BLOCK_SAVE_INTERVAL = 144
 #: Address-book purposes (Core's).
 PURPOSE_RECEIVE = "receive"
 PURPOSE_SEND = "send"
+
+
+class WalletCorrupt(Exception):
+    """A private key of the wallet does not belong to its public key (Core: "Wallet corrupted").
+
+    Loading refuses the wallet; walletpassphrase refuses to unlock it (-4).
+    """
+
+    rpc_code = -4
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class BlockRef(NamedTuple):
@@ -125,7 +138,11 @@ class Wallet:
         ``disable_private_keys``: a watch-only wallet)."""
         with self.lock:
             rows = self.db.load()
-            self.keys.load(rows)
+            try:
+                self.keys.load(rows)
+            except CorruptKey as e:
+                raise WalletCorrupt("Error loading %s: Wallet corrupted: %s (CPrivKey corrupt)"
+                                    % (self.db.path, self._corrupt_key_text(e))) from None
             meta = {row["name"]: row["value"] for row in rows["meta"]}
             self.best_block = meta.get("best_block") or None
             for row in rows["names"]:
@@ -147,6 +164,21 @@ class Wallet:
                     self.keys.disable_private_keys()
                 else:
                     self.keys.new_seed()
+
+    def _corrupt_key_text(self, error: CorruptKey) -> str:
+        address = encode_address(Destination("pubkeyhash", hash160(error.pubkey)), self.params)
+        return "the private key of %s (public key %s) does not match it" % (
+            address, error.pubkey.hex())
+
+    def unlock(self, passphrase: bytes) -> None:
+        """walletpassphrase: WrongPassphrase, or WalletCorrupt naming a key that does not
+        decrypt to its public key (Core asserts there; the wallet stays locked here)."""
+        with self.lock:
+            try:
+                self.keys.unlock(passphrase)
+            except CorruptKey as e:
+                raise WalletCorrupt("Error: Wallet corrupted: %s; it stays locked"
+                                    % self._corrupt_key_text(e)) from None
 
     def _index(self, wtx: WalletTx) -> None:
         self.txs[wtx.txid] = wtx
@@ -194,8 +226,8 @@ class Wallet:
 
     def set_name(self, address: str, label: str, purpose: str) -> None:
         with self.lock:
+            self.db.put_name(address, label, purpose)  # first: a refused write changes nothing
             self.names[address] = (label, purpose)
-            self.db.put_name(address, label, purpose)
 
     # ------------------------------------------------------------------ tracking
 
@@ -226,6 +258,10 @@ class Wallet:
                 self._index(wtx)
             elif block is not None and (block != wtx.block or wtx.abandoned):
                 wtx.block = block
+                wtx.abandoned = False
+            elif block is None and wtx.abandoned:
+                # Back in the mempool (sendrawtransaction, a peer): it may confirm again, so its
+                # inputs are spent and its outputs count (Core's AddToWallet). Descendants stay.
                 wtx.abandoned = False
             else:
                 return True  # nothing new (a rescan meeting a known transaction)

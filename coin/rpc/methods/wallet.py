@@ -1098,7 +1098,7 @@ async def encryptwallet(ctx: RPCContext, passphrase: str) -> str:
 
 def _unlock(wallet: Wallet, passphrase: bytes) -> None:
     try:
-        wallet.keys.unlock(passphrase)
+        wallet.unlock(passphrase)
     except WrongPassphrase:
         raise RPCError(RPC_WALLET_PASSPHRASE_INCORRECT, _PASSPHRASE_INCORRECT) from None
 
