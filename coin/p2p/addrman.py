@@ -75,7 +75,7 @@ _FIELDS = ("ip", "port", "services", "time", "last_try", "last_success", "attemp
            "tried")
 
 
-@dataclass
+@dataclass(slots=True)
 class AddrInfo:
     """One known address, what we know of reaching it, and where it sits in the book."""
 
