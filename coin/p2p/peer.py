@@ -180,7 +180,10 @@ class PeerProtocol(protocol.Protocol):
     units per kB), ``ban_score``, ping state, byte counters, ``synced_headers`` and
     ``synced_blocks`` (-1 until the sync layer sets them), ``inflight`` (block hash ->
     height, owned by the sync layer), ``known_inventory`` (bounded set of inventory the
-    peer has or was sent) and ``state`` (a dict for other layers' per-peer data).
+    peer has or was sent), ``last_block_time`` and ``last_tx_time`` (when it last gave us a
+    new block / a transaction accepted to the pool, set by the sync and relay layers for
+    inbound eviction), ``addr_bucket`` and ``addr_rate_limited`` (the addr rate limit) and
+    ``state`` (a dict for other layers' per-peer data).
     """
 
     def __init__(self, connman: "P2PService", inbound: bool, addr_name: Optional[str] = None,
