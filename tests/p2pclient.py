@@ -6,6 +6,7 @@
     peer.wait_for("pong")                     # answers the node's pings meanwhile
     peer.send_raw(b"garbage")                 # anything, framed or not
     peer.wait_closed()                        # True once the node hung up
+    RawPeer(port, bind="127.0.0.2")           # from another local address
 
 Every wait has a deadline; nothing sleeps.
 """
@@ -40,10 +41,13 @@ class RawPeer:
     """A P2P connection to a node, driven step by step by a test."""
 
     def __init__(self, port: int, host: str = "127.0.0.1",
-                 magic: bytes = REGTEST.message_start, timeout: float = 30.0) -> None:
+                 magic: bytes = REGTEST.message_start, timeout: float = 30.0,
+                 bind: Optional[str] = None) -> None:
         self.magic = magic
         self.timeout = timeout
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        # ``bind`` picks the local address (e.g. 127.0.0.2: another peer address to the node).
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(bind, 0) if bind else None)
         self.decoder = MessageDecoder(REGTEST.message_start)
         self.received: List[Any] = []
         self.closed = False

@@ -611,6 +611,24 @@ class Addresses(SynchronousTestCase):
         self.assertTrue(NetAddress(0, "172.32.0.1", 1).is_routable())
         self.assertTrue(NetAddress(0, "100.128.0.1", 1).is_routable())
 
+    def test_group(self):
+        # Core's netbase_tests GetGroup vectors (class byte: 0 unroutable, 1 IPv4, 2 IPv6, 3 Tor).
+        cases = {
+            "127.0.0.1": [0], "10.0.0.1": [0], "169.254.1.1": [0], "1.2.3.4": [1, 1, 2],
+            "::ffff:0:102:304": [1, 1, 2], "64:ff9b::102:304": [1, 1, 2],
+            "2002:102:304:9999:9999:9999:9999:9999": [1, 1, 2],
+            "2001:0:9999:9999:9999:9999:fefd:fcfb": [1, 1, 2],
+            "fd87:d87e:eb43:edb1:8e4:3588:e546:35ca": [3, 239],
+            "2001:470:abcd:9999:9999:9999:9999:9999": [2, 32, 1, 4, 112, 175],
+            "2001:2001:9999:9999:9999:9999:9999:9999": [2, 32, 1, 32, 1],
+        }
+        for ip, group in cases.items():
+            self.assertEqual(list(NetAddress(0, ip, 1).group()), group, ip)
+        # Regtest networks on loopback: each unroutable address its own group.
+        one, two = NetAddress(0, "127.0.0.1", 1), NetAddress(0, "127.0.0.2", 1)
+        self.assertNotEqual(one.group(distinct_unroutable=True), two.group(distinct_unroutable=True))
+        self.assertEqual(NetAddress(0, "1.2.3.4", 1).group(True), bytes([1, 1, 2]))
+
     def test_network_and_text(self):
         self.assertEqual(NetAddress(0, "8.8.8.8", 1).network, "ipv4")
         self.assertEqual(NetAddress(0, "2001:4860::1", 1).network, "ipv6")

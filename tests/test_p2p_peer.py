@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
@@ -326,6 +326,45 @@ class AddrTests(SynchronousTestCase):
         self.assertEqual([m for m in sent(source_transport) if m.command == "addr"], [])
 
 
+    def flood(self, first: int, count: int = 1000) -> AddrMessage:
+        """``count`` fresh addresses, each of its own /16 group."""
+        return AddrMessage(tuple(
+            NetAddress(NODE_NETWORK, "%d.%d.0.1" % (11 + n // 256 % 64, n % 256), 8333, START - 60)
+            for n in range(first, first + count)))
+
+    def test_rate_limit_drops_holds_and_bans_a_flood(self) -> None:
+        peer, transport = handshake(self.h)
+        feed(peer, self.flood(0), PingMessage(5))
+        # A new peer has 10 tokens: 10 addresses processed, 990 dropped, below one unit.
+        self.assertEqual((len(peer.known_addresses), peer.addr_rate_limited, peer.ban_score),
+                         (10, 990, 0))
+        # The peer is not read for 0.1 ms per dropped address: its ping waits.
+        self.assertEqual(commands(transport), [])
+        self.h.reactor.advance(0.098)
+        self.assertEqual(commands(transport), [])
+        self.h.reactor.advance(0.002)
+        self.assertEqual(commands(transport), ["pong"])
+        # Tokens accrue at 0.1 per second: 100 s later, 10 more.
+        self.h.reactor.advance(100)
+        feed(peer, self.flood(1000))
+        self.assertEqual((len(peer.known_addresses), peer.addr_rate_limited, peer.ban_score),
+                         (20, 1980, 10))
+        # 10 per 1,000 dropped: banned (-banscore 100) once 10,000 are dropped.
+        messages = 2
+        while not transport.disconnecting:
+            self.h.reactor.advance(0.1)
+            feed(peer, self.flood(1000 * messages))
+            messages += 1
+        self.assertEqual((messages, peer.addr_rate_limited, peer.ban_score), (11, 10980, 100))
+        self.assertTrue(self.h.connman.banman.is_banned("8.8.8.8"))
+
+    def test_answer_to_our_getaddr_is_not_limited(self) -> None:
+        peer, transport = handshake(self.h, inbound=False)
+        feed(peer, self.flood(0), PingMessage(5))
+        self.assertEqual((len(peer.known_addresses), peer.addr_rate_limited), (1000, 0))
+        self.assertEqual(commands(transport), ["pong"])  # not held
+
+
 class FlowControlTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.h = Harness()
@@ -421,6 +460,31 @@ class ConnectionManagerTests(SynchronousTestCase):
         self.assertIsNotNone(h.connman.accept_inbound(IPv4Address("TCP", "8.9.0.1", 1)))
         h.connman.ready = False
         self.assertIsNone(h.connman.accept_inbound(IPv4Address("TCP", "8.9.0.1", 1)))
+
+    def arrive(self, h: Harness, ip: str) -> Optional[Tuple[PeerProtocol, StringTransport]]:
+        """An inbound connection from ``ip`` as the listening factory sees it."""
+        h.reactor.advance(1)
+        if h.connman.accept_inbound(IPv4Address("TCP", ip, 1)) is None:
+            return None
+        return handshake(h, ip=ip)
+
+    def test_inbound_eviction_makes_room_in_the_biggest_group(self) -> None:
+        h = Harness(max_connections=49)  # 40 inbound slots
+        hogs = [self.arrive(h, "8.8.%d.%d" % (i // 200, i % 200 + 1)) for i in range(40)]
+        honest, honest_transport = self.arrive(h, "9.9.9.9")
+        self.assertEqual(sum(t.disconnecting for _, t in hogs), 1)
+        # More connections from the attacker's group evict its own, never the newcomer.
+        hogs += [self.arrive(h, "8.8.9.%d" % i) for i in range(1, 11)]
+        self.assertEqual(sum(t.disconnecting for _, t in hogs), 11)
+        self.assertFalse(honest_transport.disconnecting)
+        self.assertEqual(sum(1 for p in h.connman.peers.values()
+                             if p.inbound and not p.disconnecting), 40)
+
+    def test_few_inbound_slots_are_all_protected(self) -> None:
+        h = Harness(max_connections=29)  # 20 inbound slots: Core protects 20
+        hogs = [self.arrive(h, "8.8.8.%d" % i) for i in range(1, 21)]
+        self.assertIsNone(self.arrive(h, "9.9.9.9"))
+        self.assertFalse(any(t.disconnecting for _, t in hogs))
 
     def test_ban_disconnects_matching_peers(self) -> None:
         h = Harness()

@@ -249,6 +249,8 @@ class HeaderSyncTests(SyncTestCase):
         self.assertEqual((peer.inflight, self.node.sync.in_flight, peer.ban_score), ({}, {}, 0))
         self.node.sync._request_blocks(peer)
         self.assertEqual(peer.synced_blocks, 30)
+        # It gave us new blocks: protected from inbound eviction for that.
+        self.assertEqual(peer.last_block_time, self.node.reactor.seconds())
 
     def test_only_one_header_sync_peer_during_initial_download(self) -> None:
         behind, behind_t = self.node.connect(start_height=0)
@@ -643,6 +645,9 @@ class RelayTests(SyncTestCase):
         self.assertEqual(sent(ot, "getdata"), [])
         feed(sender, TxMessage(tx))
         self.assertEqual(self.mempool.accepted, [tx.txid])
+        # A new transaction: protected from inbound eviction for that.
+        self.assertEqual((sender.last_tx_time, other.last_tx_time),
+                         (self.node.reactor.seconds(), 0.0))
         self.node.advance(self.node.relay.trickle_delay)
         # Announced to nobody: the sender and other know it, one does not relay, one
         # filters by fee rate.

@@ -25,13 +25,16 @@ Extension points for the sync and relay layers
 
 Inbound connections are accepted only once the chain is loaded
 (:meth:`start_connections`), while the network is active, from addresses that
-are not banned and while fewer than ``max_inbound`` inbound peers exist
-(Core's formula: -maxconnections minus 8 outbound minus 1 feeler slot).
+are not banned; when ``max_inbound`` inbound peers exist (Core's formula:
+-maxconnections minus 8 outbound minus 1 feeler slot) one of them is evicted
+(:mod:`coin.p2p.eviction`), or, if all are protected, the newcomer is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -41,7 +44,7 @@ from twisted.application import service
 from twisted.internet import protocol
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
 from twisted.internet.error import CannotListenError
-from twisted.internet.task import LoopingCall
+from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
 from coin.config.hostport import split_host_port
@@ -56,6 +59,7 @@ from coin.p2p.banman import (
     Network,
     normalize_ip,
 )
+from coin.p2p.eviction import EvictionCandidate, select_node_to_evict
 from coin.p2p.messages import (
     MAX_ADDR_TO_SEND,
     MAX_SUBVERSION_LENGTH,
@@ -81,6 +85,13 @@ DEFAULT_BANSCORE_THRESHOLD = 100
 #: Core's DEFAULT_MAX_TIME_ADJUSTMENT and BITCOIN_TIMEDATA_MAX_SAMPLES.
 MAX_TIME_ADJUSTMENT = 70 * 60
 TIMEDATA_MAX_SAMPLES = 200
+#: An addr flood scores ADDR_FLOOD_BAN_SCORE per ADDR_FLOOD_UNIT addresses dropped by the
+#: rate limit: banned (at -banscore 100) after 10,000 addresses over the limit.
+ADDR_FLOOD_UNIT = 1000
+ADDR_FLOOD_BAN_SCORE = 10
+#: Seconds a peer is not read per address dropped by the rate limit (0.1 s per full
+#: 1,000-address message): the flood is slowed by TCP back-pressure, not by our CPU.
+ADDR_FLOOD_HOLD = 0.0001
 #: Core's MAX_MONEY in base units, bounding feefilter values.
 _MAX_MONEY = 21_000_000 * 100_000_000
 #: Core's SAFE_CHARS_UA_COMMENT.
@@ -268,6 +279,7 @@ class P2PService(service.Service):
             os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now,
             allow_unroutable=settings.allow_unroutable)
         self.time_data = TimeData()
+        self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}
         self._next_id = 0
         self.added_nodes: List[str] = list(dict.fromkeys(settings.addnodes))
@@ -396,11 +408,36 @@ class P2PService(service.Service):
         if self.banman.is_banned(host):
             log.info("connection from {addr} dropped (banned)", addr=text)
             return None
-        inbound = sum(1 for p in self.peers.values() if p.inbound)
-        if inbound >= self.max_inbound:
-            log.info("connection from {addr} dropped (full)", addr=text)
+        inbound = sum(1 for p in self.peers.values() if p.inbound and not p.disconnecting)
+        if inbound >= self.max_inbound and not self._evict_inbound():
+            log.info("failed to find an eviction candidate - connection from {addr} dropped "
+                     "(full)", addr=text)
             return None
         return PeerProtocol(self, inbound=True)
+
+    def _evict_inbound(self) -> bool:
+        """Core's AttemptToEvictConnection: drop one inbound peer to make room."""
+        candidates = [EvictionCandidate(
+            id=p.id, connected=p.conn_time,
+            min_ping=p.min_ping if p.min_ping is not None else math.inf,
+            last_block_time=p.last_block_time, last_tx_time=p.last_tx_time,
+            relevant_services=bool(p.services & NODE_NETWORK), relay_txes=p.relay,
+            keyed_net_group=self.keyed_net_group(p.address))
+            for p in self.peers.values() if p.inbound and not p.disconnecting]
+        victim = select_node_to_evict(candidates)
+        if victim is None:
+            return False
+        peer = self.peers[victim]
+        log.info("evicting peer={id} ({addr}) to make room for an inbound connection",
+                 id=peer.id, addr=peer.addr)
+        peer.disconnect("evicted", abort=True)
+        return True
+
+    def keyed_net_group(self, address: Optional[NetAddress]) -> int:
+        """A secret-keyed hash of ``address``'s network group (Core's nKeyedNetGroup)."""
+        group = address.group(self.settings.allow_unroutable) if address is not None else b""
+        digest = hashlib.blake2b(group, digest_size=8, key=self._net_group_key).digest()
+        return int.from_bytes(digest, "little")
 
     def peer_connected(self, peer: PeerProtocol) -> bool:
         """Register a peer whose connection is up; False refuses it."""
@@ -694,13 +731,25 @@ class P2PService(service.Service):
         if finished:
             peer.ping_nonce_sent = 0
 
-    def _on_addr(self, peer: PeerProtocol, message: AddrMessage) -> None:
-        """Core's addr handling: remember, relay small fresh announcements to two peers."""
+    def _on_addr(self, peer: PeerProtocol, message: AddrMessage) -> Optional[Deferred]:
+        """Core's addr handling: remember, relay small fresh announcements to two peers.
+
+        Addresses beyond the peer's rate limit (``peer.addr_bucket``) are dropped
+        first; every ``ADDR_FLOOD_UNIT`` dropped scores ``ADDR_FLOOD_BAN_SCORE``, and the
+        peer is not read for ``ADDR_FLOOD_HOLD`` per dropped address, so a flood costs
+        the reactor little more than what it may send.
+        """
         now = int(self.adjusted_time())
         since = now - 10 * 60
         good: List[NetAddress] = []
         count = len(message.addresses)
+        bucket = peer.addr_bucket
+        bucket.refill(self.now())
+        dropped = 0
         for addr in message.addresses:
+            if not bucket.take():
+                dropped += 1
+                continue
             if not addr.services & NODE_NETWORK:
                 continue
             seen = addr.time if addr.time is not None else 0
@@ -714,6 +763,20 @@ class P2PService(service.Service):
         self.addrman.add(good, source=peer.address, penalty=2 * 60 * 60)
         if count < MAX_ADDR_TO_SEND:
             peer.getaddr_sent = False
+        if not dropped:
+            return None
+        self._addr_rate_limited(peer, dropped)
+        return deferLater(self.reactor, dropped * ADDR_FLOOD_HOLD, lambda: None)
+
+    def _addr_rate_limited(self, peer: PeerProtocol, dropped: int) -> None:
+        before = peer.addr_rate_limited
+        peer.addr_rate_limited += dropped
+        log.debug("addr from peer={id}: {dropped} addresses over the rate limit ({total} in "
+                  "all)", id=peer.id, dropped=dropped, total=peer.addr_rate_limited)
+        units = peer.addr_rate_limited // ADDR_FLOOD_UNIT - before // ADDR_FLOOD_UNIT
+        if units:
+            peer.misbehaving(ADDR_FLOOD_BAN_SCORE * units, "addr flood (%d addresses over the "
+                             "rate limit)" % peer.addr_rate_limited)
 
     def _relay_address(self, addr: NetAddress, source: PeerProtocol) -> None:
         candidates = [p for p in self.handshaked_peers() if p is not source]

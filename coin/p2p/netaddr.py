@@ -28,6 +28,8 @@ NET_UNROUTABLE = "unroutable"
 NET_IPV4 = "ipv4"
 NET_IPV6 = "ipv6"
 NET_ONION = "onion"
+#: Core's network numbers, the first byte of a group.
+_GROUP_UNROUTABLE, _GROUP_IPV4, _GROUP_IPV6, _GROUP_ONION = 0, 1, 2, 3
 
 
 def ip_to_bytes(text: str) -> bytes:
@@ -219,6 +221,30 @@ class NetAddress:
             self.is_rfc1918() or self.is_rfc2544() or self.is_rfc3927() or self.is_rfc4862()
             or self.is_rfc6598() or self.is_rfc5737() or (self.is_rfc4193() and not self.is_tor())
             or self.is_rfc4843() or self.is_local())
+
+    def group(self, distinct_unroutable: bool = False) -> bytes:
+        """Core's GetGroup: the network group addresses and peers are spread over.
+
+        A network class byte and a prefix: IPv4 /16 (6to4 and Teredo by the IPv4 address
+        they carry), IPv6 /32 (he.net /36), Tor the first 4 bits of the onion.  All
+        unroutable addresses (loopback, private) are one group, as in Core -- unless
+        ``distinct_unroutable``, then each is its own: regtest networks on loopback
+        addresses (127.0.0.1, 127.0.0.2...) model distinct peers that way.
+        """
+        p = self.packed
+        if not self.is_routable():
+            return bytes([_GROUP_UNROUTABLE]) + (p if distinct_unroutable else b"")
+        if self.is_ipv4() or self.is_rfc6145() or self.is_rfc6052():
+            return bytes([_GROUP_IPV4]) + p[12:14]
+        if self.is_rfc3964():
+            return bytes([_GROUP_IPV4]) + p[2:4]
+        if self.is_rfc4380():
+            return bytes([_GROUP_IPV4, p[12] ^ 0xFF, p[13] ^ 0xFF])
+        if self.is_tor():
+            return bytes([_GROUP_ONION, p[6] | 0x0F])
+        if p[:4] == b"\x20\x01\x04\x70":
+            return bytes([_GROUP_IPV6]) + p[:4] + bytes([p[4] | 0x0F])
+        return bytes([_GROUP_IPV6]) + p[:4]
 
     @property
     def network(self) -> str:

@@ -23,7 +23,8 @@ Flow control and memory bounds
       ``MAX_SEND_BUFFER`` such bytes disconnects it.  :meth:`when_drained`
       lets bulk senders (block download) wait for the buffer to empty.
     * ``known_inventory`` and ``known_addresses`` are bounded sets; ``addr``
-      relay queues are capped at ``MAX_ADDR_TO_SEND``.
+      relay queues are capped at ``MAX_ADDR_TO_SEND``; addresses received are
+      processed at most at the rate of ``addr_bucket`` (the rest dropped).
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ MAX_KNOWN_INVENTORY = 5000
 MAX_KNOWN_ADDRESSES = 5000
 #: Most addresses queued for relay to one peer.
 MAX_ADDR_TO_SEND = 1000
+#: addr processing limit per peer (Core 22's MAX_ADDR_RATE_PER_SECOND and
+#: MAX_ADDR_PROCESSING_TOKEN_BUCKET): tokens refill at 0.1 per second up to 1,000, one
+#: per address processed; a getaddr we send grants 1,000 more for the answer.
+ADDR_RATE_PER_SECOND = 0.1
+ADDR_TOKEN_BUCKET_MAX = 1000
+#: Tokens of a new peer (Core 22: 1; ours 10, so a peer's first announcement -- Core
+#: relays at most 10 addresses at once -- is processed whole).
+ADDR_INITIAL_TOKENS = 10
 #: Ban score for a payload that does not parse (Core 0.17 gives 0 and a reject; we count
 #: it so a peer feeding garbage is banned after ten such messages).
 MALFORMED_BAN_SCORE = 10
@@ -130,6 +139,35 @@ class BoundedSet:
         return len(self._items)
 
 
+class TokenBucket:
+    """Tokens refilling at ``rate`` per second up to ``capacity`` (a rate limit)."""
+
+    __slots__ = ("rate", "capacity", "tokens", "stamp")
+
+    def __init__(self, rate: float, capacity: float, tokens: float, now: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.tokens = tokens
+        self.stamp = now
+
+    def refill(self, now: float) -> None:
+        """Add what accrued since the last refill (never beyond the capacity)."""
+        if self.tokens < self.capacity:
+            self.tokens = min(self.capacity, self.tokens + max(0.0, now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def take(self) -> bool:
+        """Spend one token; False (nothing spent) when there is none."""
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+    def grant(self, tokens: float) -> None:
+        """Extra tokens, beyond the capacity if need be (an answer we asked for)."""
+        self.tokens += tokens
+
+
 @implementer(IPushProducer)
 class PeerProtocol(protocol.Protocol):
     """A connected peer, inbound or outbound.
@@ -142,7 +180,10 @@ class PeerProtocol(protocol.Protocol):
     units per kB), ``ban_score``, ping state, byte counters, ``synced_headers`` and
     ``synced_blocks`` (-1 until the sync layer sets them), ``inflight`` (block hash ->
     height, owned by the sync layer), ``known_inventory`` (bounded set of inventory the
-    peer has or was sent) and ``state`` (a dict for other layers' per-peer data).
+    peer has or was sent), ``last_block_time`` and ``last_tx_time`` (when it last gave us a
+    new block / a transaction accepted to the pool, set by the sync and relay layers for
+    inbound eviction), ``addr_bucket`` and ``addr_rate_limited`` (the addr rate limit) and
+    ``state`` (a dict for other layers' per-peer data).
     """
 
     def __init__(self, connman: "P2PService", inbound: bool, addr_name: Optional[str] = None,
@@ -199,6 +240,13 @@ class PeerProtocol(protocol.Protocol):
         self.addr_to_send: List[NetAddress] = []
         self.getaddr_sent = False
         self.getaddr_answered = False
+        self.addr_bucket = TokenBucket(ADDR_RATE_PER_SECOND, ADDR_TOKEN_BUCKET_MAX,
+                                       ADDR_INITIAL_TOKENS, connman.now())
+        #: Addresses dropped by the rate limit (scored per connman.ADDR_FLOOD_UNIT).
+        self.addr_rate_limited = 0
+        # For inbound eviction: when the peer last gave us a new block, a new transaction.
+        self.last_block_time = 0.0
+        self.last_tx_time = 0.0
         # Flow control.
         self.disconnecting = False
         self.disconnect_reason = ""
@@ -553,6 +601,7 @@ class PeerProtocol(protocol.Protocol):
             log.info("New outbound peer connected: version: {version}, blocks={height}, "
                      "peer={id}", version=self.version, height=self.starting_height, id=self.id)
             self.getaddr_sent = True
+            self.addr_bucket.grant(MAX_ADDR_TO_SEND)
             self.send(GetAddrMessage())
         self.send_ping()
         if self.version >= FEEFILTER_VERSION and self.connman.fee_filter_rate is not None:

@@ -461,6 +461,7 @@ class TxRelay(TxSource):
     def _accepted(self, result: Any, peer: "PeerProtocol", tx: Transaction) -> None:
         log.debug("AcceptToMemoryPool: peer={id}: accepted {txid} (poolsz {n} txn)",
                   id=peer.id, txid=tx.txid_hex, n=len(self.pool))
+        peer.last_tx_time = self.p2p.now()  # protects it from inbound eviction (Core)
         self._process_orphans(tx.txid)
 
     def _rejected(self, failure: Failure, peer: "PeerProtocol", tx: Transaction) -> None:

@@ -738,6 +738,7 @@ class BlockSync:
 
     def _block_accepted(self, entry: BlockIndexEntry, peer: "PeerProtocol",
                         block_hash: bytes) -> None:
+        peer.last_block_time = self.p2p.now()  # protects it from inbound eviction (Core)
         if peer.is_open:
             self._update_availability(peer, block_hash)
 
