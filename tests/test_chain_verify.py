@@ -6,48 +6,26 @@ run without an RPC layer or a worker thread, as a GUI or a plugin would call the
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import tempfile
-from typing import Optional, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.chainstate import ChainState
 from coin.chain.verify import DEFAULT_CHECKBLOCKS, DEFAULT_CHECKLEVEL, verify_chain
 from coin.primitives.coin import Coin
-from coin.testing.chainbuilder import ChainBuilder, open_chain
+from coin.testing.chainbuilder import open_chain
 
-#: The spend (of block 1's coinbase) is in block SPEND_HEIGHT; TIP_HEIGHT blocks in all.
-SPEND_HEIGHT = 101
-TIP_HEIGHT = 103
-
-_prepared: Optional[Tuple[str, bytes]] = None
-
-
-def prepared() -> Tuple[str, bytes]:
-    """``(datadir, spend txid)``, built once per test run and copied by every test."""
-    global _prepared
-    if _prepared is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-verify-")
-        atexit.register(shutil.rmtree, datadir, True)
-        chain = open_chain(datadir)
-        builder = ChainBuilder(chain)
-        builder.mine(SPEND_HEIGHT - 1)
-        spend = builder.spend(builder.coinbase_outputs[0])
-        builder.mine(1, txs=[spend])
-        builder.mine(TIP_HEIGHT - SPEND_HEIGHT)
-        chain.close()
-        _prepared = (datadir, spend.txid)
-    return _prepared
+# The blockchain RPC tests' prepared chain: block SPEND_HEIGHT spends block 1's coinbase.
+from .test_rpc_blockchain import SPEND_HEIGHT, TIP_HEIGHT, template
 
 
 class VerifyChainTests(SynchronousTestCase):
     def setUp(self) -> None:
-        template, self.spend_txid = prepared()
+        prepared = template()
+        self.spend_txid = prepared.spend_txid
         self.datadir = self.mktemp()
-        shutil.copytree(template, self.datadir)
+        shutil.copytree(prepared.datadir, self.datadir)
         self.chain: ChainState = open_chain(self.datadir)
         self.addCleanup(self.chain.close)
 
