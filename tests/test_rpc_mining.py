@@ -15,9 +15,9 @@ from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.mining.assembler import create_block
-from coin.rpc.methods.mining import (
-    METHODS, Template, assemble_template, network_hashps, template_json,
-)
+from coin.mining.stats import network_hashps
+from coin.mining.template import Template, assemble_template
+from coin.rpc.methods.mining import METHODS, template_json
 from coin.script.standard import p2pkh_script
 
 from .rpcchain import TIP_HEIGHT, ChainRPCTestCase

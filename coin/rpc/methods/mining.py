@@ -1,8 +1,9 @@
 """Mining and generating methods (Core 0.17's "== Mining ==" and "== Generating ==").
 
-Registered through the ``coin.rpc`` entry point ``mining``. Templates are
-assembled and blocks checked on the validation worker (``ChainAccess.call``),
-so a consistent tip and UTXO view is read and the reactor never waits on it.
+Registered through the ``coin.rpc`` entry point ``mining``. The handlers parse
+requests and format replies; templates, proposals, submissions, long polls and
+the statistics come from :class:`coin.mining.service.MiningService`, which reads
+a consistent tip, UTXO set and pool on the validation worker.
 
 Where this differs from Core 0.17, and why:
 
@@ -28,27 +29,20 @@ Where this differs from Core 0.17, and why:
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from twisted.internet import task
-from twisted.internet.defer import Deferred, DeferredList
-from twisted.internet.threads import deferToThread
+from twisted.internet.defer import Deferred
 
 from coin.chain.access import ChainAccess
-from coin.chain.chainstate import ChainState
-from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID_SCRIPTS, BlockIndexEntry
 from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE, ChainParams
-from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
-from coin.consensus.pow import compact_to_target, get_difficulty
-from coin.consensus.softforks import check_block_contextual, check_header_contextual
-from coin.consensus.versionbits import ACTIVE, LOCKED_IN, STARTED, deployment_state
-from coin.mining.assembler import create_block_from_pool
-from coin.mining.selection import Selection
+from coin.consensus.pow import compact_to_target
+from coin.mining.service import MiningService
+from coin.mining.stats import MiningInfo
+from coin.mining.template import LongPollId, Template
 from coin.primitives.address import try_decode_address
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
-from coin.primitives.script import OP_TRUE
 from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
@@ -63,15 +57,15 @@ from coin.rpc.registry import (
 from coin.script.standard import destination_script
 from coin.views.amounts import real_to_json
 
-#: Dash's nPowTargetTimespan (one day): with the target spacing it gives the
-#: "difficulty adjustment interval" getnetworkhashps falls back to for nblocks <= 0.
-POW_TARGET_TIMESPAN = 24 * 60 * 60
-#: The coinbase script Core's getblocktemplate assembles with (the miner replaces it).
-TEMPLATE_SCRIPT = bytes((OP_TRUE,))
-
 
 def _chain(ctx: RPCContext) -> ChainAccess:
     return ctx.node.chain
+
+
+def _mining(ctx: RPCContext) -> MiningService:
+    """The mining service over the node's chain (stateless, so made per call)."""
+    chain = _chain(ctx)
+    return MiningService(chain, chain.reactor)
 
 
 # ------------------------------------------------------------------ generatetoaddress
@@ -114,20 +108,6 @@ def decode_block(hexdata: str) -> Block:
         raise RPCError(RPC_DESERIALIZATION_ERROR, "Block decode failed") from None
 
 
-def _duplicate_result(entry: BlockIndexEntry) -> Optional[str]:
-    """BIP22's answer for a block already in the index, None if it must be processed."""
-    if entry.is_valid(BLOCK_VALID_SCRIPTS):
-        return "duplicate"
-    if entry.failed():
-        return "duplicate-invalid"
-    return None
-
-
-def _reason(error: ValidationError) -> str:
-    """Core's BIP22ValidationResult for an invalid state."""
-    return error.reason or "rejected"
-
-
 # ------------------------------------------------------------------ submitblock
 
 @rpc_method(
@@ -138,55 +118,17 @@ def _reason(error: ValidationError) -> str:
     help=("Attempts to submit new block to network.\n"
           "See https://en.bitcoin.it/wiki/BIP_0022 for full specification."),
     examples=example_cli("submitblock", '"mydata"') + example_rpc("submitblock", '"mydata"'))
-async def submitblock(ctx: RPCContext, hexdata: str, dummy: Any) -> Optional[str]:
-    chain = _chain(ctx)
+def submitblock(ctx: RPCContext, hexdata: str, dummy: Any) -> Deferred:
     block = decode_block(hexdata)
     if not block.txs or not block.txs[0].is_coinbase():
         raise RPCError(RPC_DESERIALIZATION_ERROR, "Block does not start with a coinbase")
-    entry = chain.state.lookup(block.hash)
-    if entry is not None:
-        known = _duplicate_result(entry)
-        if known is not None:
-            return known
-        if entry.have_data():
-            return "duplicate"  # stored but not (yet) on the best chain: not a new block
-    try:
-        entry = await chain.submit_block(block)
-    except ValidationError as error:
-        entry = chain.state.lookup(block.hash)
-        if entry is not None and entry.status & BLOCK_FAILED_CHILD \
-                and not entry.status & BLOCK_FAILED_VALID:
-            # An ancestor failed to connect; Core never checks this block itself.
-            return "inconclusive"
-        return _reason(error)
-    # Valid once connected; a block stored on a side branch was never checked in full.
-    return None if entry.is_valid(BLOCK_VALID_SCRIPTS) else "inconclusive"
+    return _mining(ctx).submit_block(block)
 
 
 # ------------------------------------------------------------------ getblocktemplate
 
-class Template(NamedTuple):
-    """A block to work on and the deployment states for the block after ``prev``."""
-
-    prev: BlockIndexEntry
-    block: Block
-    states: Dict[str, str]
-    #: The pool transactions chosen (None when there is no pool) and the pool's counter.
-    selection: Optional[Selection] = None
-    transactions_updated: int = 0
-
-
-def assemble_template(chainstate: ChainState, pool: Any = None) -> Template:
-    """Core's CreateNewBlock for getblocktemplate (on the writer thread)."""
-    prev = chainstate.tip
-    updated = pool.transactions_updated if pool is not None else 0
-    block, selection = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
-    states = {d.name: deployment_state(prev, chainstate.params, d.name, chainstate.versionbits)
-              for d in chainstate.params.deployments}
-    return Template(prev, block, states, selection, updated)
-
-
 def _template_transactions(template: Template) -> List[Dict[str, Any]]:
+    """The template's pool transactions as BIP22 lists them (1-based ``depends``)."""
     selection = template.selection
     if selection is None:
         return []
@@ -196,54 +138,26 @@ def _template_transactions(template: Template) -> List[Dict[str, Any]]:
                                                 selection.sigops, selection.depends)]
 
 
-def check_proposal(chainstate: ChainState, block: Block) -> Optional[str]:
-    """BIP23 proposal checks on the writer thread: None if valid, else the BIP22 string."""
-    entry = chainstate.lookup(block.hash)
-    if entry is not None:
-        return _duplicate_result(entry) or "duplicate-inconclusive"
-    tip = chainstate.tip
-    if block.header.prev_hash != tip.hash:
-        return "inconclusive-not-best-prevblk"
-    params = chainstate.params
-    try:
-        check_header_contextual(block.header, tip, params, chainstate.adjusted_time())
-        check_block(block, params, check_pow=False)
-        check_block_contextual(block, tip, params, chainstate.versionbits)
-    except ValidationError as error:
-        return _reason(error)
-    return None
-
-
 def template_json(template: Template, params: ChainParams,
                   force_version: bool) -> Dict[str, Any]:
     """The BIP22/23/9 template object in Core 0.17's key order (module docstring)."""
-    prev, block, states = template.prev, template.block, template.states
+    prev, block = template.prev, template.block
     header = block.header
-    version = header.version
-    rules = []
-    available = {}
-    for deployment in params.deployments:
-        state = states[deployment.name]
-        if state == LOCKED_IN:
-            version |= 1 << deployment.bit
-        if state in (STARTED, LOCKED_IN):
-            available[deployment.name] = deployment.bit
-        elif state == ACTIVE:
-            rules.append(deployment.name)
+    bits = template.version_bits(params)
     mutable = ["time", "transactions", "prevblock"]
     if force_version:
         mutable.append("version/force")
     return {
         "capabilities": ["proposal"],
-        "version": version,
-        "rules": rules,
-        "vbavailable": available,
+        "version": bits.version,
+        "rules": bits.rules,
+        "vbavailable": bits.available,
         "vbrequired": 0,
         "previousblockhash": hash_to_hex(prev.hash),
         "transactions": _template_transactions(template),
         "coinbaseaux": {"flags": ""},
         "coinbasevalue": block.txs[0].vout[0].value,
-        "longpollid": hash_to_hex(prev.hash) + str(template.transactions_updated),
+        "longpollid": template.longpoll_id.text(),
         "target": "%064x" % compact_to_target(header.bits)[0],
         "mintime": prev.median_time_past() + 1,
         "mutable": mutable,
@@ -288,38 +202,13 @@ def _read_request(request: Optional[Dict[str, Any]]) -> Tuple[str, Any, bool]:
     return mode, request.get("longpollid"), force_version
 
 
-#: Core's long poll: the pool is first checked after a minute, then every 10 seconds.
-LONGPOLL_FIRST_CHECK = 60
-LONGPOLL_RECHECK = 10
-
-
-async def _wait_for_long_poll(chain: ChainAccess, longpollid: Any) -> None:
-    """BIP22 long polling: return on a new tip, or once the pool changed (after a minute)."""
-    pool = chain.mempool
-    if isinstance(longpollid, str):
-        watched = parse_hash_v(longpollid[:64], "longpollid")
-        counter = longpollid[64:]
-        seen = int(counter) if counter.isdigit() else -1
-    else:
-        watched = chain.state.tip.hash
-        seen = pool.transactions_updated if pool is not None else 0
-    new_tip = chain.wait_for_tip(lambda tip: tip.hash != watched)
-    delay = LONGPOLL_FIRST_CHECK
-    timer: Optional[Deferred] = None
-    try:
-        while not new_tip.called:
-            timer = task.deferLater(chain.reactor, delay, lambda: None)
-            await DeferredList([new_tip, timer], fireOnOneCallback=True, consumeErrors=True)
-            if new_tip.called:
-                break
-            if pool is not None and pool.transactions_updated != seen:
-                return
-            delay = LONGPOLL_RECHECK
-    finally:
-        if timer is not None and not timer.called:
-            timer.cancel()
-        if not new_tip.called:
-            new_tip.cancel()
+def _longpoll_id(mining: MiningService, longpollid: Any) -> LongPollId:
+    """What a client's ``longpollid`` watches; anything but a string means "the current"."""
+    if not isinstance(longpollid, str):
+        return mining.current_longpoll_id()
+    watched = parse_hash_v(longpollid[:64], "longpollid")
+    counter = longpollid[64:]
+    return LongPollId(watched, int(counter) if counter.isdigit() else -1)
 
 
 _TEMPLATE_HELP = """\
@@ -415,19 +304,20 @@ Examples:
 
 async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) -> Any:
     chain = _chain(ctx)
+    mining = _mining(ctx)
     mode, longpollid, force_version = _read_request(request)
     if mode == "proposal":
         data = request.get("data")
         if not isinstance(data, str):
             raise RPCError(RPC_TYPE_ERROR, "Missing data String key for proposal")
-        return await chain.call(check_proposal, decode_block(data))
+        return await mining.check_proposal(decode_block(data))
     if mode != "template":
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid mode")
     if chain.params.name != "regtest" and connection_count(ctx) == 0:
         raise RPCError(RPC_CLIENT_NOT_CONNECTED, "Coin is not connected!")
     if longpollid is not None:
-        await _wait_for_long_poll(chain, longpollid)
-    template = await chain.call(assemble_template, chain.mempool)
+        await mining.wait_for_change(_longpoll_id(mining, longpollid))
+    template = await mining.template()
     return template_json(template, chain.params, force_version)
 
 
@@ -439,41 +329,9 @@ getblocktemplate = RPCMethod(
 
 # ------------------------------------------------------------------ hash rate
 
-def _uint256_to_double(value: int) -> float:
-    """arith_uint256::getdouble: summed 32-bit words, low first (rounds like Core)."""
-    result = 0.0
-    factor = 1.0
-    for _ in range(8):
-        result += factor * (value & 0xFFFFFFFF)
-        factor *= 4294967296.0
-        value >>= 32
-    return result
-
-
-def network_hashps(chainstate: ChainState, lookup: int, height: int) -> Any:
-    """Core's GetNetworkHashPS: work over the time span of ``lookup`` blocks up to ``height``.
-
-    Returns the integer 0 where Core does (genesis, no elapsed time), else a
-    double printed as Core prints it.
-    """
-    last = chainstate.tip
-    if 0 <= height < chainstate.height:
-        last = chainstate.at_height(height)
-    if last is None or last.height == 0:
-        return 0
-    if lookup <= 0:
-        lookup = last.height % (POW_TARGET_TIMESPAN // chainstate.params.target_spacing) + 1
-    lookup = min(lookup, last.height)
-    first = last
-    min_time = max_time = last.time
-    for _ in range(lookup):
-        first = first.prev
-        min_time = min(min_time, first.time)
-        max_time = max(max_time, first.time)
-    if min_time == max_time:
-        return 0
-    return real_to_json(_uint256_to_double(last.chainwork - first.chainwork)
-                        / (max_time - min_time))
+def _hashps_json(rate: Optional[float]) -> Any:
+    """Core's integer 0 where there was nothing to measure, else the double as Core prints it."""
+    return 0 if rate is None else real_to_json(rate)
 
 
 @rpc_method(
@@ -489,24 +347,21 @@ def network_hashps(chainstate: ChainState, lookup: int, height: int) -> Any:
     result="x             (numeric) Hashes per second estimated",
     examples=example_cli("getnetworkhashps") + example_rpc("getnetworkhashps"))
 def getnetworkhashps(ctx: RPCContext, nblocks: int, height: int) -> Deferred:
-    # A long walk down the in-memory index: off the reactor, without holding the writer.
-    return deferToThread(network_hashps, _chain(ctx).state, nblocks, height)
+    return _mining(ctx).network_hashps(nblocks, height).addCallback(_hashps_json)
 
 
 # ------------------------------------------------------------------ getmininginfo
 
-def _mining_info(chainstate: ChainState, pool: Any) -> Dict[str, Any]:
-    """getmininginfo from one consistent view (writer thread); see the module docstring."""
-    tip = chainstate.tip
-    block, _ = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
+def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
+    """getmininginfo's object; see the module docstring for currentblocksize/-tx."""
     return {
-        "blocks": chainstate.height,
-        "currentblocksize": block.size,
-        "currentblocktx": len(block.txs) - 1,
-        "difficulty": real_to_json(get_difficulty(tip.bits)),
-        "networkhashps": network_hashps(chainstate, 120, -1),
-        "pooledtx": len(pool) if pool is not None else 0,
-        "chain": chainstate.params.name,
+        "blocks": info.blocks,
+        "currentblocksize": info.block_size,
+        "currentblocktx": info.block_tx,
+        "difficulty": real_to_json(info.difficulty),
+        "networkhashps": _hashps_json(info.network_hashps),
+        "pooledtx": info.pooled_tx,
+        "chain": info.chain,
         "warnings": "",
     }
 
@@ -528,8 +383,7 @@ def _mining_info(chainstate: ChainState, pool: Any) -> Dict[str, Any]:
             "}"),
     examples=example_cli("getmininginfo") + example_rpc("getmininginfo"))
 def getmininginfo(ctx: RPCContext) -> Deferred:
-    chain = _chain(ctx)
-    return chain.call(_mining_info, chain.mempool)
+    return _mining(ctx).info().addCallback(_mining_info_json)
 
 
 #: What the ``mining`` entry point registers.
