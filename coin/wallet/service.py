@@ -29,6 +29,7 @@ from twisted.python.threadpool import ThreadPool
 
 from coin.chain.chainstate import ChainState
 from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent
+from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams
 from coin.consensus.errors import ValidationError
@@ -483,14 +484,18 @@ class WalletService(service.Service):
             await reservation.scan_to_tip(0)
         return stored
 
+    def _tip(self) -> BlockIndexEntry:
+        tip = self.validation.chainstate.tip
+        assert tip is not None  # wallets load after the chain, which has its genesis block
+        return tip
+
     async def _import_wallet(self, wallet: Wallet, filename: str) -> None:
         with self.rescanner.reserve(wallet) as reservation:
             ensure_unlocked(wallet)
             lines = await deferToThread(read_dump_lines, filename)
-            chain = self.validation.chainstate
             time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
-                                               chain.tip.time, write=True, slow=True)
-            start = height_for_time(chain, time_begin)
+                                               self._tip().time, write=True, slow=True)
+            start = height_for_time(self.validation.chainstate, time_begin)
             if start is not None:
                 await reservation.scan_to_tip(start)
         if not good:
@@ -505,7 +510,7 @@ class WalletService(service.Service):
         """``dumpwallet``: every key and script to a new file; fires with its absolute path."""
         ensure_unlocked(wallet)
         path = check_dump_path(filename)
-        tip = self.validation.chainstate.tip
+        tip = self._tip()
         return in_wallet(wallet, write_dump, wallet, path, int(self._now()),
                          (tip.height, hash_to_hex(tip.hash), tip.time),
                          slow=True).addCallback(lambda _: path)
