@@ -204,7 +204,7 @@ class Profiler:
 
 #: Frames every RPC passes through, left out of the inclusive list.
 DISPATCH = ("coin/tap.py", "coin/rpc/resource.py", "coin/rpc/jsonrpc.py",
-            "coin/rpc/methods/wallet.py:in_wallet", "coin/rpc/methods/wallet.py:_locked_call")
+            "coin/wallet/access.py:in_wallet", "coin/wallet/access.py:_locked_call")
 
 
 def summarize(path: str, top: int = 10) -> Dict[str, Any]:

@@ -1,5 +1,5 @@
 """Wallet balances, listings, locks, fees, sending, funding and signing on real ``coind``
-processes (coin.rpc.methods.wallet_tx and signrawtransactionwithkey), driven over JSON-RPC.
+processes (coin.rpc.methods.wallet and signrawtransactionwithkey), driven over JSON-RPC.
 
 Nodes:
 

@@ -17,11 +17,12 @@ from typing import Any, Dict, List, Optional
 
 from coin.chain.chainstate import ChainState
 from coin.mempool.pool import Mempool
-from coin.primitives.address import try_decode_address
+from coin.primitives.address import Destination, encode_address, try_decode_address
 from coin.primitives.hashes import hash_to_hex
-from coin.script.standard import destination_script
+from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, solve
 from coin.views.amounts import amount_to_json
-from coin.wallet.keystore import ISMINE_WATCH_ONLY
+from coin.wallet.addresses import p2pkh_address
+from coin.wallet.keystore import ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 from coin.wallet.wallet import Output, Wallet, WalletTx
 
 #: BIP125: a sequence below this signals replaceability.
@@ -179,3 +180,93 @@ def received_json(address: str, label: str, amount: int, confirmations: Optional
                 "confirmations": confirmations if confirmations is not None else 0,
                 "label": label, "txids": [hash_to_hex(t) for t in txids]})
     return out
+
+
+def hex160(key_id: bytes) -> str:
+    """A Hash160 id (hdseedid, hdmasterkeyid) as Core's uint160::GetHex prints it: reversed."""
+    return key_id[::-1].hex()
+
+
+def wallet_info_json(wallet: Wallet) -> Dict[str, Any]:
+    """getwalletinfo's object."""
+    info = wallet.info()
+    result: Dict[str, Any] = {
+        "walletname": info["walletname"], "walletversion": info["walletversion"],
+        "balance": amount_to_json(info["balance"]),
+        "unconfirmed_balance": amount_to_json(info["unconfirmed_balance"]),
+        "immature_balance": amount_to_json(info["immature_balance"]),
+        "txcount": info["txcount"], "keypoololdest": info["keypoololdest"],
+        "keypoolsize": info["keypoolsize"],
+        "keypoolsize_hd_internal": info["keypoolsize_hd_internal"]}
+    if wallet.keys.encrypted:
+        result["unlocked_until"] = info["unlocked_until"] or 0
+    result["paytxfee"] = amount_to_json(info["paytxfee"])
+    if info["hdmasterkeyid"] is not None:
+        result["hdmasterkeyid"] = hex160(info["hdmasterkeyid"])
+    return result
+
+
+def _describe_destination(wallet: Wallet, destination: Destination) -> Dict[str, Any]:
+    """Core's DescribeWalletAddressVisitor."""
+    result: Dict[str, Any] = {"isscript": destination.kind == "scripthash", "iswitness": False}
+    if destination.kind == "pubkeyhash":
+        pubkey = wallet.keys.by_hash.get(destination.hash160)
+        if pubkey is not None:
+            result["pubkey"] = pubkey.hex()
+            result["iscompressed"] = len(pubkey) == 33
+    else:
+        redeem = wallet.keys.scripts.get(destination.hash160)
+        if redeem is not None:
+            result.update(_describe_subscript(wallet, redeem))
+    return result
+
+
+def _describe_subscript(wallet: Wallet, script: bytes) -> Dict[str, Any]:
+    """Core's ProcessSubScript (with the legacy ``addresses`` list)."""
+    kind, solutions = solve(script)
+    result: Dict[str, Any] = {"script": kind, "hex": script.hex()}
+    addresses: List[str] = []
+    dest_kind, destinations, _ = extract_destinations(script)
+    if dest_kind != TX_MULTISIG and len(destinations) == 1:
+        embedded_dest = destinations[0]
+        embedded = _describe_destination(wallet, embedded_dest)
+        address = encode_address(embedded_dest, wallet.params)
+        embedded["address"] = address
+        embedded["scriptPubKey"] = script.hex()
+        if "pubkey" in embedded:
+            result["pubkey"] = embedded["pubkey"]
+        result["embedded"] = embedded
+        addresses.append(address)
+    elif kind == TX_MULTISIG:
+        result["sigsrequired"] = solutions[0][0]
+        keys = solutions[1:-1]
+        addresses.extend(p2pkh_address(wallet, key) for key in keys)
+        result["pubkeys"] = [key.hex() for key in keys]
+    result["addresses"] = addresses
+    return result
+
+
+def address_info_json(wallet: Wallet, destination: Destination) -> Dict[str, Any]:
+    """getaddressinfo's object."""
+    address = encode_address(destination, wallet.params)
+    script = destination_script(destination)
+    mine = wallet.is_mine(script)
+    result: Dict[str, Any] = {"address": address, "scriptPubKey": script.hex(),
+                              "ismine": bool(mine & ISMINE_SPENDABLE),
+                              "iswatchonly": bool(mine & ISMINE_WATCH_ONLY)}
+    result.update(_describe_destination(wallet, destination))
+    entry = wallet.names.get(address)
+    if entry is not None:
+        result["label"] = entry[0]
+    if destination.kind == "pubkeyhash":
+        pubkey = wallet.keys.by_hash.get(destination.hash160)
+        record = wallet.keys.keys.get(pubkey) if pubkey is not None else None
+        if record is not None:
+            result["timestamp"] = record.created
+            seed_id = wallet.keys.hd_master_key_id
+            if record.hd_path and seed_id is not None:
+                result["hdkeypath"] = record.hd_path
+                result["hdseedid"] = hex160(seed_id)
+                result["hdmasterkeyid"] = hex160(seed_id)
+    result["labels"] = [] if entry is None else [{"name": entry[0], "purpose": entry[1]}]
+    return result

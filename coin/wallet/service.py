@@ -19,22 +19,37 @@ import os
 import sqlite3
 import stat
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, inlineCallbacks
-from twisted.internet.threads import deferToThreadPool
+from twisted.internet.threads import deferToThread, deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 
 from coin.chain.chainstate import ChainState
 from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent
+from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.chainparams import ChainParams
+from coin.consensus.errors import ValidationError
+from coin.mempool.accept import MissingInputs
 from coin.mempool.service import MempoolService
+from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import Transaction
+from coin.wallet.access import in_wallet
+from coin.wallet.addresses import ensure_unlocked
+from coin.wallet.backup import check_dump_path, import_dump, read_dump_lines, write_dump
+from coin.wallet.crypter import WrongPassphrase
 from coin.wallet.db import COMPANION_SUFFIXES, WalletDB, WalletFileError
-from coin.wallet.wallet import Wallet
+from coin.wallet.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_WALLET_ERROR,
+    RPC_WALLET_NOT_FOUND, RPC_WALLET_PASSPHRASE_INCORRECT, WalletError,
+)
+from coin.wallet.keystore import ISMINE_SPENDABLE
+from coin.wallet.rescan import Reservation, Rescanner, height_for_time
+from coin.wallet.spend import Created, FeePolicy, Recipient, SpendError, create_transaction
+from coin.wallet.wallet import Output, Wallet
 
 log = Logger()
 
@@ -52,9 +67,9 @@ class WalletLoadError(Exception):
         self.message = message
 
 
-RPC_WALLET_ERROR = -4
-RPC_INVALID_PARAMETER = -8
-RPC_WALLET_NOT_FOUND = -18
+#: walletpassphrase clamps its timeout to this (Core's MAX_SLEEP_TIME).
+MAX_SLEEP_TIME = 100_000_000
+PASSPHRASE_INCORRECT = "Error: The wallet passphrase entered was incorrect."
 #: The kernel's limits on one file name and on a whole path (bytes).
 NAME_MAX = 255
 PATH_MAX = 4096
@@ -183,7 +198,18 @@ def backup_destination(destination: str, wallet_file: str, protected: List[str])
 class RescanError(Exception):
     """Blocks needed for a rescan are pruned."""
 
-    rpc_code = -1
+    rpc_code = RPC_MISC_ERROR
+
+
+class TransactionRejected(Exception):
+    """The mempool refused a wallet transaction just made; it has been abandoned.
+
+    ``error`` is the pool's MissingInputs or ValidationError (the caller words it).
+    """
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class WalletService(service.Service):
@@ -193,7 +219,7 @@ class WalletService(service.Service):
 
     def __init__(self, validation: ValidationService, mempool: MempoolService,
                  params: ChainParams, walletdir: str, now: Callable[[], float],
-                 keypool_size: int, reactor: Any = None) -> None:
+                 keypool_size: int, reactor: Any = None, clock: Any = None) -> None:
         self.validation = validation
         self.mempool = mempool
         self.params = params
@@ -202,6 +228,12 @@ class WalletService(service.Service):
         self.keypool_size = keypool_size
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
+        #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
+        self._clock = clock
+        #: Pending relocks of unlocked wallets (walletpassphrase's timeout).
+        self._relocks: Dict[Wallet, Any] = {}
+        #: User-requested rescans (imports, rescanblockchain) and their abort flags.
+        self.rescanner = Rescanner(self.rescan)
         self._file_pool = ThreadPool(minthreads=0, maxthreads=FILE_THREADS, name="wallet-files")
         #: Set at shutdown: file work in progress gives up at its next step.
         self._stopping = threading.Event()
@@ -279,8 +311,21 @@ class WalletService(service.Service):
 
     def unload(self, name: str) -> None:
         wallet = self.wallets.pop(name)
+        self._cancel_relock(wallet)
         with wallet.lock:
             wallet.close()
+
+    def remove(self, name: str) -> Deferred:
+        """``unloadwallet``: stop the wallet's rescan, then unload it on the validation worker
+        (so no block event is being delivered to the wallet as it closes); -18 if not loaded."""
+        wallet = self.wallets.get(name)
+        if wallet is None:
+            raise WalletError(RPC_WALLET_NOT_FOUND,
+                              "Requested wallet does not exist or is not loaded")
+        self.rescanner.abort(wallet)
+        self._cancel_relock(wallet)
+        return self.validation.call(lambda _chainstate: self.unload(name)
+                                    if self.wallets.get(name) is wallet else None)
 
     def startService(self) -> None:
         super().startService()
@@ -319,6 +364,156 @@ class WalletService(service.Service):
             log.warn("Backup of wallet {name!r} to {destination!r} failed: {error}",
                      name=wallet.name, destination=destination, error=e)
             raise BackupError() from None
+
+    # ------------------------------------------------------------------ encryption
+
+    def _timer(self) -> Any:
+        if self._clock is not None:
+            return self._clock
+        if self._reactor is not None:
+            return self._reactor
+        from twisted.internet import reactor
+        return reactor
+
+    def _cancel_relock(self, wallet: Wallet) -> None:
+        relock = self._relocks.pop(wallet, None)
+        if relock is not None and relock.active():
+            relock.cancel()
+
+    def _relock(self, wallet: Wallet) -> None:
+        self._relocks.pop(wallet, None)
+        with wallet.lock:
+            wallet.keys.lock()
+
+    async def _unlock(self, wallet: Wallet, passphrase: bytes, timeout: int) -> None:
+        await in_wallet(wallet, _unlock_keys, wallet, passphrase, slow=True)
+        timeout = min(timeout, MAX_SLEEP_TIME)
+        self._cancel_relock(wallet)
+        wallet.keys.unlocked_until = int(self._now()) + timeout
+        self._relocks[wallet] = self._timer().callLater(timeout, self._relock, wallet)
+
+    def unlock(self, wallet: Wallet, passphrase: bytes, timeout: int) -> Deferred:
+        """``walletpassphrase``: decrypt the keys (on a thread: 25,000 SHA-512 rounds) and
+        lock them again ``timeout`` seconds later (capped at MAX_SLEEP_TIME); a new unlock
+        replaces the pending relock.  -14 for a wrong passphrase."""
+        return Deferred.fromCoroutine(self._unlock(wallet, passphrase, timeout))
+
+    def lock(self, wallet: Wallet) -> Deferred:
+        """``walletlock``: forget the keys now; no relock stays pending."""
+        self._cancel_relock(wallet)
+        return in_wallet(wallet, wallet.keys.lock)
+
+    def change_passphrase(self, wallet: Wallet, old: bytes, new: bytes) -> Deferred:
+        """``walletpassphrasechange`` (on a thread, one transaction); -14 for a wrong ``old``."""
+        return in_wallet(wallet, _change_passphrase, wallet, old, new, write=True, slow=True)
+
+    def encrypt(self, wallet: Wallet, passphrase: bytes) -> Deferred:
+        """``encryptwallet`` (on a thread).  Not inside an outer transaction: encrypting ends by
+        rewriting the file (VACUUM)."""
+        return in_wallet(wallet, wallet.keys.encrypt, passphrase, slow=True)
+
+    # ------------------------------------------------------------------ spending
+
+    def send(self, wallet: Wallet, recipients: List[Recipient], fees: FeePolicy) -> Deferred:
+        """Create, sign, record and submit a payment in one turn of the validation worker.
+
+        The chain's single writer: no other send can pick the same coins in between,
+        and the wallet file holds the spend before the mempool sees it, so a crash right
+        after loses nothing.  Fires with the Created transaction; fails with SpendError,
+        or TransactionRejected when the pool refuses it (it is then abandoned at once,
+        giving its coins back).
+        """
+        return self.validation.call(_send_on_worker, self.mempool, wallet, recipients, fees)
+
+    def fund(self, wallet: Wallet, tx: Transaction, recipients: List[Recipient],
+             fees: FeePolicy, change_script: Optional[bytes], watching: bool,
+             lock: bool) -> Deferred:
+        """``fundrawtransaction``: add unsigned inputs (and change) to ``tx``'s outputs.
+
+        ``tx``'s own inputs must spend wallet outputs; ``watching`` lets watch-only coins
+        that the wallet can solve be chosen; ``lock`` locks the inputs added.  Fires with
+        the Created transaction (its first inputs are ``tx``'s); fails with SpendError.
+        """
+        return self.validation.call(_fund_on_worker, wallet, tx, recipients, fees,
+                                    change_script, watching, lock)
+
+    def abandon(self, wallet: Wallet, txid: bytes) -> Deferred:
+        """``abandontransaction``: give back the inputs of an unconfirmed transaction that is
+        not in the mempool, and of its wallet descendants.  On the validation worker, so it
+        cannot enter the pool between the check and the change; -5 when not eligible."""
+        if txid not in wallet.txs:
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid or non-wallet transaction id")
+        return self.validation.call(_abandon_on_worker, wallet, txid)
+
+    # ------------------------------------------------------------------ user rescans
+
+    async def _rescan_blockchain(self, wallet: Wallet, start_height: Optional[int],
+                                 stop_height: Optional[int]) -> Tuple[int, int]:
+        with self.rescanner.reserve(wallet) as reservation:
+            tip_height = self.validation.chainstate.height
+            start = 0
+            if start_height is not None:
+                if not 0 <= start_height <= tip_height:
+                    raise WalletError(RPC_INVALID_PARAMETER, "Invalid start_height")
+                start = start_height
+            if stop_height is not None:
+                if not 0 <= stop_height <= tip_height:
+                    raise WalletError(RPC_INVALID_PARAMETER, "Invalid stop_height")
+                if stop_height < start:
+                    raise WalletError(RPC_INVALID_PARAMETER,
+                                      "stop_height must be greater than start_height")
+            last = await reservation.scan(start, stop_height)
+            if reservation.aborting:
+                raise WalletError(RPC_MISC_ERROR, "Rescan aborted.")
+        return start, last if stop_height is None else stop_height
+
+    def rescan_blockchain(self, wallet: Wallet, start_height: Optional[int],
+                          stop_height: Optional[int]) -> Deferred:
+        """``rescanblockchain``: scan ``start..stop`` heights (default genesis..tip) under a
+        reservation; fires with ``(start, last height scanned)``."""
+        return Deferred.fromCoroutine(self._rescan_blockchain(wallet, start_height,
+                                                              stop_height))
+
+    async def store_and_rescan(self, wallet: Wallet, reservation: Optional[Reservation],
+                               store: Callable[..., Any], *args: Any) -> Any:
+        """An import: ``store(wallet, *args)`` in one transaction, then, under
+        ``reservation`` (None: no rescan) and when ``store`` did not answer False, a
+        rescan of the whole chain; fires with what ``store`` returned."""
+        stored = await in_wallet(wallet, store, wallet, *args, write=True)
+        if reservation is not None and stored is not False:
+            await reservation.scan_to_tip(0)
+        return stored
+
+    def _tip(self) -> BlockIndexEntry:
+        tip = self.validation.chainstate.tip
+        assert tip is not None  # wallets load after the chain, which has its genesis block
+        return tip
+
+    async def _import_wallet(self, wallet: Wallet, filename: str) -> None:
+        with self.rescanner.reserve(wallet) as reservation:
+            ensure_unlocked(wallet)
+            lines = await deferToThread(read_dump_lines, filename)
+            time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
+                                               self._tip().time, write=True, slow=True)
+            start = height_for_time(self.validation.chainstate, time_begin)
+            if start is not None:
+                await reservation.scan_to_tip(start)
+        if not good:
+            raise WalletError(RPC_WALLET_ERROR, "Error adding some keys/scripts to wallet")
+
+    def import_wallet(self, wallet: Wallet, filename: str) -> Deferred:
+        """``importwallet``: the keys and scripts of a dump file, then a rescan from the
+        earliest key's birth time (less TIMESTAMP_WINDOW), under a reservation."""
+        return Deferred.fromCoroutine(self._import_wallet(wallet, filename))
+
+    def dump_wallet(self, wallet: Wallet, filename: str) -> Deferred:
+        """``dumpwallet``: every key and script to a new file; fires with its absolute path."""
+        ensure_unlocked(wallet)
+        path = check_dump_path(filename)
+        tip = self._tip()
+        return in_wallet(wallet, write_dump, wallet, path, int(self._now()),
+                         (tip.height, hash_to_hex(tip.hash), tip.time),
+                         slow=True).addCallback(lambda _: path)
 
     # ------------------------------------------------------------------ chain and pool
 
@@ -370,6 +565,71 @@ class WalletService(service.Service):
                 return last
             last = done
             height = done + 1
+
+
+def _unlock_keys(wallet: Wallet, passphrase: bytes) -> None:
+    try:
+        wallet.unlock(passphrase)
+    except WrongPassphrase:
+        raise WalletError(RPC_WALLET_PASSPHRASE_INCORRECT, PASSPHRASE_INCORRECT) from None
+
+
+def _change_passphrase(wallet: Wallet, old: bytes, new: bytes) -> None:
+    try:
+        wallet.keys.change_passphrase(old, new)
+    except WrongPassphrase:
+        raise WalletError(RPC_WALLET_PASSPHRASE_INCORRECT, PASSPHRASE_INCORRECT) from None
+
+
+def _send_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wallet,
+                    recipients: List[Recipient], fees: FeePolicy) -> Created:
+    """Create, record, then submit: one turn of the validation worker."""
+    with wallet.lock:
+        created = create_transaction(wallet, recipients, fees)
+        # In the wallet file before the pool sees it: a crash never forgets the spend.
+        wallet.sync_transaction(created.tx, None)
+    try:
+        mempool.accept_on_worker(chainstate, created.tx, mempool.max_tx_fee)
+        return created
+    except (MissingInputs, ValidationError) as e:
+        error: Exception = e
+    wallet.abandon(created.tx.txid)
+    raise TransactionRejected(error)
+
+
+def _preset_inputs(wallet: Wallet, tx: Transaction) -> List[Output]:
+    """The transaction's own inputs as wallet outputs (Core requires them in the wallet)."""
+    preset = []
+    for txin in tx.vin:
+        wtx = wallet.txs.get(txin.prevout.txid)
+        if wtx is None or txin.prevout.n >= len(wtx.tx.vout):
+            raise SpendError(RPC_WALLET_ERROR, "Insufficient funds")
+        mine = wallet.is_mine(wtx.tx.vout[txin.prevout.n].script_pubkey)
+        preset.append(Output(wtx, txin.prevout.n, wallet.depth(wtx), bool(mine & ISMINE_SPENDABLE),
+                             bool(mine & ISMINE_SPENDABLE), wallet.is_trusted(wtx)))
+    return preset
+
+
+def _fund_on_worker(chainstate: ChainState, wallet: Wallet, tx: Transaction,
+                    recipients: List[Recipient], fees: FeePolicy, change_script: Optional[bytes],
+                    watching: bool, lock: bool) -> Created:
+    with wallet.lock:
+        preset = _preset_inputs(wallet, tx)
+        coins = [c._replace(spendable=True) if watching and c.solvable else c
+                 for c in wallet.available_coins(include_watch_only=watching)]
+        created = create_transaction(wallet, recipients, fees, coins, change_script, preset,
+                                     sign=False)
+        if lock:
+            wallet.locked_coins.update((txin.prevout.txid, txin.prevout.n)
+                                       for txin in created.tx.vin[len(tx.vin):])
+        return created
+
+
+def _abandon_on_worker(chainstate: ChainState, wallet: Wallet, txid: bytes) -> None:
+    try:
+        wallet.abandon(txid)
+    except ValueError as e:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, str(e)) from None
 
 
 def _catch_up_height(chainstate: ChainState, wallet: Wallet) -> Optional[int]:

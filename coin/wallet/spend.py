@@ -28,6 +28,7 @@ from coin.primitives.script import push_minimal
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.script.sign import sign_transaction
 from coin.script.standard import TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, solve
+from coin.wallet.errors import RPC_WALLET_ERROR, RPC_WALLET_INSUFFICIENT_FUNDS
 from coin.wallet.wallet import Output, Wallet
 
 #: Core's MIN_CHANGE (CENT): change smaller than this is avoided when possible.
@@ -51,10 +52,6 @@ class SpendError(Exception):
         self.message = message
         #: The fee the last attempt needed (Core's nFeeRequired, for sendtoaddress's message).
         self.fee_required = fee_required
-
-
-RPC_WALLET_ERROR = -4
-RPC_WALLET_INSUFFICIENT_FUNDS = -6
 
 
 class Recipient(NamedTuple):

@@ -11,7 +11,7 @@ set.  ``sendrawtransaction`` and ``testmempoolaccept`` live with the mempool
 methods (``coin.rpc.methods.mempool``).
 
 ``signrawtransactionwithkey`` and the wallet's ``signrawtransactionwithwallet``
-(``coin.rpc.methods.wallet_tx``) share :func:`sign_transaction_json`, Core
+(``coin.rpc.methods.wallet.spending``) share :func:`sign_transaction_json`, Core
 0.17's SignTransaction: spent outputs come from the UTXO set and the pool (read
 on the validation worker), then from the ``prevtxs`` argument.
 """

@@ -1,0 +1,211 @@
+"""Backup methods: backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey,
+dumpwallet and importwallet.
+
+Registered through the ``coin.rpc`` entry point ``wallet_backup``.  An import that
+rescans first reserves the wallet (one user rescan at a time, see
+:class:`coin.wallet.rescan.Rescanner`); the key material work is in
+:mod:`coin.wallet.backup`, always one database transaction.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Dict, Iterator, Optional
+
+import coincurve
+from twisted.internet.defer import Deferred
+
+from coin.primitives.address import AddressError, decode_wif
+from coin.rpc.context import RPCContext
+from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_WALLET_ERROR, RPCError
+from coin.rpc.methods.wallet import wallet_service
+from coin.rpc.params import is_hex
+from coin.rpc.registry import BOOL, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.wallet.access import in_wallet
+from coin.wallet.addresses import ensure_unlocked
+from coin.wallet.backup import dump_privkey, import_address_or_script, import_key, import_pubkey
+from coin.wallet.rescan import Reservation
+
+_RESCAN_NOTE = (
+    "\n\nNote: This call can take minutes to complete if rescan is true, during that time, other "
+    "rpc calls\nmay report that the imported %s exists but related transactions are still "
+    "missing, leading to temporarily incorrect/bogus balances and unspent outputs until rescan "
+    "completes.")
+
+
+def _check_rescan_allowed(ctx: RPCContext, message: str = "Rescan is disabled in pruned mode"
+                          ) -> None:
+    if getattr(ctx.node.chain.state, "prune_mode", False):
+        raise RPCError(RPC_WALLET_ERROR, message)
+
+
+@contextmanager
+def _import_reservation(ctx: RPCContext, rescan: bool) -> Iterator[Optional[Reservation]]:
+    """An import's rescan reservation (none without ``rescan``); -4 in pruned mode."""
+    if rescan:
+        _check_rescan_allowed(ctx)
+    with wallet_service(ctx).rescanner.maybe_reserve(ctx.wallet, rescan) as reservation:
+        yield reservation
+
+
+@rpc_method(
+    "backupwallet", category="wallet", needs_wallet=True,
+    args=[Arg("destination", STR, help="The destination directory or file")],
+    help=("Safely copies current wallet file to destination, which can be a directory or a "
+          "path with filename."),
+    examples=(example_cli("backupwallet", '"backup.dat"')
+              + example_rpc("backupwallet", '"backup.dat"')))
+def backupwallet(ctx: RPCContext, destination: str) -> Deferred:
+    # SQLite's online backup copies one consistent snapshot; no need to stop the wallet.
+    return wallet_service(ctx).backup(ctx.wallet, destination).addCallback(lambda _: None)
+
+
+@rpc_method(
+    "importprivkey", category="wallet", needs_wallet=True,
+    signature='importprivkey "privkey" ( "label" ) ( rescan )',
+    args=[Arg("privkey", STR, help="The private key (see dumpprivkey)"),
+          Arg("label", STR, default="", help="An optional label"),
+          Arg("rescan", BOOL, default=True, help="Rescan the wallet for transactions")],
+    help=("Adds a private key (as returned by dumpprivkey) to your wallet. Requires a new "
+          "wallet backup.\nHint: use importmulti to import more than one private key."
+          + _RESCAN_NOTE % "key"),
+    examples=("\nDump a private key\n" + example_cli("dumpprivkey", '"myaddress"')
+              + "\nImport the private key with rescan\n" + example_cli("importprivkey", '"mykey"')
+              + "\nImport using a label and without rescan\n"
+              + example_cli("importprivkey", '"mykey" "testing" false')
+              + "\nImport using default blank label and without rescan\n"
+              + example_cli("importprivkey", '"mykey" "" false')
+              + "\nAs a JSON-RPC call\n"
+              + example_rpc("importprivkey", '"mykey", "testing", false')))
+async def importprivkey(ctx: RPCContext, privkey: str, label: str, rescan: bool) -> None:
+    wallet = ctx.wallet
+    if wallet.keys.private_keys_disabled:
+        raise RPCError(RPC_WALLET_ERROR,
+                       "Cannot import private keys to a wallet with private keys disabled")
+    service = wallet_service(ctx)
+    with _import_reservation(ctx, rescan) as reservation:
+        ensure_unlocked(wallet)
+        try:
+            secret, compressed = decode_wif(privkey, wallet.params)
+            coincurve.PrivateKey(secret)
+        except (AddressError, ValueError):
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid private key encoding") from None
+        await service.store_and_rescan(wallet, reservation, import_key, secret, compressed,
+                                       label)
+    return None
+
+
+@rpc_method(
+    "importaddress", category="wallet", needs_wallet=True,
+    signature='importaddress "address" ( "label" rescan p2sh )',
+    args=[Arg("script", STR, aliases=("address",),
+              help="The hex-encoded script (or address)"),
+          Arg("label", STR, default="", help="An optional label"),
+          Arg("rescan", BOOL, default=True, help="Rescan the wallet for transactions"),
+          Arg("p2sh", BOOL, default=False, help="Add the P2SH version of the script as well")],
+    help=("Adds a script (in hex) or address that can be watched as if it were in your wallet "
+          "but cannot be used to spend. Requires a new wallet backup."
+          + _RESCAN_NOTE % "address"
+          + "\nIf you have the full public key, you should call importpubkey instead of this.\n"
+          "\nNote: If you import a non-standard raw script in hex form, outputs sending to it "
+          "will be treated\nas change, and not show up in many RPCs."),
+    examples=("\nImport an address with rescan\n" + example_cli("importaddress", '"myaddress"')
+              + "\nImport using a label without rescan\n"
+              + example_cli("importaddress", '"myaddress" "testing" false')
+              + "\nAs a JSON-RPC call\n"
+              + example_rpc("importaddress", '"myaddress", "testing", false')))
+async def importaddress(ctx: RPCContext, script: str, label: str, rescan: bool,
+                        p2sh: bool) -> None:
+    wallet = ctx.wallet
+    service = wallet_service(ctx)
+    with _import_reservation(ctx, rescan) as reservation:
+        await service.store_and_rescan(wallet, reservation, import_address_or_script, script,
+                                       label, p2sh)
+    return None
+
+
+@rpc_method(
+    "importpubkey", category="wallet", needs_wallet=True,
+    args=[Arg("pubkey", STR, help="The hex-encoded public key"),
+          Arg("label", STR, default="", help="An optional label"),
+          Arg("rescan", BOOL, default=True, help="Rescan the wallet for transactions")],
+    help=("Adds a public key (in hex) that can be watched as if it were in your wallet but "
+          "cannot be used to spend. Requires a new wallet backup." + _RESCAN_NOTE % "pubkey"),
+    examples=("\nImport a public key with rescan\n" + example_cli("importpubkey", '"mypubkey"')
+              + "\nImport using a label without rescan\n"
+              + example_cli("importpubkey", '"mypubkey" "testing" false')
+              + "\nAs a JSON-RPC call\n"
+              + example_rpc("importpubkey", '"mypubkey", "testing", false')))
+async def importpubkey(ctx: RPCContext, pubkey: str, label: str, rescan: bool) -> None:
+    wallet = ctx.wallet
+    service = wallet_service(ctx)
+    with _import_reservation(ctx, rescan) as reservation:
+        if not is_hex(pubkey):
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Pubkey must be a hex string")
+        data = bytes.fromhex(pubkey)
+        try:
+            if len(data) not in (33, 65):
+                raise ValueError(data)
+            coincurve.PublicKey(data)
+        except ValueError:
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY,
+                           "Pubkey is not a valid public key") from None
+        await service.store_and_rescan(wallet, reservation, import_pubkey, data, label)
+    return None
+
+
+@rpc_method(
+    "dumpprivkey", category="wallet", needs_wallet=True,
+    args=[Arg("address", STR, help="The coin address for the private key")],
+    help=("Reveals the private key corresponding to 'address'.\n"
+          "Then the importprivkey can be used with this output"),
+    result='"key"                (string) The private key',
+    examples=(example_cli("dumpprivkey", '"myaddress"') + example_cli("importprivkey", '"mykey"')
+              + example_rpc("dumpprivkey", '"myaddress"')))
+def dumpprivkey(ctx: RPCContext, address: str) -> Deferred:
+    wallet = ctx.wallet
+    ensure_unlocked(wallet)
+    return in_wallet(wallet, dump_privkey, wallet, address)
+
+
+@rpc_method(
+    "dumpwallet", category="wallet", needs_wallet=True,
+    args=[Arg("filename", STR,
+              help="The filename with path (either absolute or relative to coind)")],
+    help=("Dumps all wallet keys in a human-readable format to a server-side file. This does "
+          "not allow overwriting existing files.\n"
+          "Imported scripts are included in the dumpfile, but corresponding addresses may not "
+          "be added automatically by importwallet.\n"
+          "Note that if your wallet contains keys which are not derived from your HD seed "
+          "(e.g. imported keys), these are not covered by\n"
+          "only backing up the seed itself, and must be backed up too (e.g. ensure you back up "
+          "the whole dumpfile)."),
+    result=("{                           (json object)\n"
+            '  "filename" : {        (string) The filename with full absolute path\n'
+            "}"),
+    examples=example_cli("dumpwallet", '"test"') + example_rpc("dumpwallet", '"test"'))
+async def dumpwallet(ctx: RPCContext, filename: str) -> Dict[str, str]:
+    return {"filename": await wallet_service(ctx).dump_wallet(ctx.wallet, filename)}
+
+
+@rpc_method(
+    "importwallet", category="wallet", needs_wallet=True,
+    args=[Arg("filename", STR, help="The wallet file")],
+    help=("Imports keys from a wallet dump file (see dumpwallet). Requires a new wallet backup "
+          "to include imported keys."),
+    examples=("\nDump the wallet\n" + example_cli("dumpwallet", '"test"')
+              + "\nImport the wallet\n" + example_cli("importwallet", '"test"')
+              + "\nImport using the json rpc call\n" + example_rpc("importwallet", '"test"')))
+async def importwallet(ctx: RPCContext, filename: str) -> None:
+    wallet = ctx.wallet
+    _check_rescan_allowed(ctx, "Importing wallets is disabled in pruned mode")
+    if wallet.keys.private_keys_disabled:
+        raise RPCError(RPC_WALLET_ERROR,
+                       "Importing wallets is disabled when private keys are disabled")
+    await wallet_service(ctx).import_wallet(wallet, filename)
+    return None
+
+
+#: What the ``wallet_backup`` entry point registers.
+METHODS = [backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey, dumpwallet,
+           importwallet]

@@ -1,0 +1,268 @@
+"""Keys and scripts into and out of a wallet: imports, dumpprivkey, dumpwallet/importwallet.
+
+Each store step runs with the wallet's lock held, in one database transaction
+(:func:`coin.wallet.access.in_wallet` with ``write``); a rescan, when one is
+wanted, follows under the caller's :class:`coin.wallet.rescan.Reservation`.
+The dump file format is Core 0.17's.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import time
+from typing import List, Optional, Tuple
+
+import coincurve
+
+from coin import __version__
+from coin.primitives.address import (
+    AddressError, Destination, decode_wif, encode_address, encode_wif, try_decode_address,
+)
+from coin.primitives.hashes import hash160
+from coin.rpc.params import is_hex  # Core's IsHex, a pure text check
+from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, p2pk_script
+from coin.wallet.addresses import ensure_unlocked, key_of_address, p2pkh_address
+from coin.wallet.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPC_WALLET_ERROR,
+    WalletError,
+)
+from coin.wallet.hd import ExtKey
+from coin.wallet.keystore import ISMINE_SPENDABLE
+from coin.wallet.wallet import PURPOSE_RECEIVE, Wallet
+
+#: Tip height, hash (hex) and block time, as a dump's header names them.
+TipInfo = Tuple[int, str, int]
+
+
+# ---------------------------------------------------------------------------------- imports
+
+def import_key(wallet: Wallet, secret: bytes, compressed: bool, label: str) -> bool:
+    """importprivkey's store step; True when the key is new (a rescan is worth it)."""
+    ensure_unlocked(wallet)
+    pubkey = coincurve.PrivateKey(secret).public_key.format(compressed)
+    wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
+    if wallet.keys.have_secret(pubkey):
+        return False
+    # Its birth is unknown: as Core, time 1, so a time-based rescan covers the whole chain.
+    wallet.keys.add_key(secret, compressed, created=1)
+    return True
+
+
+def _import_script(wallet: Wallet, script: bytes, label: str, redeem_script: bool) -> None:
+    """Core's ImportScript."""
+    if not redeem_script and wallet.is_mine(script) == ISMINE_SPENDABLE:
+        raise WalletError(RPC_WALLET_ERROR, "The wallet already contains the private key for "
+                          "this address or script")
+    if script not in wallet.keys.watch:
+        wallet.keys.add_watch(script)
+    if redeem_script:
+        script_hash = hash160(script)
+        if script_hash not in wallet.keys.scripts:
+            wallet.keys.add_script(script)
+        _import_address(wallet, Destination("scripthash", script_hash), label)
+        return
+    kind, destinations, _ = extract_destinations(script)
+    if kind != TX_MULTISIG and len(destinations) == 1:
+        wallet.set_name(encode_address(destinations[0], wallet.params), label, PURPOSE_RECEIVE)
+
+
+def _import_address(wallet: Wallet, destination: Destination, label: str) -> None:
+    """Core's ImportAddress."""
+    _import_script(wallet, destination_script(destination), label, False)
+    wallet.set_name(encode_address(destination, wallet.params), label, PURPOSE_RECEIVE)
+
+
+def import_address_or_script(wallet: Wallet, text: str, label: str, p2sh: bool) -> None:
+    """importaddress's store step: ``text`` is an address or a hex script."""
+    destination = try_decode_address(text, wallet.params)
+    if destination is not None:
+        if p2sh:
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY,
+                              "Cannot use the p2sh flag with an address - use a script instead")
+        _import_address(wallet, destination, label)
+    elif is_hex(text):
+        _import_script(wallet, bytes.fromhex(text), label, p2sh)
+    else:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid Coin address or script")
+
+
+def import_pubkey(wallet: Wallet, pubkey: bytes, label: str) -> None:
+    """importpubkey's store step: the key's P2PKH address and its P2PK script."""
+    _import_address(wallet, Destination("pubkeyhash", hash160(pubkey)), label)
+    _import_script(wallet, p2pk_script(pubkey), label, False)
+
+
+def dump_privkey(wallet: Wallet, address: str) -> str:
+    """dumpprivkey: the WIF of ``address``'s key."""
+    pubkey = key_of_address(
+        wallet, address, WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid Coin address"),
+        WalletError(RPC_TYPE_ERROR, "Address does not refer to a key"),
+        WalletError(RPC_WALLET_ERROR, "Private key for address %s is not known" % address))
+    return encode_wif(wallet.keys.secret_of(pubkey), wallet.params, len(pubkey) == 33)
+
+
+# ---------------------------------------------------------------------------------- dump files
+
+def encode_dump_string(text: str) -> str:
+    """Core's EncodeDumpString: bytes <= 32, >= 128 and '%' as %xx."""
+    return "".join("%%%02x" % b if b <= 32 or b >= 128 or b == 0x25 else chr(b)
+                   for b in text.encode("utf-8", "surrogatepass"))
+
+
+def decode_dump_string(text: str) -> str:
+    """Core's DecodeDumpString (lenient: a malformed escape decodes as Core's arithmetic)."""
+    data = text.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    pos = 0
+    while pos < len(data):
+        c = data[pos]
+        if c == 0x25 and pos + 2 < len(data):
+            hi, lo = data[pos + 1], data[pos + 2]
+            c = ((((hi >> 6) * 9 + ((hi - 48) & 15)) << 4)
+                 | ((lo >> 6) * 9 + ((lo - 48) & 15))) & 0xFF
+            pos += 2
+        out.append(c)
+        pos += 1
+    return out.decode("utf-8", "replace")
+
+
+def decode_dump_time(text: str) -> int:
+    """Core's DecodeDumpTime: ``YYYY-MM-DDTHH:MM:SSZ`` -> seconds, 0 when unreadable."""
+    try:
+        return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return 0
+
+
+def _iso8601(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def dump_text(wallet: Wallet, now: int, tip: TipInfo) -> str:
+    """The whole dumpwallet file, as Core 0.17 writes it."""
+    ensure_unlocked(wallet)
+    keys = wallet.keys
+    params = wallet.params
+    lines = ["# Wallet dump created by Coin v%s\n" % __version__,
+             "# * Created on %s\n" % _iso8601(now),
+             "# * Best block at time of backup was %d (%s),\n" % (tip[0], tip[1]),
+             "#   mined on %s\n" % _iso8601(tip[2]), "\n"]
+    seed = keys.seed_secret()
+    seed_pubkey = keys.seed_pubkey
+    if seed is not None:
+        lines.append("# extended private masterkey: %s\n\n"
+                     % ExtKey.from_seed(seed).serialize(params.xprv_prefix))
+    reserve = {pubkey for pubkey, _, _ in keys.pool.values()}
+    entries: List[Tuple[int, bytes, bytes, bytes, Optional[str]]] = []
+    hd_times = [record.created for record in keys.keys.values() if record.hd_path]
+    for pubkey, record in keys.keys.items():
+        if keys.have_secret(pubkey):
+            entries.append((record.created, hash160(pubkey), pubkey, keys.secret_of(pubkey),
+                            record.hd_path))
+    if seed is not None and seed_pubkey is not None:
+        entries.append((min(hd_times, default=now), hash160(seed_pubkey), seed_pubkey, seed, "s"))
+    entries.sort(key=lambda e: (e[0], e[1]))
+    for created, key_id, pubkey, secret, hd_path in entries:
+        address = encode_address(Destination("pubkeyhash", key_id), params)
+        lines.append("%s %s " % (encode_wif(secret, params, len(pubkey) == 33), _iso8601(created)))
+        if address in wallet.names:
+            lines.append("label=%s" % encode_dump_string(wallet.names[address][0]))
+        elif pubkey == seed_pubkey:
+            lines.append("hdseed=1")
+        elif pubkey in reserve:
+            lines.append("reserve=1")
+        else:
+            lines.append("change=1")
+        lines.append(" # addr=%s%s\n" % (address, " hdkeypath=" + hd_path if hd_path else ""))
+    lines.append("\n")
+    for script_hash, script in sorted(keys.scripts.items()):
+        lines.append("%s 0 script=1 # addr=%s\n"
+                     % (script.hex(), encode_address(Destination("scripthash", script_hash),
+                                                     params)))
+    lines.append("\n# End of dump\n")
+    return "".join(lines)
+
+
+def _exists_error(path: str) -> WalletError:
+    return WalletError(RPC_INVALID_PARAMETER, "%s already exists. If you are sure this is what "
+                       "you want, move it out of the way first" % path)
+
+
+def check_dump_path(filename: str) -> str:
+    """dumpwallet's file as an absolute path; -8 when something is already there."""
+    path = os.path.abspath(filename)
+    if os.path.lexists(path):
+        raise _exists_error(path)
+    return path
+
+
+def write_dump(wallet: Wallet, path: str, now: int, tip: TipInfo) -> None:
+    """dumpwallet: the dump to a new file (mode 0600), never over an existing one."""
+    text = dump_text(wallet, now, tip)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise _exists_error(path) from None
+    except OSError:
+        raise WalletError(RPC_INVALID_PARAMETER, "Cannot open wallet dump file") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def import_dump(wallet: Wallet, lines: List[str], tip_time: int) -> Tuple[int, bool]:
+    """importwallet's store step: ``(earliest birth time, every line imported)``."""
+    ensure_unlocked(wallet)
+    keys = wallet.keys
+    params = wallet.params
+    time_begin = tip_time
+    good = True
+    for line in lines:
+        if not line or line[0] == "#":
+            continue
+        fields = line.split(" ")
+        if len(fields) < 2:
+            continue
+        try:
+            secret, compressed = decode_wif(fields[0], params)
+            pubkey = coincurve.PrivateKey(secret).public_key.format(compressed)
+        except (AddressError, ValueError):
+            pubkey = None
+        if pubkey is not None:
+            if keys.have_secret(pubkey):
+                continue
+            birth = decode_dump_time(fields[1])
+            label, labelled = "", True
+            for field in fields[2:]:
+                if field.startswith("#"):
+                    break
+                if field in ("change=1", "reserve=1"):
+                    labelled = False
+                if field.startswith("label="):
+                    label, labelled = decode_dump_string(field[6:]), True
+            try:
+                keys.add_key(secret, compressed, created=birth)
+            except Exception:
+                good = False
+                continue
+            if labelled:
+                wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
+            time_begin = min(time_begin, birth)
+        elif is_hex(fields[0]):
+            script = bytes.fromhex(fields[0])
+            if hash160(script) in keys.scripts:
+                continue
+            keys.add_script(script)
+            birth = decode_dump_time(fields[1])
+            if birth > 0:
+                time_begin = min(time_begin, birth)
+    return time_begin, good
+
+
+def read_dump_lines(path: str) -> List[str]:
+    """importwallet's file, split into lines (bytes that are not UTF-8 kept as escapes)."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+            return f.read().split("\n")
+    except OSError:
+        raise WalletError(RPC_INVALID_PARAMETER, "Cannot open wallet dump file") from None
