@@ -157,8 +157,15 @@ class TwoNodeTests(P2PTestCase):
                             "127.0.0.1:1")
         self.assertRPCError(a, -29, "Node not found in connected nodes", "disconnectnode", "",
                             999)
-        self.assertRPCError(a, -32602, "Only one of address and nodeid should be provided.",
-                            "disconnectnode", "127.0.0.1:1", 1)
+        # Both given: Core checks that rule before it reads either value.
+        for params in (("127.0.0.1:1", 1), ("127.0.0.1:1", "x"), ("127.0.0.1:1", 1.5),
+                       (5, "x"), (["127.0.0.1:1"], {})):
+            self.assertRPCError(a, -32602, "Only one of address and nodeid should be provided.",
+                                "disconnectnode", *params)
+        self.assertRPCError(a, -1, "JSON value is not an integer as expected",
+                            "disconnectnode", "", "x")
+        self.assertRPCError(a, -1, "JSON value is not a string as expected",
+                            "disconnectnode", 5)
         (peer,) = a.rpc("getpeerinfo")
         self.assertIsNone(a.rpc("disconnectnode", "", peer["id"]))
         wait_until(lambda: all(p["id"] != peer["id"] for p in a.rpc("getpeerinfo")),
