@@ -20,7 +20,7 @@ from tests.test_integration_p2p_sync import SyncTestCase, best, make_block, rev,
     wait_synced
 
 #: How long a network joined in a line is watched for connections nobody asked for
-#: (before the fix, the third node was dialled within about two seconds).
+#: (before the fix, node 0 dialled node 2 within a second of the 0-1 join).
 UNMESHED_WATCH = 6.0
 
 
