@@ -157,8 +157,15 @@ class TwoNodeTests(P2PTestCase):
                             "127.0.0.1:1")
         self.assertRPCError(a, -29, "Node not found in connected nodes", "disconnectnode", "",
                             999)
-        self.assertRPCError(a, -32602, "Only one of address and nodeid should be provided.",
-                            "disconnectnode", "127.0.0.1:1", 1)
+        # Both given: Core checks that rule before it reads either value.
+        for params in (("127.0.0.1:1", 1), ("127.0.0.1:1", "x"), ("127.0.0.1:1", 1.5),
+                       (5, "x"), (["127.0.0.1:1"], {})):
+            self.assertRPCError(a, -32602, "Only one of address and nodeid should be provided.",
+                                "disconnectnode", *params)
+        self.assertRPCError(a, -1, "JSON value is not an integer as expected",
+                            "disconnectnode", "", "x")
+        self.assertRPCError(a, -1, "JSON value is not a string as expected",
+                            "disconnectnode", 5)
         (peer,) = a.rpc("getpeerinfo")
         self.assertIsNone(a.rpc("disconnectnode", "", peer["id"]))
         wait_until(lambda: all(p["id"] != peer["id"] for p in a.rpc("getpeerinfo")),
@@ -327,20 +334,24 @@ class RawPeerTests(P2PTestCase):
         announcer = self.raw(node)
         announcer.handshake()
         now = int(time.time())
-        ports = [free_port(), free_port()]
-        announcer.send(AddrMessage((NetAddress(NODE_NETWORK, "127.0.0.2", ports[0], now),
-                                    NetAddress(NODE_NETWORK, "127.0.0.3", ports[1], now),
-                                    NetAddress(0, "127.0.0.4", 1, now))))
+        # Routable addresses (never dialled: -connect=0); the book takes no loopback or
+        # private address (Core's IsRoutable) and no address without NODE_NETWORK.
+        announcer.send(AddrMessage((NetAddress(NODE_NETWORK, "1.2.3.4", 31932, now),
+                                    NetAddress(NODE_NETWORK, "5.6.7.8", 31933, now),
+                                    NetAddress(0, "9.9.9.9", 1, now),
+                                    NetAddress(NODE_NETWORK, "127.0.0.2", 31934, now),
+                                    NetAddress(NODE_NETWORK, "10.1.2.3", 31935, now))))
         asker = self.raw(node)
         asker.handshake()
         asker.send(GetAddrMessage())
         answer = asker.wait_for("addr")
         self.assertEqual(sorted((a.ip, a.port) for a in answer.addresses),
-                         [("127.0.0.2", ports[0]), ("127.0.0.3", ports[1])])
+                         [("1.2.3.4", 31932), ("5.6.7.8", 31933)])
         self.assertEqual(node.stop(), 0)
         with open(os.path.join(node.net_datadir, "peers.json")) as f:
             saved = f.read()
-        self.assertIn('"127.0.0.2"', saved)
+        self.assertIn('"1.2.3.4"', saved)
+        self.assertNotIn('"127.0.0.2"', saved)
 
     def test_self_connection_is_dropped(self) -> None:
         port = free_port()

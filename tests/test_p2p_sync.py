@@ -486,6 +486,34 @@ class DownloadTests(SyncTestCase):
         self.assertIs(node.state.tip, tip)
 
 
+class DirectFetchTests(SyncTestCase):
+    """Core 0.17's headers direct fetch: near the tip, announced blocks are asked at once."""
+
+    def test_from_any_peer_near_the_tip(self) -> None:
+        node = self.make(5)
+        # A peer without NODE_NETWORK: the parallel download never asks it, Core's
+        # direct fetch does.
+        client, transport = node.connect(start_height=5, services=0)
+        sent(transport)
+        (header,) = headers_only(header_of(node.state.tip), 1)
+        feed(client, HeadersMessage([header]))
+        (getdata,) = sent(transport, "getdata")
+        self.assertEqual([(i.type, i.hash) for i in getdata.items], [(MSG_BLOCK, header.hash)])
+        self.assertEqual(node.sync.in_flight, {header.hash: client})
+        # 17 more missing (besides the one in flight): a large reorg, not fetched directly.
+        feed(client, HeadersMessage(headers_only(header, 17)))
+        self.assertEqual(sent(transport, "getdata"), [])
+        self.assertEqual(node.state.best_header.height, 23)
+
+    def test_not_far_from_the_tip(self) -> None:
+        node = self.make()  # the tip is the genesis block of 2011
+        client, transport = node.connect(start_height=1, services=0)
+        (header,) = headers_only(REGTEST.genesis.header, 1)
+        feed(client, HeadersMessage([header]))
+        self.assertEqual(node.state.best_header.hash, header.hash)
+        self.assertEqual(sent(transport, "getdata"), [])
+
+
 class ServingTests(SyncTestCase):
     def setUp(self) -> None:
         self.node = self.make(12)

@@ -23,9 +23,10 @@ announced by several source groups take up to 8 references).
 Saved as ``<datadir>/peers.json`` (atomic write); version 1 files (a flat list, no key)
 are read and re-bucketed under a new key.
 
-Only routable addresses are accepted (as Core), unless ``allow_unroutable`` is set --
-the node sets it on regtest so loopback test networks can use the book; then each
-unroutable address is its own network group (:meth:`NetAddress.group`).
+Only routable addresses are accepted (Core's IsRoutable), on every network: loopback and
+private addresses never enter the book, so a node never dials one nobody asked for (a
+regtest network joined by -connect/addnode stays as it was joined).  Books written by
+earlier builds, which took them on regtest, lose them when loaded.
 """
 
 from __future__ import annotations
@@ -155,13 +156,12 @@ class AddrMan:
     """
 
     def __init__(self, path: Optional[str], now: Callable[[], float],
-                 allow_unroutable: bool = False, rng: Optional[random.Random] = None,
+                 rng: Optional[random.Random] = None,
                  key: Optional[bytes] = None, new_buckets: int = NEW_BUCKET_COUNT,
                  tried_buckets: int = TRIED_BUCKET_COUNT, bucket_size: int = BUCKET_SIZE
                  ) -> None:
         self.path = path
         self._now = now
-        self.allow_unroutable = allow_unroutable
         self._rng = rng or random.SystemRandom()
         self.new_buckets = new_buckets
         self.tried_buckets = tried_buckets
@@ -198,10 +198,8 @@ class AddrMan:
         return self._entries.get((ip, port))
 
     def acceptable(self, addr: NetAddress) -> bool:
-        """Whether ``addr`` may enter the book (valid; routable unless allowed otherwise)."""
-        if addr.port == 0 or not addr.is_valid():
-            return False
-        return self.allow_unroutable or addr.is_routable()
+        """Whether ``addr`` may enter the book: routable (so valid) and with a port."""
+        return addr.port != 0 and addr.is_routable()
 
     # ------------------------------------------------------------ bucket positions
 
@@ -212,7 +210,7 @@ class AddrMan:
                               "little")
 
     def _group(self, addr: NetAddress) -> bytes:
-        return addr.group(distinct_unroutable=self.allow_unroutable)
+        return addr.group()
 
     def _source_group(self, info: AddrInfo) -> bytes:
         return self._group(NetAddress(0, info.source or info.ip, 0))

@@ -150,7 +150,9 @@ class P2PSettings:
     user_agent: str = "/Coin:0/"
     #: Connect timeout (seconds, Core's -timeout in ms / 1000).
     connect_timeout: float = 5.0
-    #: Accept unroutable (loopback, private) addresses into the book (regtest).
+    #: Regtest: each unroutable (loopback, private) address is its own network group for
+    #: inbound eviction, so loopback test networks (127.0.0.1, 127.0.0.2...) model distinct
+    #: networks.  The address book takes routable addresses only, whatever this says.
     allow_unroutable: bool = False
 
 
@@ -276,8 +278,7 @@ class P2PService(service.Service):
         self.banman = BanMan(os.path.join(datadir, banman_module.FILE_NAME) if datadir else None,
                              now, settings.bantime)
         self.addrman = AddrMan(
-            os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now,
-            allow_unroutable=settings.allow_unroutable)
+            os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now)
         self.time_data = TimeData()
         self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}

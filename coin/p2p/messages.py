@@ -75,14 +75,15 @@ from coin.primitives.transaction import Transaction
 PROTOCOL_VERSION = 70208
 #: Version assumed until the handshake completes.
 INIT_PROTO_VERSION = 209
-#: Peers announcing an older version are sent ``reject`` (obsolete) and dropped.
-MIN_PEER_PROTO_VERSION = 70206
-#: ``sendheaders`` and header announcements: Dash's number (Core's is 70012, below our
-#: minimum, so it would be no test at all).
+#: Peers announcing this version or an older one are sent ``reject`` (obsolete) and dropped:
+#: the reference node's number and test (dimecoin 2.3.0.0 refuses ``nVersion <=
+#: MIN_PEER_PROTO_VERSION``, so 70007 is the oldest version it keeps; its own is 70008).
+#: Core 0.17 keeps peers from 31800 up, Dash 0.12.3 from 70208.
+MIN_PEER_PROTO_VERSION = 70006
+#: ``sendheaders`` and header announcements (Dash's and the reference node's number).
 SENDHEADERS_VERSION = 70201
-#: ``feefilter`` (Core's number; at or below MIN_PEER_PROTO_VERSION, so every peer we keep
-#: may be sent one -- peers that do not know the command ignore it).
-FEEFILTER_VERSION = 70013
+#: ``feefilter`` (Dash's and the reference node's number; Core's is 70013).
+FEEFILTER_VERSION = 70208
 
 # -- service bits -----------------------------------------------------------------------
 

@@ -128,6 +128,9 @@ IBD_HEADERS_LAG = 24 * 6
 #: Unrequested blocks more than this far above the tip are not processed (Core's
 #: MIN_BLOCKS_TO_KEEP, its fTooFarAhead).
 MAX_UNREQUESTED_BLOCK_AHEAD = 288
+#: Headers direct fetch only while the tip is this many target spacings old at most
+#: (Core's CanDirectFetch).
+DIRECT_FETCH_SPACINGS = 20
 
 # -- ours ---------------------------------------------------------------------------------
 
@@ -476,6 +479,7 @@ class BlockSync:
             log.debug("more getheaders ({height}) to end to peer={id}", height=last.height,
                       id=peer.id)
             peer.send(GetHeadersMessage(block_locator(last), NULL_HASH))
+        self._direct_fetch(peer, last)
         self._request_blocks(peer)
         # Our best header may be recent now: header sync can start with everyone.
         for other in self.p2p.handshaked_peers():
@@ -596,6 +600,51 @@ class BlockSync:
                     waiting_for = holder
         return blocks, None
 
+    def _fetch(self, peer: "PeerProtocol", st: PeerSync, blocks: List[BlockIndexEntry]) -> None:
+        """Ask ``peer`` for ``blocks`` (in this order) and mark them in flight from it."""
+        now = self._now_reactor()
+        for entry in blocks:
+            if not peer.inflight:
+                st.downloading_since = now
+            peer.inflight[entry.hash] = entry.height
+            self.in_flight[entry.hash] = peer
+        peer.send(GetDataMessage([InvItem(MSG_BLOCK, e.hash) for e in blocks]))
+        log.debug("requesting {n} blocks ({first}..{last}) from peer={id}", n=len(blocks),
+                  first=blocks[0].height, last=blocks[-1].height, id=peer.id)
+
+    def _direct_fetch(self, peer: "PeerProtocol", last: BlockIndexEntry) -> None:
+        """Core 0.17's headers direct fetch: near the tip, get the announced blocks now.
+
+        When our tip is recent (within 20 target spacings of adjusted time) and the
+        headers end in a valid header with at least our tip's work, the blocks between
+        the active chain and it (at most 16, the per-peer limit) are asked of this peer
+        at once -- whatever services it offers, as Core does; more than 16 missing is a
+        large reorg left to the parallel download.
+        """
+        state = self._state
+        tip = state.tip
+        if tip is None or not peer.is_open or tip.time <= self._adjusted_now() \
+                - DIRECT_FETCH_SPACINGS * self.p2p.params.target_spacing:
+            return
+        if not last.is_valid(BLOCK_VALID_TREE) or last.chainwork < tip.chainwork:
+            return
+        missing: List[BlockIndexEntry] = []
+        walk: Optional[BlockIndexEntry] = last
+        while walk is not None and not state.contains(walk) \
+                and len(missing) <= self.max_blocks_in_transit_per_peer:
+            if not walk.have_data() and walk.hash not in self.in_flight \
+                    and walk.hash not in self.validating:
+                missing.append(walk)
+            walk = walk.prev
+        if walk is None or not state.contains(walk):
+            log.debug("Large reorg, won't direct fetch to {hash} ({height})",
+                      hash=_short(last.hash), height=last.height)
+            return
+        room = self.max_blocks_in_transit_per_peer - len(peer.inflight)
+        blocks = missing[::-1][:max(0, room)]
+        if blocks:
+            self._fetch(peer, self.peer_state(peer), blocks)
+
     def _request_blocks(self, peer: "PeerProtocol") -> None:
         if not peer.is_open or not peer.successfully_connected \
                 or not peer.services & NODE_NETWORK:
@@ -604,15 +653,7 @@ class BlockSync:
         room = self.max_blocks_in_transit_per_peer - len(peer.inflight)
         blocks, staller = self._find_next_blocks(peer, st, room)
         if blocks:
-            now = self._now_reactor()
-            for entry in blocks:
-                if not peer.inflight:
-                    st.downloading_since = now
-                peer.inflight[entry.hash] = entry.height
-                self.in_flight[entry.hash] = peer
-            peer.send(GetDataMessage([InvItem(MSG_BLOCK, e.hash) for e in blocks]))
-            log.debug("requesting {n} blocks ({first}..{last}) from peer={id}", n=len(blocks),
-                      first=blocks[0].height, last=blocks[-1].height, id=peer.id)
+            self._fetch(peer, st, blocks)
         if not peer.inflight and staller is not None:
             staller_state = self.peer_state(staller)
             if not staller_state.stalling_since:

@@ -10,6 +10,7 @@ Core's -31 "Error: Peer-to-peer functionality missing or disabled".
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from coin import __version__
@@ -234,10 +235,30 @@ def addnode(ctx: RPCContext, node: str, command: str) -> None:
 
 # ---------------------------------------------------------------- disconnectnode
 
+@dataclass(frozen=True)
+class _ReadByHandler(Arg):
+    """An argument handed over as raw JSON, read by the handler when Core reads it.
+
+    Core's disconnectnode reads ``nodeid`` as an integer only once it has checked that
+    ``address`` and ``nodeid`` are not both given: ``["1.2.3.4", "x"]`` is -32602, not a
+    type error.
+    """
+
+    def convert(self, value: Any) -> Any:
+        return value
+
+    def read(self, value: Any) -> Any:
+        """The value as the declared type reads it (Core's get_int64 for nodeid)."""
+        return super().convert(value)
+
+
+_NODEID = _ReadByHandler("nodeid", INT64, default=None,
+                         help="The node ID (see getpeerinfo for node IDs)")
+
+
 @rpc_method(
     "disconnectnode", category="network", signature='disconnectnode "[address]" [nodeid]',
-    args=[Arg("address", ANY, help="The IP address/port of the node"),
-          Arg("nodeid", INT64, default=None, help="The node ID (see getpeerinfo for node IDs)")],
+    args=[Arg("address", ANY, help="The IP address/port of the node"), _NODEID],
     help=("Immediately disconnects from the specified peer node.\n\n"
           "Strictly one out of 'address' and 'nodeid' can be provided to identify the node.\n\n"
           "To disconnect by nodeid, either set 'address' to the empty string, or call using "
@@ -246,14 +267,14 @@ def addnode(ctx: RPCContext, node: str, command: str) -> None:
     + example_cli("disconnectnode", '"" 1')
     + example_rpc("disconnectnode", '"192.168.0.6:31932"')
     + example_rpc("disconnectnode", '"", 1'))
-def disconnectnode(ctx: RPCContext, address: Any, nodeid: Optional[int]) -> None:
+def disconnectnode(ctx: RPCContext, address: Any, nodeid: Any) -> None:
     p2p = _p2p(ctx)
     if address is not None and nodeid is None:
         if not isinstance(address, str):
             raise RPCError(RPC_MISC_ERROR, "JSON value is not a string as expected")
         success = p2p.disconnect_by_name(address)
     elif nodeid is not None and (address is None or address == ""):
-        success = p2p.disconnect_by_id(nodeid)
+        success = p2p.disconnect_by_id(_NODEID.read(nodeid))
     else:
         raise RPCError(RPC_INVALID_PARAMS, "Only one of address and nodeid should be provided.")
     if not success:
