@@ -39,16 +39,16 @@ def peer_count(node: NodeProcess) -> int:
 class VersionTests(SyncTestCase):
     def test_old_versions_are_kept_without_sendheaders_or_feefilter(self) -> None:
         node = self.start("-connect=0", "-listen=1")
-        # The oldest version the reference node keeps (it refuses 70006 and below).
+        # The oldest version kept (Core-era tools speak it).
         old = self.raw(node)
-        theirs = old.handshake(version=70007)
+        theirs = old.handshake(version=70002)
         self.assertEqual(theirs.version, 70208)
         sent = commands_after_handshake(old)
         self.assertIn("ping", sent)
         self.assertNotIn("sendheaders", sent)
         self.assertNotIn("feefilter", sent)
         (info,) = node.rpc("getpeerinfo")
-        self.assertEqual(info["version"], 70007)
+        self.assertEqual(info["version"], 70002)
         # sendheaders from 70201, feefilter from 70208.
         for version, expected in ((70201, {"sendheaders"}), (70208, {"sendheaders", "feefilter"})):
             peer = self.raw(node)
@@ -56,16 +56,16 @@ class VersionTests(SyncTestCase):
             sent = commands_after_handshake(peer)
             self.assertEqual(expected, {"sendheaders", "feefilter"} & set(sent))
         self.assertEqual(sorted(p["version"] for p in node.rpc("getpeerinfo")),
-                         [70007, 70201, 70208])
+                         [70002, 70201, 70208])
 
     def test_obsolete_versions_are_refused(self) -> None:
         node = self.start("-connect=0", "-listen=1")
-        for version in (70006, 70001):
+        for version in (70001, 60000):
             peer = self.raw(node)
             peer.send(peer.version_message(version=version))
             reject = peer.wait_for("reject")
             self.assertEqual((reject.message, reject.code, reject.reason),
-                             ("version", REJECT_OBSOLETE, "Version must be 70006 or greater"))
+                             ("version", REJECT_OBSOLETE, "Version must be 70002 or greater"))
             self.assertTrue(peer.wait_closed())
         self.assertEqual(handshaked(node), [])
 
@@ -120,7 +120,7 @@ class DirectFetchTests(SyncTestCase):
         self.mine(node, 1)  # a recent tip: near the tip, out of initial download
         # A Core-era peer (below sendheaders' version), and one offering no services:
         # Core 0.17 fetches from both when their headers extend the tip.
-        for version, services in ((70007, NODE_NETWORK), (70208, 0)):
+        for version, services in ((70002, NODE_NETWORK), (70208, 0)):
             tip = tip_header(node)
             peer = self.raw(node)
             peer.handshake(version=version, services=services, start_height=tip["height"])

@@ -152,18 +152,18 @@ class HandshakeTests(SynchronousTestCase):
         self.assertIn(("127.0.0.1", out.address.port), self.h.connman.own_addresses)
 
     def test_obsolete_version(self) -> None:
-        # The reference node refuses MIN_PEER_PROTO_VERSION itself, with its message.
-        for number in (70006, 70001):
+        # Below MIN_PEER_PROTO_VERSION: Core's reject and message.
+        for number in (70001, 60000):
             peer, transport = self.h.connect()
             feed(peer, version(version_number=number))
             reject, = sent(transport)
             self.assertEqual((reject.message, reject.code, reject.reason),
-                             ("version", REJECT_OBSOLETE, "Version must be 70006 or greater"))
+                             ("version", REJECT_OBSOLETE, "Version must be 70002 or greater"))
             self.assertTrue(transport.disconnecting)
 
     def test_old_versions_are_kept_without_newer_messages(self) -> None:
         # sendheaders from 70201, feefilter from 70208: older peers get neither.
-        for number, expected in ((70007, ["ping"]), (70008, ["ping"]),
+        for number, expected in ((70002, ["ping"]), (70008, ["ping"]),
                                  (70201, ["sendheaders", "ping"]),
                                  (70208, ["sendheaders", "ping", "feefilter"])):
             peer, transport = self.h.connect()

@@ -75,11 +75,10 @@ from coin.primitives.transaction import Transaction
 PROTOCOL_VERSION = 70208
 #: Version assumed until the handshake completes.
 INIT_PROTO_VERSION = 209
-#: Peers announcing this version or an older one are sent ``reject`` (obsolete) and dropped:
-#: the reference node's number and test (dimecoin 2.3.0.0 refuses ``nVersion <=
-#: MIN_PEER_PROTO_VERSION``, so 70007 is the oldest version it keeps; its own is 70008).
-#: Core 0.17 keeps peers from 31800 up, Dash 0.12.3 from 70208.
-MIN_PEER_PROTO_VERSION = 70006
+#: Peers announcing an older version are sent ``reject`` (obsolete) and dropped (issue #13:
+#: Core-era test tools speak 70002 and up).  The reference node (dimecoin 2.3.0.0) keeps
+#: only 70007 and up; Core 0.17 keeps 31800 and up, Dash 0.12.3 70208 and up.
+MIN_PEER_PROTO_VERSION = 70002
 #: ``sendheaders`` and header announcements (Dash's and the reference node's number).
 SENDHEADERS_VERSION = 70201
 #: ``feefilter`` (Dash's and the reference node's number; Core's is 70013).

@@ -561,7 +561,7 @@ class PeerProtocol(protocol.Protocol):
                      offered=message.services, expected=NODE_NETWORK)
             self.disconnect("missing services")
             return
-        if message.version <= MIN_PEER_PROTO_VERSION:
+        if message.version < MIN_PEER_PROTO_VERSION:
             log.info("peer={id} using obsolete version {version}; disconnecting", id=self.id,
                      version=message.version)
             self.send(RejectMessage("version", REJECT_OBSOLETE,
