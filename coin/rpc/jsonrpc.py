@@ -12,8 +12,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
+import re
+
 import simplejson
-from twisted.internet.defer import CancelledError, Deferred, maybeDeferred, succeed
+from simplejson.decoder import scanstring
+from simplejson.errors import JSONDecodeError
+from simplejson.scanner import py_make_scanner
+from twisted.internet.defer import CancelledError, Deferred, DeferredLock, maybeDeferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
@@ -37,6 +42,8 @@ DEFAULT_MAX_BATCH = 10_000
 DEFAULT_MAX_DEPTH = 512
 #: A batch gives the reactor a turn after running this long (seconds).
 BATCH_SLICE = 0.05
+#: Bodies larger than this (bytes) are parsed in the thread pool, one at a time.
+DEFAULT_THREAD_PARSE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class RPCLimits:
     max_body: int = DEFAULT_MAX_BODY
     max_batch: int = DEFAULT_MAX_BATCH
     max_depth: int = DEFAULT_MAX_DEPTH
+    thread_parse: int = DEFAULT_THREAD_PARSE
 
 
 class Reply(NamedTuple):
@@ -120,18 +128,74 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def _parse_int(text: str) -> int | JSONNumber:
+    """An integer, or beyond int()'s 4,300 digits a Decimal (UniValue keeps any number;
+    the argument check then says "JSON integer out of range", as Core)."""
+    try:
+        return int(text)
+    except ValueError:
+        return JSONNumber(text)
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _parse_object(state: tuple[str, int], encoding: str, strict: bool, scan_once: Any,
+                  *ignored: Any) -> tuple[dict[str, Any], int]:
+    """A JSON object, each member stored as it is read.
+
+    simplejson's own collects the members in a list and builds the dict in one C call
+    (about a second for two million keys, holding the GIL); this keeps each step short,
+    so the reactor thread gets its turns while a large body is parsed in a thread.
+    Duplicate keys keep the last value, as simplejson's.
+    """
+    text, end = state
+    members: dict[str, Any] = {}
+    end = _WHITESPACE.match(text, end).end()
+    if text[end:end + 1] == "}":
+        return members, end + 1
+    while True:
+        if text[end:end + 1] != '"':
+            raise JSONDecodeError("Expecting property name enclosed in double quotes", text, end)
+        key, end = scanstring(text, end + 1, encoding, strict)
+        end = _WHITESPACE.match(text, end).end()
+        if text[end:end + 1] != ":":
+            raise JSONDecodeError("Expecting ':' delimiter", text, end)
+        members[key], end = scan_once(text, _WHITESPACE.match(text, end + 1).end())
+        end = _WHITESPACE.match(text, end).end()
+        delimiter, end = text[end:end + 1], end + 1
+        if delimiter == "}":
+            return members, end
+        if delimiter != ",":
+            raise JSONDecodeError("Expecting ',' delimiter", text, end - 1)
+        end = _WHITESPACE.match(text, end).end()
+
+
+def _yielding_decoder() -> simplejson.JSONDecoder:
+    """A decoder whose every step is Python code: slower than the C scanner (which holds
+    the GIL for a whole body), but a thread running it lets the reactor thread run."""
+    decoder = simplejson.JSONDecoder(parse_float=JSONNumber, parse_int=_parse_int)
+    decoder.parse_object = _parse_object
+    decoder.scan_once = py_make_scanner(decoder)
+    return decoder
+
+
+_DECODER = simplejson.JSONDecoder(parse_float=JSONNumber, parse_int=_parse_int)
+
+
+def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH, yielding: bool = False) -> Any:
     """Parse a request body; numbers with a fraction or exponent become Decimal
     (:class:`JSONNumber`, which prints back the request's text).
 
     Invalid UTF-8, invalid JSON, NaN/Infinity and nesting beyond ``max_depth`` raise
-    -32700 "Parse error".
+    -32700 "Parse error". ``yielding`` selects the pure-Python scanner, for large bodies
+    parsed in a thread (same results).
     """
     try:
         text = body.decode("utf-8")
         if text.startswith("\ufeff"):  # simplejson skips a byte-order mark; UniValue does not
             raise ValueError("byte-order mark")
-        value = simplejson.loads(text, parse_float=JSONNumber)
+        value = (_yielding_decoder() if yielding else _DECODER).decode(text)
     except (ValueError, RecursionError):
         raise RPCError(RPC_PARSE_ERROR, "Parse error") from None
     if body.count(b"[") + body.count(b"{") > max_depth and _too_deep(value, max_depth):
@@ -176,18 +240,45 @@ class JSONRPCCore:
         self._whitelist = whitelist
         self._warmup = warmup
         self._clock = clock
+        self._parse_slot = DeferredLock()
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
 
         ``wallet_name`` is the decoded name from a ``/wallet/<name>`` path, or None.
         The Deferred never fails except by cancellation, which stops a batch between
-        calls and cancels the call in progress.
+        calls and cancels the call in progress. Bodies over ``limits.thread_parse`` bytes
+        are parsed in the thread pool (tens of MB of JSON take seconds).
         """
+        if len(body) > self.limits.thread_parse:
+            parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
+            return parsing.addCallbacks(self._dispatch, self._parse_failed,
+                                        callbackArgs=(user, wallet_name))
         try:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
             return succeed(self._error_reply(exc, None))
+        return self._dispatch(request, user, wallet_name)
+
+    def _parse_in_thread(self, _: Any, body: bytes) -> Deferred[Any]:
+        """Parse holding the slot until the thread is done, even if the client has left
+        (so abandoned requests cannot pile up parsing threads)."""
+        work = deferToThread(parse_json, body, self.limits.max_depth, True)
+        work.addBoth(self._release_parse_slot)
+        parsed: Deferred[Any] = Deferred(lambda d: None)
+        work.chainDeferred(parsed)
+        return parsed
+
+    def _release_parse_slot(self, result: Any) -> Any:
+        self._parse_slot.release()
+        return result
+
+    def _parse_failed(self, reason: Failure) -> Reply | Failure:
+        if reason.check(RPCError):
+            return self._error_reply(reason.value, None)
+        return reason
+
+    def _dispatch(self, request: Any, user: str, wallet_name: str | None) -> Deferred[Reply]:
         if self._whitelist.denies_all(user):
             return succeed(FORBIDDEN)
         if isinstance(request, dict):
