@@ -299,7 +299,9 @@ async def _wait_for_long_poll(chain: ChainAccess, longpollid: Any) -> None:
     if isinstance(longpollid, str):
         watched = parse_hash_v(longpollid[:64], "longpollid")
         counter = longpollid[64:]
-        seen = int(counter) if counter.isdigit() else -1
+        # ASCII digits only, and few enough for int() ("²" or 5,000 digits: just unseen).
+        seen = (int(counter) if counter.isascii() and counter.isdigit() and len(counter) <= 19
+                else -1)
     else:
         watched = chain.state.tip.hash
         seen = pool.transactions_updated if pool is not None else 0
