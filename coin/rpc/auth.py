@@ -269,7 +269,7 @@ class AuthThrottle:
             if item[0] is answer:
                 queue.remove(item)
                 break
-        if source in self._waiting and not queue:
+        if not queue and self._waiting.get(source) is queue:
             del self._waiting[source]
 
     def _schedule(self) -> None:
@@ -285,11 +285,11 @@ class AuthThrottle:
     def _wake(self) -> None:
         self._wakeup = None
         for source in list(self._waiting):
-            queue = self._waiting[source]
+            queue = self._waiting.get(source, deque())
             while queue and self._ready(source):
                 _, run = queue.popleft()
                 run()
-            if not queue:
+            if not queue and self._waiting.get(source) is queue:
                 del self._waiting[source]
         self._schedule()
 

@@ -265,7 +265,8 @@ class JSONRPCCore:
         (so abandoned requests cannot pile up parsing threads)."""
         work = deferToThread(parse_json, body, self.limits.max_depth, True)
         work.addBoth(self._release_parse_slot)
-        parsed: Deferred[Any] = Deferred(lambda d: None)
+        # No canceller: a cancelled ``parsed`` ignores the thread's late result.
+        parsed: Deferred[Any] = Deferred()
         work.chainDeferred(parsed)
         return parsed
 

@@ -1,0 +1,171 @@
+"""RPC/HTTP hardening on a real coind: file modes (umask), password guessing, header
+deadline and connection cap, bare-LF requests."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import stat
+import threading
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.nodeharness import NodeProcess, PASSWORD, USER
+
+BODY = b'{"method":"getblockcount","id":1}'
+
+
+def raw_request(password: str, body: bytes = BODY) -> bytes:
+    auth = base64.b64encode(("%s:%s" % (USER, password)).encode())
+    return (b"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\nContent-Length: %d\r\n\r\n"
+            % (auth, len(body)) + body)
+
+
+def exchange(port: int, raw: bytes, source: str = "127.0.0.1", timeout: float = 30) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                  source_address=(source, 0)) as s:
+        s.sendall(raw)
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        return reply
+
+
+def start(test: SynchronousTestCase, *args: str, umask: int = 0o022) -> NodeProcess:
+    """A node started from a process with ``umask`` (the child inherits it)."""
+    old = os.umask(umask)
+    try:
+        node = NodeProcess.start(test.mktemp(), ["-connect=0", "-listen=1"] + list(args))
+    finally:
+        os.umask(old)
+    test.addCleanup(node.kill)
+    return node
+
+
+class FileModeTests(SynchronousTestCase):
+    """F12: what the node writes is private (umask 077) unless -sysperms."""
+
+    def test_files_and_directories_are_private(self) -> None:
+        node = start(self)
+        node.rpc("setban", "10.1.2.3", "add")  # banlist.json is written at shutdown
+        self.assertEqual(node.stop(), 0)
+        names = {}
+        for directory, subdirs, files in os.walk(node.net_datadir):
+            for name in subdirs + files:
+                path = os.path.join(directory, name)
+                names[name] = stat.S_IMODE(os.lstat(path).st_mode)
+        for name in ("debug.log", "mempool.dat", "peers.json", "banlist.json",
+                     "fee_estimates.dat", ".lock", "wallets", "blocks"):
+            self.assertIn(name, names)
+        readable = {name: oct(mode) for name, mode in names.items() if mode & 0o077}
+        self.assertEqual(readable, {})
+
+    def test_sysperms_keeps_the_process_umask(self) -> None:
+        node = start(self, "-sysperms", "-disablewallet")
+        self.assertEqual(node.stop(), 0)
+        mode = stat.S_IMODE(os.stat(os.path.join(node.net_datadir, "debug.log")).st_mode)
+        self.assertEqual(mode, 0o644)
+        mode = stat.S_IMODE(os.stat(os.path.join(node.net_datadir, "peers.json")).st_mode)
+        self.assertEqual(mode, 0o644)
+
+    def test_sysperms_with_a_wallet_is_refused(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ["-sysperms"], wait=False)
+        self.addCleanup(node.kill)
+        self.assertEqual(node.wait(), 1)
+        self.assertIn("Error: -sysperms is not allowed in combination with enabled wallet "
+                      "functionality", node.stderr_text())
+
+
+class GuessingTests(SynchronousTestCase):
+    """F3 on a real node: a client hammering wrong passwords over many connections is held
+    to about 4 checks/s, and a good client keeps its latency."""
+
+    def test_hammering_is_slow_and_good_clients_are_not(self) -> None:
+        node = start(self)
+        stop = threading.Event()
+        answered = []
+
+        def hammer(n: int) -> None:
+            while not stop.is_set():
+                try:
+                    reply = exchange(node.rpcport, raw_request("wrong%d" % n), timeout=10)
+                except OSError:
+                    continue
+                if reply.startswith(b"HTTP/1.1 401"):
+                    answered.append(time.monotonic())
+
+        threads = [threading.Thread(target=hammer, args=(n,)) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        try:
+            time.sleep(1)
+            latencies = {}
+            for source in ("127.0.0.2", "127.0.0.1"):
+                samples = []
+                for _ in range(5):
+                    began = time.monotonic()
+                    reply = exchange(node.rpcport, raw_request(PASSWORD), source=source)
+                    samples.append(time.monotonic() - began)
+                    self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply[:40])
+                latencies[source] = sorted(samples)[2]
+            window_start = time.monotonic()
+            time.sleep(3)
+            rate = sum(t >= window_start for t in answered) / 3
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(30)
+        self.assertLess(rate, 6, "wrong passwords answered per second")
+        # Another address: not held up at all.
+        self.assertLess(latencies["127.0.0.2"], 0.1)
+
+
+class HTTPLimitTests(SynchronousTestCase):
+    def test_header_deadline_connection_cap_and_bare_lf(self) -> None:
+        node = start(self, "-rpcservertimeout=2", "-rpcmaxconnections=4")
+        # Bare LF lines are answered.
+        reply = exchange(node.rpcport, raw_request(PASSWORD).replace(b"\r\n", b"\n"))
+        self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply[:40])
+        # A client trickling its headers is cut off at the deadline.
+        with socket.create_connection(("127.0.0.1", node.rpcport), timeout=10) as s:
+            began = time.monotonic()
+            s.sendall(b"POST / HTTP/1.1\r\n")
+            closed = False
+            while time.monotonic() - began < 6:
+                try:
+                    s.sendall(b"X: y\r\n")
+                    time.sleep(0.5)
+                except OSError:
+                    closed = True
+                    break
+                s.settimeout(0.01)
+                try:
+                    if s.recv(1) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+            self.assertTrue(closed)
+            self.assertLess(time.monotonic() - began, 4)
+        # The cap: four connections held open, the fifth is answered 503.
+        held = [socket.create_connection(("127.0.0.1", node.rpcport), timeout=10)
+                for _ in range(4)]
+        try:
+            time.sleep(0.3)
+            with socket.create_connection(("127.0.0.1", node.rpcport), timeout=10) as s:
+                self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 503 Service Unavailable"))
+        finally:
+            for s in held:
+                s.close()
+        deadline = time.monotonic() + 10
+        while True:
+            reply = exchange(node.rpcport, raw_request(PASSWORD))
+            if reply.startswith(b"HTTP/1.1 200 OK") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply[:40])
