@@ -3,14 +3,18 @@ and large bodies parsed off the reactor thread."""
 
 from __future__ import annotations
 
+import threading
+
 import simplejson
+from twisted.internet.address import IPv4Address
 from twisted.internet.defer import gatherResults
 from twisted.internet.error import ConnectionDone
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
+from coin.rpc import jsonrpc
 from coin.rpc.jsonrpc import RPCLimits, parse_json
-from coin.rpc.resource import MAX_HEADER_BYTES
+from coin.rpc.resource import MAX_HEADER_BYTES, OVERLOAD_LINGER
 
 from .rpchelpers import Server, post, split_response
 
@@ -106,8 +110,17 @@ class ConnectionCapTests(SynchronousTestCase):
                          (b"HTTP/1.1 503 Service Unavailable", b"Too many connections: the limit is 3\n"))
         self.assertIn((b"Connection", b"close"), headers)
         self.assertTrue(transport.disconnecting)
+        # Refused connections linger (their input dropped) until the client closes or
+        # OVERLOAD_LINGER passes; past as many again, they are closed without a word.
+        others = [server.connect()[1] for _ in range(2)]
+        self.assertEqual([t.value()[:12] for t in others], [b"HTTP/1.1 503"] * 2)
+        self.assertEqual(server.site.lingering, 3)
+        self.assertIsNone(server.site.buildProtocol(IPv4Address("TCP", "127.0.0.1", 1)))
+        server.clock.advance(OVERLOAD_LINGER)
+        self.assertTrue(all(t.disconnecting for t in others))
         # Nothing of a refused connection is counted, and a closed one frees its place.
         protocol.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(server.site.lingering, 2)
         held[0][0].connectionLost(Failure(ConnectionDone()))
         self.assertEqual(server.site.connections, 2)
         self.assertTrue(server.exchange(post(GET_COUNT)).startswith(b"HTTP/1.1 200 OK"))
@@ -133,6 +146,22 @@ class LargeBodyTests(TestCase):
             threaded = big.core.handle(body, "u")
             checks.append(threaded.addCallback(lambda reply, e=expected, b=body: compare((e, reply), b)))
         return gatherResults(checks, consumeErrors=True)
+
+    def test_large_bodies_are_parsed_off_the_reactor_thread(self):
+        threads = []
+        real = jsonrpc.parse_json
+        self.patch(jsonrpc, "parse_json",
+                   lambda *args: threads.append(threading.get_ident()) or real(*args))
+        server = Server(limits=RPCLimits(thread_parse=1000))
+        self.successResultOf(server.core.handle(GET_COUNT, "u"))
+        big = b'{"method":"getblockcount","id":7,"pad":"%s"}' % (b"x" * 2000)
+
+        def parsed(reply):
+            self.assertEqual(reply.body, b'{"result":111,"error":null,"id":7}\n')
+            self.assertEqual(threads[0], threading.get_ident())
+            self.assertNotEqual(threads[1], threading.get_ident())
+
+        return server.core.handle(big, "u").addCallback(parsed)
 
     def test_integers_past_4300_digits_are_out_of_range_not_a_parse_error(self):
         value = parse_json(b"[" + b"7" * 5000 + b"]")[0]

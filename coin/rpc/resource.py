@@ -39,6 +39,8 @@ DEFAULT_MAX_CONNECTIONS = DEFAULT_RPC_MAX_CONNECTIONS
 #: Bytes of request line plus headers (one line or all together) before 400 and close.
 MAX_HEADER_BYTES = 16384
 HTTP_SERVICE_UNAVAILABLE = 503
+#: Seconds a refused connection stays open after its 503, its input read and dropped.
+OVERLOAD_LINGER = 2.0
 WWW_AUTHENTICATE = b'Basic realm="jsonrpc"'
 POST_ONLY = b"JSONRPC server handles only POST requests"
 #: libevent's default Content-Type for replies that set none.
@@ -188,18 +190,36 @@ class CoreHTTPChannel(http.HTTPChannel):
 
 
 class _Overloaded(protocol.Protocol):
-    """A connection past the cap: ``503 Service Unavailable`` at once, then closed."""
+    """A connection past the cap: ``503 Service Unavailable`` at once, then closed.
 
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
+    The answer is followed by a half-close, and what the client sends meanwhile is read
+    and dropped for up to OVERLOAD_LINGER seconds (the "lingering close" of HTTP
+    servers): closing with its request unread would send a reset that can destroy the
+    503 before the client reads it.
+    """
+
+    def __init__(self, site: RPCSite) -> None:
+        self._site = site
+        self._linger: IDelayedCall | None = None
 
     def connectionMade(self) -> None:
-        body = b"Too many connections: the limit is %d\n" % self._limit
+        self._site.lingering += 1
+        body = b"Too many connections: the limit is %d\n" % self._site.max_connections
         self.transport.write(
             b"HTTP/1.1 %d Service Unavailable\r\nContent-Type: text/plain\r\n"
             % HTTP_SERVICE_UNAVAILABLE + b"Date: " + datetimeToString()
             + b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-        self.transport.loseConnection()
+        getattr(self.transport, "loseWriteConnection", self.transport.loseConnection)()
+        self._linger = self._site.reactor.callLater(OVERLOAD_LINGER,
+                                                    self.transport.abortConnection)
+
+    def dataReceived(self, data: bytes) -> None:
+        """Dropped: the request is not served."""
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        self._site.lingering -= 1
+        if self._linger is not None and self._linger.active():
+            self._linger.cancel()
 
 
 class RPCSite(server.Site):
@@ -218,18 +238,21 @@ class RPCSite(server.Site):
         self.max_connections = max_connections
         #: HTTP connections open now (counted up here, down by the channel).
         self.connections = 0
+        #: Refused connections still open after their 503 (at most max_connections).
+        self.lingering = 0
 
     def protocol(self) -> CoreHTTPChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
         return CoreHTTPChannel()
 
-    def buildProtocol(self, addr: IAddress) -> protocol.Protocol:
+    def buildProtocol(self, addr: IAddress) -> protocol.Protocol | None:
         if self.connections >= self.max_connections:
             # Debug only: a flood of connections must not flood the log as well.
             _http_log.debug("Refused HTTP connection from {peer}: {count} open "
                             "(-rpcmaxconnections)", peer=describe_peer(addr),
                             count=self.connections)
-            return _Overloaded(self.max_connections)
+            # Past twice the cap, not even a 503: the connection is closed at once.
+            return _Overloaded(self) if self.lingering < self.max_connections else None
         self.connections += 1
         return super().buildProtocol(addr)
 
