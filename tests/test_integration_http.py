@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import threading
 import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.nodeharness import NodeProcess, PASSWORD, USER
+from tests.nodeharness import PASSWORD, ROOT, USER, NodeProcess, _env, free_port
 
 BODY = b'{"method":"getblockcount","id":1}'
 
@@ -64,6 +67,29 @@ class FileModeTests(SynchronousTestCase):
             self.assertIn(name, names)
         readable = {name: oct(mode) for name, mode in names.items() if mode & 0o077}
         self.assertEqual(readable, {})
+
+    def test_twistd_coind_is_private_too(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        old = os.umask(0o022)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n",
+                 "--pidfile=", "coind", "-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
+                 "-port=%d" % free_port(), "-connect=0", "-rpcuser=u", "-rpcpassword=p"],
+                cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            os.umask(old)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        node = NodeProcess(datadir, port, [], (USER, PASSWORD))
+        node.process = process
+        node.wait_ready()
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+        for name in ("debug.log", ".lock", "peers.json", "wallets"):
+            mode = stat.S_IMODE(os.stat(os.path.join(datadir, "regtest", name)).st_mode)
+            self.assertEqual(mode & 0o077, 0, name)
 
     def test_sysperms_keeps_the_process_umask(self) -> None:
         node = start(self, "-sysperms", "-disablewallet")
@@ -198,3 +224,60 @@ class HTTPLimitTests(SynchronousTestCase):
                 break
             time.sleep(0.1)
         self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply[:40])
+
+
+#: JSON texts that have broken parameter parsers: huge and out-of-range numbers, Unicode
+#: digits, lone surrogates, very long strings, wrong types.
+HOSTILE_JSON = ['2147483648', '-2147483649', '9223372036854775807', '-9223372036854775808',
+                '18446744073709551616', '1' * 5000, '-1', '1e308', '-1e400', '1.5',
+                '"\\u00e9\\u20ac"', '"\\ud800"', '"' + 'x' * 100000 + '"', '"\\u0663"',
+                '"\\u00b2"', '"' + '9' * 5000 + '"', '"-' + '9' * 5000 + '"', '{}', '[]', 'null',
+                'true', '"0x10"', '" 1"', '"\\u0000"', '"' + 'ab' * 32 + '-' + '9' * 5000 + '"']
+#: Methods left out: they stop the node, dial out, or wait for blocks by design.
+NOT_SWEPT = {"stop", "addnode", "waitfornewblock", "waitforblock", "waitforblockheight",
+             "generate", "generatetoaddress", "getblocktemplate"}
+HOSTILE_PATHS = [b"blockhashbyheight/%s.json", b"getutxos/%s-0.json", b"getutxos/%s.json",
+                 b"getutxos/checkmempool/" + b"ab" * 32 + b"-%s.hex", b"headers/%s/" + b"ab" * 32
+                 + b".json", b"headers/5/%s.json", b"block/%s.json", b"block/notxdetails/%s.bin",
+                 b"tx/%s.hex", b"mempool/%s.json", b"%s.json", b"chaininfo.%s"]
+HOSTILE_PARTS = [b"9" * 5000, b"-" + b"9" * 5000, b"0" * 5000 + b"1", b"\xc2\xb2", b"\xd9\xa3",
+                 b"\xed\xa0\x80", b"\xff\xfe", b"%00", b"%ED%A0%80", b"-1", b"2147483648",
+                 b"-2147483649", b"a" * 10000, b"..", b"", b"%", b"1e3"]
+
+
+class HostileParameterTests(SynchronousTestCase):
+    """F11: no parameter of a (non-wallet) RPC method or REST path answers 500 with a
+    traceback in the log ("Internal error")."""
+
+    def test_rpc_and_rest_parameters(self) -> None:
+        import re
+
+        from coin.rpc.registry import load_plugins
+
+        node = start(self, "-disablewallet")
+        internal = []
+        for method in load_plugins():
+            if method.category == "wallet" or method.needs_wallet or method.name in NOT_SWEPT:
+                continue
+            words = [None]
+            if "Available commands:" in method.help_text:
+                words = re.findall(r"^  ([a-z][\w-]*)", method.help_text.split(
+                    "Available commands:")[1], re.M)
+            for word in words:
+                for value in HOSTILE_JSON:
+                    for count in range(1, len(method.args) + 2):
+                        params = ([f'"{word}"'] if word else []) + [value] * count
+                        body = ('{"method":"%s","params":[%s],"id":1}'
+                                % (method.name, ",".join(params))).encode()
+                        _, _, reply = node.post(body, timeout=60)
+                        if b'"message":"Internal error"' in reply:
+                            internal.append((method.name, word, value[:30], count))
+        self.assertEqual(internal, [])
+        statuses = {}
+        for path in HOSTILE_PATHS:
+            for part in HOSTILE_PARTS:
+                raw = b"GET /rest/" + path.replace(b"%s", part) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+                reply = exchange(node.rpcport, raw)
+                statuses.setdefault(reply[9:12], []).append(raw[:60])
+        self.assertNotIn(b"500", statuses, statuses.get(b"500"))
+        self.assertNotIn("Traceback", open(os.path.join(node.net_datadir, "debug.log")).read())
