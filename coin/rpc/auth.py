@@ -199,7 +199,7 @@ class AuthThrottle:
         self._global = _LeakyBucket(1.0 / global_rate, global_burst)
         self._buckets: dict[str, _LeakyBucket] = {}
         #: Requests not yet checked, per source, in arrival order: (deferred, check).
-        self._waiting: dict[str, deque[tuple[Deferred[str | None], Callable[[], Any]]]] = {}
+        self._waiting: dict[str, deque[tuple[Deferred[str | None], Callable[[], None]]]] = {}
         self._wakeup: IDelayedCall | None = None
         self._sweep_at = 64
         self._log_interval = log_interval
@@ -216,7 +216,7 @@ class AuthThrottle:
         """
         source = _source(address)
         queue = self._waiting.get(source)
-        #: The timer of a wrong guess's answer, once checked.
+        # The timer of a wrong guess's answer, once it is checked.
         timer: list[IDelayedCall] = []
         answer: Deferred[str | None] = Deferred(lambda d: self._withdraw(source, d, timer))
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from twisted.internet import protocol
 from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
+from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import http, resource, server
@@ -189,7 +189,7 @@ class CoreHTTPChannel(http.HTTPChannel):
         self.timeoutConnection()
 
 
-class _Overloaded(protocol.Protocol):
+class _Overloaded(Protocol):
     """A connection past the cap: ``503 Service Unavailable`` at once, then closed.
 
     The answer is followed by a half-close, and what the client sends meanwhile is read
@@ -216,7 +216,7 @@ class _Overloaded(protocol.Protocol):
     def dataReceived(self, data: bytes) -> None:
         """Dropped: the request is not served."""
 
-    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._site.lingering -= 1
         if self._linger is not None and self._linger.active():
             self._linger.cancel()
@@ -245,7 +245,7 @@ class RPCSite(server.Site):
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
         return CoreHTTPChannel()
 
-    def buildProtocol(self, addr: IAddress) -> protocol.Protocol | None:
+    def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
         if self.connections >= self.max_connections:
             # Debug only: a flood of connections must not flood the log as well.
             _http_log.debug("Refused HTTP connection from {peer}: {count} open "
