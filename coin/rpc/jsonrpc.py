@@ -8,11 +8,10 @@ doc/rpc.md for every rule and limit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Iterator, NamedTuple
-
-import re
 
 import simplejson
 from simplejson.decoder import scanstring
