@@ -398,7 +398,14 @@ class NodeService(service.MultiService):
         if config.get_bool("rest", True):
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
             root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
-        site = RPCSite(root, allow=allow, reactor=self.reactor)
+        timeout = config.get_int("rpcservertimeout")
+        if timeout <= 0:
+            raise StartupError("-rpcservertimeout must be at least 1")
+        max_connections = config.get_int("rpcmaxconnections")
+        if max_connections <= 0:
+            raise StartupError("-rpcmaxconnections must be at least 1")
+        site = RPCSite(root, allow=allow, timeout=timeout, max_connections=max_connections,
+                       reactor=self.reactor)
         port = config.get_int("rpcport") or self.params.rpc_port
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
                                                  config.get_all("rpcallowip"), port)

@@ -19,6 +19,21 @@ from coin.config.node import node_options
 from coin.service import NodeService, StartupError
 
 USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
+#: Core's file creation mask: what the node writes (logs, peers, mempool, wallets) is private.
+PRIVATE_UMASK = 0o077
+
+
+def restrict_file_permissions(config: Config) -> None:
+    """Core's AppInitBasicSetup: umask 077 unless -sysperms, before any file is created.
+
+    As in Core, -sysperms needs -disablewallet (wallet files must never be readable by
+    others); StartupError otherwise.
+    """
+    if not config.get_bool("sysperms", False):
+        os.umask(PRIVATE_UMASK)
+    elif not config.get_bool("disablewallet", False):
+        raise StartupError("-sysperms is not allowed in combination with enabled wallet "
+                           "functionality")
 
 
 def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
@@ -58,8 +73,9 @@ class Options(usage.Options):
 def makeService(options: Options) -> NodeService:
     from twisted.internet import reactor
 
-    node = NodeService(options.config, reactor)
     try:
+        restrict_file_permissions(options.config)
+        node = NodeService(options.config, reactor)
         node.prepare()
     except StartupError as e:
         sys.stderr.write("Error: %s\n" % e)
@@ -90,6 +106,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     if config is None:
         return 0
+    try:
+        restrict_file_permissions(config)
+    except StartupError as e:
+        sys.stderr.write("Error: %s\n" % e)
+        return 1
     if config.get_bool("daemon", False):
         sys.stdout.write("Coin server starting\n")
         sys.stdout.flush()

@@ -179,6 +179,21 @@ class FamilyTests(PoolTestCase):
         self.accept(later)
         self.assertEqual(self.pool.get(later.txid).modified_fee, 7_000)
 
+    def test_prioritise_saturates_at_64_bits(self):
+        # prioritisetransaction twice with the largest int64 used to make every later
+        # savemempool (and the save at shutdown) fail on the int64 field of mempool.dat.
+        tx = self.chain_of(self.coinbase(1), 1)[0]
+        self.accept(tx)
+        for delta in ((1 << 63) - 1, (1 << 63) - 1):
+            self.pool.prioritise(tx.txid, delta)
+        self.assertEqual(self.pool.get(tx.txid).fee_delta, (1 << 63) - 1)
+        self.pool.prioritise(b"\x01" * 32, -(1 << 63))
+        self.pool.prioritise(b"\x01" * 32, -(1 << 63))
+        self.assertEqual(self.pool.deltas[b"\x01" * 32], -(1 << 63))
+        saved = parse_pool(serialize_pool(self.pool))
+        self.assertEqual(saved.deltas, {b"\x01" * 32: -(1 << 63)})
+        self.assertEqual(saved.entries[0].fee_delta, (1 << 63) - 1)
+
     def test_block_removes_confirmed_and_conflicts_keeps_descendants(self):
         parent, child = self.chain_of(self.coinbase(1), 2)
         self.accept(parent)

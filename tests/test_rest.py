@@ -371,9 +371,16 @@ class GetUTXOsTests(RESTTestCase):
         for path in ("getutxos.json", "getutxos/.json", "getutxos/checkmempool.json",
                      "getutxos/checkmempool/.json"):
             yield self.assert_error("/rest/" + path, 400, "Error: empty request\r\n")
-        for bad in ("xyz-0", txid + "-x", txid, txid + "-", txid[:62] + "-0", txid + "--1",
-                    txid + "-4294967296"):
+        for bad in ("xyz-0", txid + "-x", txid, txid + "-", txid[:62] + "-0", txid + "-+-1",
+                    txid + "-4294967296", txid + "-2147483648", txid + "--2147483649",
+                    txid + "-" + "9" * 5000, txid + "-" + "0" * 5000 + "x", txid + "-%C2%B2",
+                    txid + "-1%20"):
             yield self.assert_error("/rest/getutxos/%s.json" % bad, 400, "Parse error\r\n")
+        # Core's ParseInt32 and its cast to the outpoint's uint32: "-1" is 4294967295,
+        # "+0" and "000" are 0, and digits past 4,300 are fine while the value fits.
+        for good in ("--1", "-+0", "-000", "-" + "0" * 5000 + "1"):
+            r = yield self.get("/rest/getutxos/%s%s.json" % (txid, good))
+            self.assertEqual(r.status, 200, good)
         yield self.assert_error("/rest/getutxos/%s-0.xml" % txid, 404, ALL)
         yield self.assert_error("/rest/getutxos/%s-0" % txid, 404, ALL)
 
@@ -430,6 +437,18 @@ class StatusTests(RESTTestCase):
         for bad in ("-1", "abc", "1.5x"):
             yield self.assert_error("/rest/blockhashbyheight/%s.json" % bad, 400,
                                     "Invalid height: %s\r\n" % bad)
+        # Thousands of digits, past int32, blanks, and text Core's SanitizeString trims.
+        for bad, echoed in (("9" * 5000, "9" * 5000), ("2147483648", "2147483648"),
+                            ("-2147483649", "-2147483649"), ("1%20", "120"),
+                            ("%3Cb%3E7", "3Cb3E7"), ("1e3", "1e3"), ("0x10", "0x10")):
+            yield self.assert_error("/rest/blockhashbyheight/%s.json" % bad, 400,
+                                    "Invalid height: %s\r\n" % echoed)
+        # Core's ParseInt32 takes a sign and leading zeros.
+        for text in ("+7", "007", "0" * 5000 + "7"):
+            r = yield self.get("/rest/blockhashbyheight/%s.hex" % text)
+            self.assertEqual(r.body, hash_to_hex(entry.hash).encode() + b"\n", text)
+        r = yield self.get("/rest/blockhashbyheight/-0.hex")
+        self.assertEqual(r.body, hash_to_hex(self.state.at_height(0).hash).encode() + b"\n")
         yield self.assert_error("/rest/blockhashbyheight/7.xml", 404, ALL)
 
 

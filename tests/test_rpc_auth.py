@@ -10,6 +10,9 @@ import tempfile
 from pathlib import Path
 
 from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
+from twisted.internet.error import ConnectionDone
+from twisted.logger import capturedLogs, formatEvent
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 import coin.rpc.auth
@@ -237,3 +240,102 @@ class BindingTests(SynchronousTestCase):
         self.assertIn("-rpcallowip was specified without -rpcbind", warnings[0])
         self.assertEqual(rpc_bind_addresses(["10.0.0.5", "[::]:4000"], ["10.0.0.0/8"], 31931),
                          ([("10.0.0.5", 31931), ("::", 4000)], []))
+
+
+class ThrottleTests(SynchronousTestCase):
+    """F3: wrong credentials are checked in turn per address (and bounded overall), so
+    guessing runs at about 4/s whatever the number of connections, while good clients
+    are served at once."""
+
+    def setUp(self):
+        self.server = Server(allow=AllowList(["fd00::/8"]))
+        self.checks = []
+        real = self.server.authenticator.authenticate
+        self.patch(self.server.authenticator, "authenticate",
+                   lambda header: self.checks.append(header) or real(header))
+
+    def guess(self, client="127.0.0.1", n=0):
+        """A wrong password on a new connection; returns (protocol, transport)."""
+        protocol, transport = self.server.connect(client)
+        protocol.dataReceived(post(b'{"method":"getblockcount"}',
+                                   auth=base64.b64encode(b"u:wrong%d" % n)))
+        return protocol, transport
+
+    def advance(self, seconds, step=0.01):
+        for _ in range(round(seconds / step)):
+            self.server.clock.advance(step)
+
+    def answered(self, transports, status=b"HTTP/1.1 401 Unauthorized"):
+        return sum(t.value().startswith(status) for t in transports)
+
+    def test_one_address_is_checked_at_4_per_second_after_a_burst(self):
+        transports = [self.guess(n=n)[1] for n in range(60)]
+        self.assertEqual(len(self.checks), coin.rpc.auth.ADDRESS_FAILURE_BURST)
+        self.advance(5.01)
+        # 8 at once, then one per 250 ms: 28 in 5 s where Core checked all 60 at once.
+        self.assertEqual(len(self.checks), 8 + 20)
+        self.assertEqual(self.answered(transports), 20)
+
+    def test_a_lone_wrong_password_is_answered_after_250_ms(self):
+        _, transport = self.guess()
+        self.server.clock.advance(0.249)
+        self.assertEqual(transport.value(), b"")
+        self.server.clock.advance(0.001)
+        self.assertEqual(self.answered([transport]), 1)
+
+    def test_hanging_up_early_does_not_give_the_slot_back(self):
+        for n in range(8):
+            protocol, _ = self.guess(n=n)
+            protocol.connectionLost(Failure(ConnectionDone()))
+        self.guess(n=99)
+        self.assertEqual(len(self.checks), 8)
+        self.advance(0.25)
+        self.assertEqual(len(self.checks), 9)
+
+    def test_good_client_beside_a_few_wrong_guesses_is_served_at_once(self):
+        for n in range(4):
+            self.guess(n=n)
+        self.assertIn(b" 200 OK", self.server.exchange(post(b'{"method":"getblockcount"}')))
+
+    def test_good_client_from_another_address_is_served_at_once(self):
+        for n in range(60):
+            self.guess(n=n)
+        self.assertIn(b" 200 OK", self.server.exchange(post(b'{"method":"getblockcount"}'),
+                                                       client="127.0.0.2"))
+
+    def test_kept_alive_connection_that_proved_its_credentials_is_not_held_up(self):
+        protocol, transport = self.server.connect()
+        protocol.dataReceived(post(b'{"method":"getblockcount","id":1}'))
+        for n in range(60):
+            self.guess(n=n)
+        protocol.dataReceived(post(b'{"method":"getblockcount","id":2}'))
+        self.assertIn(b'"id":2}', transport.value())
+        # A new connection from the guessing address waits its turn, then is served.
+        raw = post(b'{"method":"getblockcount"}')
+        protocol, late = self.server.connect()
+        protocol.dataReceived(raw)
+        self.assertEqual(late.value(), b"")
+        self.advance(15)
+        self.assertIn(b" 200 OK", late.value())
+
+    def test_all_addresses_together_are_bounded(self):
+        for n in range(200):
+            self.guess(client="127.0.%d.%d" % (n // 100, n % 100 + 1), n=n)
+        self.assertEqual(len(self.checks), coin.rpc.auth.GLOBAL_FAILURE_BURST)
+        self.advance(1.01)
+        self.assertEqual(len(self.checks), 32 + 16)
+
+    def test_ipv6_addresses_of_one_64_count_as_one(self):
+        for n in range(20):
+            self.guess(client=IPv6Address("TCP", "fd00::%x" % (n + 1), 1), n=n)
+        self.assertEqual(len(self.checks), 8)
+
+    def test_failures_are_logged_at_a_bounded_rate(self):
+        with capturedLogs() as events:
+            for n in range(60):
+                self.guess(n=n)
+            self.advance(25, step=0.05)
+        lines = [formatEvent(e) for e in events if "incorrect rpc password" in formatEvent(e).lower()]
+        self.assertEqual(len(lines), 3, lines)
+        self.assertEqual(lines[0], "Incorrect RPC password attempt from 127.0.0.1:40000")
+        self.assertRegex(lines[1], r"^\d+ more incorrect RPC password attempts in the last 10 s")

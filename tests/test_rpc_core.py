@@ -498,7 +498,9 @@ class ResourceTests(SynchronousTestCase):
         protocol.connectionLost(Failure(ConnectionDone()))
         server.clock.advance(1)
         self.assertEqual(transport.value(), b"")
-        self.assertEqual(server.clock.getDelayedCalls(), [])
+        # The answer's timer is gone; only the (rate-limited) failure log's window is left.
+        self.assertEqual([call.func.__name__ for call in server.clock.getDelayedCalls()],
+                         ["_close_log_window"])
 
     def test_rest_child_slot(self):
         class Rest(resource.Resource):

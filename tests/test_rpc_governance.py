@@ -110,6 +110,17 @@ class GobjectTests(GovernanceTestCase):
                  (-8, "Masternode Collateral hash must be hexadecimal string (not 'x')")),
                 (("getcurrentvotes", HASH, HASH, "one"),
                  (-1, "bad lexical cast: source type value could not be interpreted as "
+                      "target")),
+                # Unicode digits and 5,000 digits: the same cast error, not a 500.
+                (("getcurrentvotes", HASH, HASH, "\u00b2"),
+                 (-1, "bad lexical cast: source type value could not be interpreted as "
+                      "target")),
+                (("getcurrentvotes", HASH, HASH, "9" * 5000),
+                 (-1, "bad lexical cast: source type value could not be interpreted as "
+                      "target")),
+                (("getcurrentvotes", HASH, HASH, "0" * 5000 + "1"), (-8, "Unknown governance-hash")),
+                (("getcurrentvotes", HASH, HASH, "4294967296"),
+                 (-1, "bad lexical cast: source type value could not be interpreted as "
                       "target"))):
             self.assertEqual((yield self.error("gobject", *params)), (500,) + expected, params)
 
@@ -219,6 +230,11 @@ class MasternodeTests(GovernanceTestCase):
         self.assertEqual(len((yield self.result("masternode", "winners", "2", "nkno"))), 22)
         self.assertEqual((yield self.result("masternode", "winners", "2", "payee")), {})
         self.assertEqual(len((yield self.result("masternode", "winners", "junk"))), 20)
+        # glibc's atoi: 5,000 digits clamp to LONG_MAX, which as an int is -1; no 500.
+        self.assertEqual(len((yield self.result("masternode", "winners", "9" * 5000))), 19)
+        self.assertEqual(len((yield self.result("masternode", "winners", "-" + "9" * 5000))),
+                         20)
+        self.assertEqual(len((yield self.result("masternode", "winners", "4294967298"))), 22)
         self.assertEqual(len((yield self.result("masternode", "winners", "999999999"))),
                          TIP_HEIGHT + 20)
         self.assertEqual((yield self.error("masternode", "winners", "1", "x", "y")),

@@ -258,11 +258,18 @@ class TemplateTests(MiningRPCTestCase):
     def test_long_poll_waits_for_a_new_tip(self):
         first = yield self.result("getblocktemplate")
         waiting = self.send("getblocktemplate", {"longpollid": first["longpollid"]})
-        self.assertNoResult(waiting)
+        # A counter of non-ASCII digits or of thousands of digits is no 500: it waits too.
+        odd = [self.send("getblocktemplate", {"longpollid": first["longpollid"][:64] + counter})
+               for counter in ("\u00b2", "\u0663", "9" * 5000)]
+        for pending in [waiting] + odd:
+            self.assertNoResult(pending)
         yield self.mine()
         reply = yield waiting
         template = simplejson.loads(reply.body)["result"]
         self.assertEqual(template["height"], first["height"] + 1)
+        for pending in odd:
+            reply = yield pending
+            self.assertEqual(simplejson.loads(reply.body)["result"]["height"], first["height"] + 1)
         # A non-string id watches the current tip.
         waiting = self.send("getblocktemplate", {"longpollid": 1})
         self.assertNoResult(waiting)

@@ -27,6 +27,8 @@ DEFAULT_DESCENDANT_LIMIT = 25
 DEFAULT_DESCENDANT_SIZE_LIMIT = 101    # kB
 DEFAULT_PID_FILE = "coind.pid"
 DEFAULT_DEBUG_LOG = "debug.log"
+DEFAULT_RPC_MAX_CONNECTIONS = 256
+DEFAULT_RPC_SERVER_TIMEOUT = 30  # seconds (Core's -rpcservertimeout)
 
 
 def _ports(attribute: str) -> str:
@@ -72,6 +74,8 @@ def node_options() -> OptionRegistry:
           kind="bool", default=False)
     r.add("reindex-chainstate", "Rebuild chain state from the currently indexed blocks",
           kind="bool", default=False)
+    r.add("sysperms", "Create new files with system default permissions, instead of umask 077 "
+          "(only effective with disabled wallet functionality)", kind="bool", default=False)
     r.add("txindex", "Maintain a full transaction index, used by the getrawtransaction rpc "
           "call (default: 0)", kind="bool", default=False)
 
@@ -181,9 +185,16 @@ def node_options() -> OptionRegistry:
           meta="=<addr>[:port]")
     r.add("rpccookiefile", "Location of the auth cookie. Relative paths will be prefixed by a "
           "net-specific datadir location. (default: data dir)", category=c, meta="=<loc>")
+    r.add("rpcmaxconnections", "Accept at most <n> RPC and REST connections at once; more are "
+          "answered 503 and closed (default: %d)" % DEFAULT_RPC_MAX_CONNECTIONS, kind="int",
+          default=DEFAULT_RPC_MAX_CONNECTIONS, category=c, meta="=<n>")
     r.add("rpcpassword", "Password for JSON-RPC connections", category=c, meta="=<pw>")
     r.add("rpcport", "Listen for JSON-RPC connections on <port> (%s)" % _ports("rpc_port"),
           kind="int", category=c, meta="=<port>")
+    r.add("rpcservertimeout", "Timeout during HTTP requests: idle connections are closed, and "
+          "a request's headers must arrive within it (default: %d)" % DEFAULT_RPC_SERVER_TIMEOUT,
+          kind="int", default=DEFAULT_RPC_SERVER_TIMEOUT, category=c, meta="=<n>",
+          debug_only=True)
     r.add("rpcuser", "Username for JSON-RPC connections", category=c, meta="=<user>")
     r.add("rpcwhitelist", "Set a whitelist to filter incoming RPC calls for a specific user. "
           "The field <whitelist> comes in the format: <USERNAME>:<rpc 1>,<rpc 2>,...,<rpc n>. "

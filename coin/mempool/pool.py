@@ -420,7 +420,11 @@ class Mempool:
     def prioritise(self, txid: bytes, delta: int) -> None:
         """Add ``delta`` satoshis to the fee mining and eviction see (prioritisetransaction)."""
         with self.lock:
-            total = self.deltas.get(txid, 0) + delta
+            # Saturated to 64 bits (Core 25's SaturatingAdd): mempool.dat stores an int64,
+            # and repeated calls must not make saving the pool fail.
+            previous = self.deltas.get(txid, 0)
+            total = max(-(1 << 63), min((1 << 63) - 1, previous + delta))
+            delta = total - previous
             if total:
                 self.deltas[txid] = total
             else:

@@ -67,6 +67,10 @@ HTTP_SERVICE_UNAVAILABLE = 503
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
 _DIGITS = re.compile(r"[0-9]+\Z")
+#: What Core's ParseInt32 accepts: strtol's optional sign and decimal digits, nothing else.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+\Z")
+#: Core's SAFE_CHARS_DEFAULT: what SanitizeString keeps of text echoed in an error.
+_SAFE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567890 .,;-_/:?@()")
 
 
 class RESTError(Exception):
@@ -94,6 +98,26 @@ def parse_format(part: str, formats: Sequence[str]) -> Tuple[str, str]:
     return param, suffix
 
 
+def parse_int32(text: str) -> Optional[int]:
+    """Core's ParseInt32: a signed decimal that fits 32 bits, else None.
+
+    Checked as text first, so a path of thousands of digits never reaches ``int()``
+    (which refuses more than 4,300 digits with a ValueError, i.e. a 500).
+    """
+    if not _INT_TEXT.match(text):
+        return None
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 10:
+        return None
+    value = (-1 if text[0] == "-" else 1) * int(digits or "0")
+    return value if -0x80000000 <= value <= 0x7FFFFFFF else None
+
+
+def sanitize(text: str) -> str:
+    """Core's SanitizeString: only safe characters of user text go back in a reply."""
+    return "".join(c for c in text if c in _SAFE_CHARS)
+
+
 def parse_hash(text: str) -> bytes:
     """64 hex digits (either case) in RPC order -> internal order; 400 otherwise."""
     if not _HEX64.match(text):
@@ -106,10 +130,12 @@ def parse_outpoints(segments: Sequence[str]) -> Tuple[bool, List[Tuple[bytes, in
     check_mempool = bool(segments) and segments[0] == "checkmempool"
     outpoints: List[Tuple[bytes, int]] = []
     for segment in segments[1 if check_mempool else 0:]:
-        txid, dash, n = segment.partition("-")
-        if not dash or not _HEX64.match(txid) or not _DIGITS.match(n) or int(n) > 0xFFFFFFFF:
+        txid, dash, n_text = segment.partition("-")
+        n = parse_int32(n_text)
+        if not dash or not _HEX64.match(txid) or n is None:
             raise RESTError(HTTP_BAD_REQUEST, "Parse error")
-        outpoints.append((bytes.fromhex(txid)[::-1], int(n)))
+        # Core casts the int32 to the outpoint's uint32: -1 is output 4294967295.
+        outpoints.append((bytes.fromhex(txid)[::-1], n & 0xFFFFFFFF))
     if not outpoints:
         raise RESTError(HTTP_BAD_REQUEST, "Error: empty request")
     if len(outpoints) > MAX_GETUTXOS_OUTPOINTS:
@@ -219,9 +245,10 @@ class RESTHandlers:
 
     def blockhash_by_height(self, part: str) -> Deferred:
         param, fmt = parse_format(part, ALL_FORMATS)
-        if not _DIGITS.match(param) or int(param) > 0x7FFFFFFF:
-            raise RESTError(HTTP_BAD_REQUEST, "Invalid height: %s" % param)
-        entry = self.chain.state.at_height(int(param))
+        height = parse_int32(param)
+        if height is None or height < 0:
+            raise RESTError(HTTP_BAD_REQUEST, "Invalid height: %s" % sanitize(param))
+        entry = self.chain.state.at_height(height)
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
         if fmt == JSON:

@@ -1,7 +1,9 @@
-"""RPC authentication and access policy: credentials, cookie, whitelist, allowed IPs, binding.
+"""RPC authentication and access policy: credentials, cookie, throttling of wrong
+credentials, whitelist, allowed IPs, binding.
 
 Nothing here speaks HTTP; the web resource asks these objects and answers 401/403
-itself (the delayed 401 lives there, on the reactor's clock).
+itself. :class:`AuthThrottle` decides *when* a credential is checked and when a wrong
+one is answered, on the clock it is given.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ import ipaddress
 import os
 import re
 import secrets
+from collections import deque
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
-from twisted.internet.interfaces import IAddress
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
+from twisted.logger import Logger
 
 from coin.config.hostport import split_host_port
 from coin.config.errors import ConfigError
@@ -23,6 +28,19 @@ from coin.config.rpcauth import RpcAuth, parse_rpcauth, password_hmac
 
 #: User name of cookie authentication.
 COOKIE_USER = "__cookie__"
+#: Seconds before wrong credentials are answered (Core's brute-force deterrent), and the
+#: spacing of checks from one client address once it has that many failures pending.
+WRONG_CREDENTIALS_DELAY = 0.25
+#: Wrong guesses one address may have pending before its next check waits for a slot:
+#: a short burst, then one check per WRONG_CREDENTIALS_DELAY (4/s).
+ADDRESS_FAILURE_BURST = 8
+#: Wrong guesses per second over all addresses together (an IPv6 /64 or 127/8 has many).
+GLOBAL_FAILURE_RATE = 16
+GLOBAL_FAILURE_BURST = 32
+#: Seconds between log lines about wrong credentials while they keep coming.
+FAILURE_LOG_INTERVAL = 10.0
+
+_log = Logger()
 
 
 def generate_cookie(path: str | os.PathLike[str]) -> str:
@@ -107,6 +125,193 @@ class Authenticator:
         return name if valid else None
 
 
+def client_ip(address: IAddress) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP of a TCP client (IPv4-mapped IPv6 as IPv4, zone dropped); None otherwise."""
+    host = getattr(address, "host", None)
+    if not isinstance(host, str):
+        return None
+    try:
+        ip = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def describe_peer(address: Any) -> str:
+    """``host:port`` as Core prints a client address (``[v6]:port`` for IPv6)."""
+    host, port = getattr(address, "host", None), getattr(address, "port", None)
+    if host is None or port is None:
+        return str(address)
+    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+
+
+def _source(address: IAddress) -> str:
+    """The unit guesses are counted by: an IPv4 address, an IPv6 /64 (one host's share)."""
+    ip = client_ip(address)
+    if isinstance(ip, ipaddress.IPv6Address):
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class _LeakyBucket:
+    """Pending failures that drain one per ``interval``; full at ``capacity``."""
+
+    __slots__ = ("interval", "capacity", "empty_at")
+
+    def __init__(self, interval: float, capacity: int) -> None:
+        self.interval = interval
+        self.capacity = capacity
+        self.empty_at = 0.0
+
+    def ready_at(self) -> float:
+        """When the bucket has room for one more failure."""
+        return self.empty_at - (self.capacity - 1) * self.interval
+
+    def fill(self, now: float) -> float:
+        """Add a failure; returns when it has drained (its answer time)."""
+        self.empty_at = max(now, self.empty_at) + self.interval
+        return self.empty_at
+
+
+class AuthThrottle:
+    """Checks credentials in turn per client address, so guessing stays slow.
+
+    Core sleeps 250 ms in a worker thread after a wrong password, which blocks every
+    client once four guesses are in flight and does not stop a client with many
+    connections. Here each address has a leaky bucket of pending failures: while it
+    holds fewer than ``ADDRESS_FAILURE_BURST``, a request is checked at once (so a good
+    client beside a few wrong guesses is not slowed); when full, further requests from
+    that address wait their turn, unchecked, and are checked one per 250 ms. A wrong
+    guess is answered when it drains from the bucket (250 ms for a lone one), and a
+    client that hangs up early does not get its slot back. A global bucket bounds all
+    addresses together. Log lines about failures are rate-limited.
+    """
+
+    def __init__(self, clock: IReactorTime, *, delay: float = WRONG_CREDENTIALS_DELAY,
+                 burst: int = ADDRESS_FAILURE_BURST, global_rate: float = GLOBAL_FAILURE_RATE,
+                 global_burst: int = GLOBAL_FAILURE_BURST,
+                 log_interval: float = FAILURE_LOG_INTERVAL) -> None:
+        self._clock = clock
+        self._delay = delay
+        self._burst = burst
+        self._global = _LeakyBucket(1.0 / global_rate, global_burst)
+        self._buckets: dict[str, _LeakyBucket] = {}
+        #: Requests not yet checked, per source, in arrival order: (deferred, check).
+        self._waiting: dict[str, deque[tuple[Deferred[str | None], Callable[[], None]]]] = {}
+        self._wakeup: IDelayedCall | None = None
+        self._sweep_at = 64
+        self._log_interval = log_interval
+        self._log_window: IDelayedCall | None = None
+        self._suppressed = 0
+        self._last_peer = ""
+
+    def authenticate(self, address: IAddress,
+                     check: Callable[[], str | None]) -> Deferred[str | None]:
+        """Fire with ``check()`` (a user name, or None after the penalty) in turn.
+
+        Cancelling the Deferred (client gone) withdraws a request still waiting; a
+        wrong guess already checked keeps its place in the bucket.
+        """
+        source = _source(address)
+        queue = self._waiting.get(source)
+        # The timer of a wrong guess's answer, once it is checked.
+        timer: list[IDelayedCall] = []
+        answer: Deferred[str | None] = Deferred(lambda d: self._withdraw(source, d, timer))
+
+        def run() -> None:
+            self._check(source, address, answer, check, timer)
+
+        if queue is None and self._ready(source):
+            run()
+        else:
+            self._waiting.setdefault(source, deque()).append((answer, run))
+            self._schedule()
+        return answer
+
+    def _bucket(self, source: str) -> _LeakyBucket:
+        bucket = self._buckets.get(source)
+        if bucket is None:
+            if len(self._buckets) >= self._sweep_at:
+                now = self._clock.seconds()
+                self._buckets = {key: b for key, b in self._buckets.items()
+                                 if b.empty_at > now or key in self._waiting}
+                self._sweep_at = max(64, 2 * len(self._buckets))
+            bucket = self._buckets[source] = _LeakyBucket(self._delay, self._burst)
+        return bucket
+
+    def _ready_at(self, source: str) -> float:
+        return max(self._bucket(source).ready_at(), self._global.ready_at())
+
+    def _ready(self, source: str) -> bool:
+        return self._ready_at(source) <= self._clock.seconds() + 1e-9
+
+    def _check(self, source: str, address: IAddress, answer: Deferred[str | None],
+               check: Callable[[], str | None], timer: list[IDelayedCall]) -> None:
+        user = check()
+        if user is not None:
+            answer.callback(user)
+            return
+        now = self._clock.seconds()
+        self._global.fill(now)
+        answer_at = self._bucket(source).fill(now)
+        self._log_failure(address)
+        # A client that leaves early stops this timer, but its slot in the bucket stays.
+        timer.append(self._clock.callLater(answer_at - now, answer.callback, None))
+
+    def _withdraw(self, source: str, answer: Deferred[str | None],
+                  timer: list[IDelayedCall]) -> None:
+        for call in timer:
+            call.cancel()
+        queue = self._waiting.get(source, ())
+        for item in queue:
+            if item[0] is answer:
+                queue.remove(item)
+                break
+        if not queue and self._waiting.get(source) is queue:
+            del self._waiting[source]
+
+    def _schedule(self) -> None:
+        """Wake up when the earliest waiting source may be checked."""
+        if self._wakeup is not None and self._wakeup.active():
+            self._wakeup.cancel()
+        self._wakeup = None
+        if self._waiting:
+            when = min(self._ready_at(source) for source in self._waiting)
+            self._wakeup = self._clock.callLater(max(0.0, when - self._clock.seconds()),
+                                                 self._wake)
+
+    def _wake(self) -> None:
+        self._wakeup = None
+        for source in list(self._waiting):
+            queue = self._waiting.get(source, deque())
+            while queue and self._ready(source):
+                _, run = queue.popleft()
+                run()
+            if not queue and self._waiting.get(source) is queue:
+                del self._waiting[source]
+        self._schedule()
+
+    def _log_failure(self, address: IAddress) -> None:
+        """The first failure is logged at once; more within the interval are counted."""
+        if self._log_window is None:
+            _log.warn("Incorrect RPC password attempt from {peer}", peer=describe_peer(address))
+            self._log_window = self._clock.callLater(self._log_interval, self._close_log_window)
+        else:
+            self._suppressed += 1
+            self._last_peer = describe_peer(address)
+
+    def _close_log_window(self) -> None:
+        self._log_window = None
+        if self._suppressed:
+            _log.warn("{count} more incorrect RPC password attempts in the last {seconds:.0f} s, "
+                      "the last from {peer}", count=self._suppressed,
+                      seconds=self._log_interval, peer=self._last_peer)
+            self._suppressed = 0
+            self._log_window = self._clock.callLater(self._log_interval, self._close_log_window)
+
+
 class Whitelist:
     """``-rpcwhitelist`` / ``-rpcwhitelistdefault`` (spec Authentication rule 4, Core 0.20).
 
@@ -163,16 +368,8 @@ class AllowList:
                                   + _ALLOWIP_HELP) from None
 
     def allows(self, address: IAddress) -> bool:
-        host = getattr(address, "host", None)
-        if not isinstance(host, str):
-            return False
-        try:
-            ip = ipaddress.ip_address(host.split("%", 1)[0])
-        except ValueError:
-            return False
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        return any(ip in network for network in self._networks)
+        ip = client_ip(address)
+        return ip is not None and any(ip in network for network in self._networks)
 
 
 def rpc_bind_addresses(rpcbind: Sequence[str], rpcallowip: Sequence[str],

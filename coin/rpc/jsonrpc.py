@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import simplejson
-from twisted.internet.defer import CancelledError, Deferred, maybeDeferred, succeed
+from simplejson.decoder import scanstring
+from simplejson.errors import JSONDecodeError
+from simplejson.scanner import py_make_scanner
+from twisted.internet.defer import CancelledError, Deferred, DeferredLock, maybeDeferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
@@ -38,6 +41,8 @@ DEFAULT_MAX_BATCH = 10_000
 DEFAULT_MAX_DEPTH = 512
 #: A batch gives the reactor a turn after running this long (seconds).
 BATCH_SLICE = 0.05
+#: Bodies larger than this (bytes) are parsed in the thread pool, one at a time.
+DEFAULT_THREAD_PARSE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class RPCLimits:
     max_body: int = DEFAULT_MAX_BODY
     max_batch: int = DEFAULT_MAX_BATCH
     max_depth: int = DEFAULT_MAX_DEPTH
+    thread_parse: int = DEFAULT_THREAD_PARSE
 
 
 class Reply(NamedTuple):
@@ -90,6 +96,37 @@ def encode_json(value: Any) -> bytes:
         return _ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError:
         return _ASCII_ENCODER.encode(value).encode("ascii")
+
+
+#: Containers with more entries than this are encoded entry by entry in a thread.
+_PIECE_ENTRIES = 100
+
+
+def _pieces(value: Any) -> Iterator[bytes]:
+    if isinstance(value, dict) and len(value) > _PIECE_ENTRIES and all(
+            isinstance(key, str) for key in value):
+        yield b"{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (b",%s:" if i else b"%s:") % encode_json(key)
+            yield from _pieces(item)
+        yield b"}"
+    elif isinstance(value, list) and len(value) > _PIECE_ENTRIES:
+        yield b"["
+        for i, item in enumerate(value):
+            if i:
+                yield b","
+            yield from _pieces(item)
+        yield b"]"
+    else:
+        yield encode_json(value)
+
+
+def encode_json_in_pieces(value: Any) -> bytes:
+    """:func:`encode_json` for large results, run in a thread: simplejson's C encoder holds
+    the GIL for a whole value (half a second for 200,000 mempool entries, during which
+    the reactor thread stops), so large lists and objects are encoded entry by entry.
+    The text is the same, except that a lone surrogate escapes only its own entry."""
+    return b"".join(_pieces(value))
 
 
 class JSONNumber(Decimal):
@@ -140,19 +177,76 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def _parse_int(text: str) -> int | JSONNumber:
+    """An integer, or beyond int()'s 4,300 digits a Decimal (UniValue keeps any number;
+    the argument check then says "JSON integer out of range", as Core)."""
+    try:
+        return int(text)
+    except ValueError:
+        return JSONNumber(text)
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _parse_object(state: tuple[str, int], encoding: str, strict: bool, scan_once: Any,
+                  *ignored: Any) -> tuple[dict[str, Any], int]:
+    """A JSON object, each member stored as it is read.
+
+    simplejson's own collects the members in a list and builds the dict in one C call
+    (about a second for two million keys, holding the GIL); this keeps each step short,
+    so the reactor thread gets its turns while a large body is parsed in a thread.
+    Duplicate keys keep the last value, as simplejson's.
+    """
+    text, end = state
+    members: dict[str, Any] = {}
+    end = _WHITESPACE.match(text, end).end()
+    if text[end:end + 1] == "}":
+        return members, end + 1
+    while True:
+        if text[end:end + 1] != '"':
+            raise JSONDecodeError("Expecting property name enclosed in double quotes", text, end)
+        key, end = scanstring(text, end + 1, encoding, strict)
+        end = _WHITESPACE.match(text, end).end()
+        if text[end:end + 1] != ":":
+            raise JSONDecodeError("Expecting ':' delimiter", text, end)
+        members[key], end = scan_once(text, _WHITESPACE.match(text, end + 1).end())
+        end = _WHITESPACE.match(text, end).end()
+        delimiter, end = text[end:end + 1], end + 1
+        if delimiter == "}":
+            return members, end
+        if delimiter != ",":
+            raise JSONDecodeError("Expecting ',' delimiter", text, end - 1)
+        end = _WHITESPACE.match(text, end).end()
+
+
+def _yielding_decoder() -> simplejson.JSONDecoder:
+    """A decoder whose every step is Python code: slower than the C scanner (which holds
+    the GIL for a whole body), but a thread running it lets the reactor thread run."""
+    decoder = simplejson.JSONDecoder(parse_float=JSONNumber, parse_int=_parse_int)
+    decoder.parse_object = _parse_object
+    decoder.scan_once = py_make_scanner(decoder)
+    return decoder
+
+
+_DECODER = simplejson.JSONDecoder(parse_float=JSONNumber, parse_int=_parse_int)
+
+
+def parse_json(body: bytes, max_depth: int = DEFAULT_MAX_DEPTH, yielding: bool = False) -> Any:
     """Parse a request body; numbers with a fraction or exponent become Decimal
     (:class:`JSONNumber`, which prints back the request's text).
 
     Invalid UTF-8, invalid JSON, NaN/Infinity and nesting beyond ``max_depth`` raise
     -32700 "Parse error". So does a ``\\u`` escape of half a surrogate pair, as in
     UniValue: it is not text, and a method would change state before its database refused it.
+    ``yielding`` selects the pure-Python scanner, for large bodies parsed in a thread (same
+    results).
     """
     try:
         text = body.decode("utf-8")
         if text.startswith("\ufeff"):  # simplejson skips a byte-order mark; UniValue does not
             raise ValueError("byte-order mark")
-        value = simplejson.loads(text, parse_float=JSONNumber)
+        value = (_yielding_decoder() if yielding else _DECODER).decode(text)
     except (ValueError, RecursionError):
         raise RPCError(RPC_PARSE_ERROR, "Parse error") from None
     if body.count(b"[") + body.count(b"{") > max_depth and _too_deep(value, max_depth):
@@ -200,18 +294,46 @@ class JSONRPCCore:
         self._whitelist = whitelist
         self._warmup = warmup
         self._clock = clock
+        self._parse_slot = DeferredLock()
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
 
         ``wallet_name`` is the decoded name from a ``/wallet/<name>`` path, or None.
         The Deferred never fails except by cancellation, which stops a batch between
-        calls and cancels the call in progress.
+        calls and cancels the call in progress. Bodies over ``limits.thread_parse`` bytes
+        are parsed in the thread pool (tens of MB of JSON take seconds).
         """
+        if len(body) > self.limits.thread_parse:
+            parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
+            return parsing.addCallbacks(self._dispatch, self._parse_failed,
+                                        callbackArgs=(user, wallet_name))
         try:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
             return succeed(self._error_reply(exc, None))
+        return self._dispatch(request, user, wallet_name)
+
+    def _parse_in_thread(self, _: Any, body: bytes) -> Deferred[Any]:
+        """Parse holding the slot until the thread is done, even if the client has left
+        (so abandoned requests cannot pile up parsing threads)."""
+        work = deferToThread(parse_json, body, self.limits.max_depth, True)
+        work.addBoth(self._release_parse_slot)
+        # No canceller: a cancelled ``parsed`` ignores the thread's late result.
+        parsed: Deferred[Any] = Deferred()
+        work.chainDeferred(parsed)
+        return parsed
+
+    def _release_parse_slot(self, result: Any) -> Any:
+        self._parse_slot.release()
+        return result
+
+    def _parse_failed(self, reason: Failure) -> Reply | Failure:
+        if reason.check(RPCError):
+            return self._error_reply(reason.value, None)
+        return reason
+
+    def _dispatch(self, request: Any, user: str, wallet_name: str | None) -> Deferred[Reply]:
         if self._whitelist.denies_all(user):
             return succeed(FORBIDDEN)
         if isinstance(request, dict):
@@ -319,12 +441,13 @@ class JSONRPCCore:
         if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:
             # Thousands of entries (listtransactions, getrawmempool true): encode off the
             # reactor so other clients are not kept waiting.
-            return deferToThread(self._encode, result, request_id)
+            return deferToThread(self._encode, result, request_id, encode_json_in_pieces)
         return self._encode(result, request_id)
 
-    def _encode(self, result: Any, request_id: Any) -> tuple[int, bytes] | Failure:
+    def _encode(self, result: Any, request_id: Any,
+                encode: Callable[[Any], bytes] = encode_json) -> tuple[int, bytes] | Failure:
         try:
-            return HTTP_OK, _response(encode_json(result), None, request_id)
+            return HTTP_OK, _response(encode(result), None, request_id)
         except Exception:
             return self._failed(Failure(), request_id)
 

@@ -1,7 +1,9 @@
 """The twisted.web face of the RPC server: site, request, resource tree.
 
-``RPCSite`` + ``CoreHTTPRequest`` give the HTTP behaviour of Core's libevent server
-(client address allow-list, body size limit, header set and order); ``RPCRoot`` serves
+``RPCSite`` + ``CoreHTTPChannel`` + ``CoreHTTPRequest`` give the HTTP behaviour of Core's
+libevent server (client address allow-list, body size limit, header set and order, bare-LF
+lines) and this node's limits on what a client may hold (connections, header deadline,
+header size); ``RPCRoot`` serves
 JSON-RPC on ``/`` and ``/wallet/<name>`` through :class:`~coin.rpc.jsonrpc.JSONRPCCore`
 and keeps the ``rest`` child slot for the REST resource. Everything returns
 NOT_DONE_YET and nothing blocks. See doc/rpc.md for why txjsonrpc-ng's resource is not
@@ -13,25 +15,32 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from twisted.internet.defer import CancelledError, Deferred
-from twisted.internet.interfaces import IReactorTime
-from twisted.internet.task import deferLater
+from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
+from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web import resource, server
+from twisted.web import http, resource, server
 from twisted.web.http import datetimeToString
 
-from coin.rpc.auth import AllowList, Authenticator
+from coin.config.node import DEFAULT_RPC_MAX_CONNECTIONS, DEFAULT_RPC_SERVER_TIMEOUT
+from coin.rpc.auth import AllowList, Authenticator, AuthThrottle, describe_peer
 from coin.rpc.errors import (
     HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_PAYLOAD_TOO_LARGE, HTTP_UNAUTHORIZED,
     map_exception,
 )
 from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json
 
-#: Seconds before answering wrong credentials (Core's brute-force deterrent).
-WRONG_CREDENTIALS_DELAY = 0.25
-#: Idle seconds before the server drops an HTTP connection (Core's -rpcservertimeout).
-DEFAULT_SERVER_TIMEOUT = 30
+#: Idle seconds before the server drops an HTTP connection, and the time a request's
+#: headers may take from their first byte (Core's -rpcservertimeout).
+DEFAULT_SERVER_TIMEOUT = DEFAULT_RPC_SERVER_TIMEOUT
+#: Open RPC/REST connections at most (-rpcmaxconnections); more are answered 503 and closed.
+DEFAULT_MAX_CONNECTIONS = DEFAULT_RPC_MAX_CONNECTIONS
+#: Bytes of request line plus headers (one line or all together) before 400 and close.
+MAX_HEADER_BYTES = 16384
+HTTP_SERVICE_UNAVAILABLE = 503
+#: Seconds a refused connection stays open after its 503, its input read and dropped.
+OVERLOAD_LINGER = 2.0
 WWW_AUTHENTICATE = b'Basic realm="jsonrpc"'
 POST_ONLY = b"JSONRPC server handles only POST requests"
 #: libevent's default Content-Type for replies that set none.
@@ -130,6 +139,89 @@ class CoreHTTPRequest(server.Request):
             headers.setRawHeaders(b"Connection", [b"close"])
 
 
+class CoreHTTPChannel(http.HTTPChannel):
+    """twisted.web's HTTP/1.1 channel, read as libevent reads and bounded in time.
+
+    - lines end with LF, an optional CR before it dropped (libevent's EVBUFFER_EOL_CRLF),
+      so a bare-LF request is answered instead of waiting for a CRLF that never comes;
+    - a header line or a header block over MAX_HEADER_BYTES is answered 400 and closed
+      (Twisted's line reader would close silently);
+    - a request's headers must be complete ``timeOut`` seconds after their first byte:
+      the idle timeout alone restarts with every byte, so a client trickling headers
+      would hold the connection for ever.
+    """
+
+    delimiter = b"\n"
+    MAX_LENGTH = MAX_HEADER_BYTES
+    totalHeadersSize = MAX_HEADER_BYTES
+    #: The Authorization value this connection has proved; its requests skip the throttle.
+    authorized: bytes | None = None
+    _headers_deadline: IDelayedCall | None = None
+
+    def dataReceived(self, data: bytes) -> None:
+        if (self._headers_deadline is None and self.timeOut and self.line_mode
+                and not self._handlingRequest):
+            self._headers_deadline = self.callLater(self.timeOut, self._headers_too_slow)
+        super().dataReceived(data)
+
+    def lineReceived(self, line: bytes) -> None:
+        super().lineReceived(line[:-1] if line.endswith(b"\r") else line)
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        self._respondToBadRequestAndDisconnect()
+
+    def allHeadersReceived(self) -> None:
+        self._stop_headers_deadline()
+        super().allHeadersReceived()
+
+    def connectionLost(self, reason: Failure) -> None:
+        self._stop_headers_deadline()
+        self.site.connection_closed()
+        super().connectionLost(reason)
+
+    def _stop_headers_deadline(self) -> None:
+        if self._headers_deadline is not None and self._headers_deadline.active():
+            self._headers_deadline.cancel()
+        self._headers_deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._headers_deadline = None
+        self.timeoutConnection()
+
+
+class _Overloaded(Protocol):
+    """A connection past the cap: ``503 Service Unavailable`` at once, then closed.
+
+    The answer is followed by a half-close, and what the client sends meanwhile is read
+    and dropped for up to OVERLOAD_LINGER seconds (the "lingering close" of HTTP
+    servers): closing with its request unread would send a reset that can destroy the
+    503 before the client reads it.
+    """
+
+    def __init__(self, site: RPCSite) -> None:
+        self._site = site
+        self._linger: IDelayedCall | None = None
+
+    def connectionMade(self) -> None:
+        self._site.lingering += 1
+        body = b"Too many connections: the limit is %d\n" % self._site.max_connections
+        self.transport.write(
+            b"HTTP/1.1 %d Service Unavailable\r\nContent-Type: text/plain\r\n"
+            % HTTP_SERVICE_UNAVAILABLE + b"Date: " + datetimeToString()
+            + b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        getattr(self.transport, "loseWriteConnection", self.transport.loseConnection)()
+        self._linger = self._site.reactor.callLater(OVERLOAD_LINGER,
+                                                    self.transport.abortConnection)
+
+    def dataReceived(self, data: bytes) -> None:
+        """Dropped: the request is not served."""
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self._site.lingering -= 1
+        if self._linger is not None and self._linger.active():
+            self._linger.cancel()
+
+
 class RPCSite(server.Site):
     """The HTTP server for RPC and REST: Core's limits and access rules on every path."""
 
@@ -138,25 +230,41 @@ class RPCSite(server.Site):
 
     def __init__(self, root: resource.IResource, *, allow: AllowList,
                  max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS,
                  reactor: IReactorTime | None = None) -> None:
         super().__init__(root, parsePOSTFormSubmission=False, timeout=timeout, reactor=reactor)
         self.allow = allow
         self.max_body = max_body
+        self.max_connections = max_connections
+        #: HTTP connections open now (counted up here, down by the channel).
+        self.connections = 0
+        #: Refused connections still open after their 503 (at most max_connections).
+        self.lingering = 0
+
+    def protocol(self) -> CoreHTTPChannel:  # type: ignore[override]
+        """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
+        return CoreHTTPChannel()
+
+    def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
+        if self.connections >= self.max_connections:
+            # Debug only: a flood of connections must not flood the log as well.
+            _http_log.debug("Refused HTTP connection from {peer}: {count} open "
+                            "(-rpcmaxconnections)", peer=describe_peer(addr),
+                            count=self.connections)
+            # Past twice the cap, not even a 503: the connection is closed at once.
+            return _Overloaded(self) if self.lingering < self.max_connections else None
+        self.connections += 1
+        return super().buildProtocol(addr)
+
+    def connection_closed(self) -> None:
+        self.connections -= 1
 
     def log(self, request: server.Request) -> None:
         """Requests are logged only with ``-debug=http`` (as Core), not as an access log."""
         _http_log.debug("Received a {method} request for {uri} from {peer}",
                         method=request.method.decode("ascii", "replace"),
                         uri=request.uri.decode("ascii", "replace"),
-                        peer=_peer(request.getClientAddress()))
-
-
-def _peer(address: Any) -> str:
-    """``host:port`` as Core prints a client address (``[v6]:port`` for IPv6)."""
-    host, port = getattr(address, "host", None), getattr(address, "port", None)
-    if host is None or port is None:
-        return str(address)
-    return ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+                        peer=describe_peer(request.getClientAddress()))
 
 
 def _respond(request: server.Request, status: int, body: bytes = b"",
@@ -181,13 +289,14 @@ class _NotFound(resource.Resource):
 
 
 class _JSONRPCEndpoint:
-    """POST check, authentication, then the core; shared by ``/`` and ``/wallet/``."""
+    """POST check, authentication (in turn, see AuthThrottle), then the core; shared by
+    ``/`` and ``/wallet/``."""
 
     def __init__(self, core: JSONRPCCore, authenticator: Authenticator,
                  clock: IReactorTime) -> None:
         self._core = core
         self._authenticator = authenticator
-        self._clock = clock
+        self._throttle = AuthThrottle(clock)
 
     def serve(self, request: server.Request, wallet_name: str | None) -> int:
         if request.method != b"POST":
@@ -197,13 +306,24 @@ class _JSONRPCEndpoint:
         if authorization is None:
             _respond(request, HTTP_UNAUTHORIZED, headers=((b"WWW-Authenticate", WWW_AUTHENTICATE),))
             return server.NOT_DONE_YET
-        user = self._authenticator.authenticate(authorization)
-        if user is None:
-            _log.warn("Incorrect RPC password attempt from {peer}", peer=request.getClientAddress())
-            answer: Deferred[Reply] = deferLater(
-                self._clock, WRONG_CREDENTIALS_DELAY, Reply, HTTP_UNAUTHORIZED, b"", None)
+        channel = request.channel
+
+        def check() -> str | None:
+            return self._authenticator.authenticate(authorization)
+
+        if authorization == getattr(channel, "authorized", None):
+            # This connection proved these credentials before: no turn to wait for.
+            users: Deferred[str | None] = succeed(check())
         else:
-            answer = self._core.handle(request.content.read(), user, wallet_name)
+            users = self._throttle.authenticate(request.getClientAddress(), check)
+
+        def authenticated(user: str | None) -> Reply | Deferred[Reply]:
+            if user is None:
+                return Reply(HTTP_UNAUTHORIZED, b"", None)
+            channel.authorized = authorization
+            return self._core.handle(request.content.read(), user, wallet_name)
+
+        answer: Deferred[Reply] = users.addCallback(authenticated)
         lost: list[Failure] = []
 
         def connection_lost(reason: Failure) -> None:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 
 
-def write_file_atomic(path: str, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` atomically with permissions ``mode``."""
+def write_file_atomic(path: str, data: bytes, mode: int = 0o666) -> None:
+    """Write ``data`` to ``path`` atomically; ``mode`` is filtered by the umask (077 unless
+    -sysperms), so node files are private by default, as Core's."""
     temporary = path + ".new"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.fchmod(fd, mode)
+        os.unlink(temporary)  # a stale one would keep its old mode
+    except FileNotFoundError:
+        pass
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]

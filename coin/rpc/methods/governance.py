@@ -140,7 +140,9 @@ def _gobject_getcurrentvotes(ctx: RPCContext, *rest: Any) -> Any:
     if len(rest) == 3:
         parse_hash_v(rest[1], "Masternode Collateral hash")
         vout = _text(rest[2])
-        if not (vout.isdigit() and int(vout) <= 0xFFFFFFFF):
+        significant = vout.lstrip("0")
+        if not (vout.isascii() and vout.isdigit() and len(significant) <= 10
+                and int(significant or "0") <= 0xFFFFFFFF):
             # boost::lexical_cast<uint32_t>'s exception, passed on by the RPC server.
             raise RPCError(RPC_MISC_ERROR, "bad lexical cast: source type value could not be "
                            "interpreted as target")
@@ -411,12 +413,16 @@ def _masternode_list_conf(ctx: RPCContext, *ignored: Any) -> Dict[str, Any]:
 
 
 def _atoi(text: str) -> int:
-    """C's atoi: optional blanks and sign, then digits; 0 if there are none."""
+    """glibc's atoi: optional blanks and sign, then digits (0 if none), read as strtol
+    (clamped to 64 bits) and cut to a C int. Thousands of digits are no ValueError."""
     text = text.lstrip(" \t\n\v\f\r")
     sign = -1 if text[:1] == "-" else 1
     digits = text[1:] if text[:1] in "+-" and text else text
     run = len(digits) - len(digits.lstrip("0123456789"))
-    return sign * int(digits[:run]) if run else 0
+    significant = digits[:run].lstrip("0")
+    value = sign * (int(significant or "0") if len(significant) <= 19 else 1 << 63)
+    value = max(-(1 << 63), min((1 << 63) - 1, value))
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
 def _masternode_winners(ctx: RPCContext, *rest: Any) -> Dict[str, str]:

@@ -208,7 +208,10 @@ def _longpoll_id(mining: MiningService, longpollid: Any) -> LongPollId:
         return mining.current_longpoll_id()
     watched = parse_hash_v(longpollid[:64], "longpollid")
     counter = longpollid[64:]
-    return LongPollId(watched, int(counter) if counter.isdigit() else -1)
+    # ASCII digits only, and few enough for int() ("²" or 5,000 digits: just unseen).
+    seen = (int(counter) if counter.isascii() and counter.isdigit() and len(counter) <= 19
+            else -1)
+    return LongPollId(watched, seen)
 
 
 _TEMPLATE_HELP = """\
