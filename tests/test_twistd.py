@@ -61,8 +61,9 @@ def install(into: str, editable: bool) -> str:
     python = os.path.join(env_dir, "bin", "python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
+    outer = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
     with open(os.path.join(purelib, "_outer_site.pth"), "w") as f:
-        f.write("\n".join(site.getsitepackages()) + "\n")
+        f.write("\n".join(outer) + "\n")
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index",
                     "--no-deps", "--no-cache-dir"] + (["-e"] if editable else []) + [source],
                    cwd=into, env=_clean_env(), check=True, capture_output=True, timeout=300)
