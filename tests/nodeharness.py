@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import atexit
 import base64
+import fcntl
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 from coin.chainparams import REGTEST
 from coin.primitives.address import Destination, encode_address
@@ -34,10 +36,47 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER, PASSWORD = "u", "p"
 
 
+#: Ports tests hand to nodes: below the kernel's ephemeral range (32768+ on Linux), so no
+#: ``bind(0)`` or outgoing connection takes one, and clear of the networks' default ports.
+TEST_PORTS = range(12000, 21000)
+_port_locks: Optional[int] = None
+_claimed: Set[int] = set()
+
+
 def free_port() -> int:
+    """A loopback port that is free now and that no other test process will be given.
+
+    Binding port 0 and closing hands out a number another trial worker (``trial -j``) or
+    another test run can get too. Here each port is claimed with a lock on its byte of one
+    file in the temp directory, held until this process exits.
+    """
+    global _port_locks
+    if _port_locks is None:
+        _port_locks = os.open(os.path.join(tempfile.gettempdir(), "coin-test-ports.lock"),
+                              os.O_RDWR | os.O_CREAT, 0o666)
+    offset = random.randrange(len(TEST_PORTS))
+    for i in range(len(TEST_PORTS)):
+        port = TEST_PORTS[(offset + i) % len(TEST_PORTS)]
+        if port in _claimed:
+            continue
+        try:
+            fcntl.lockf(_port_locks, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
+        except OSError:
+            continue
+        _claimed.add(port)
+        if _bindable(port):
+            return port
+    raise RuntimeError("no free test port in %d-%d" % (TEST_PORTS[0], TEST_PORTS[-1]))
+
+
+def _bindable(port: int) -> bool:
+    """Whether nothing (a node started by hand, another program) listens on ``port``."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _env() -> Dict[str, str]:

@@ -1,4 +1,4 @@
-"""coind as a user runs it: start, stop, signals, arguments, cookie, plugins, twistd."""
+"""coind as a user runs it: start, stop, signals, arguments, cookie, plugins (twistd: test_twistd)."""
 
 from __future__ import annotations
 
@@ -102,26 +102,6 @@ class LifecycleTests(SynchronousTestCase):
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertFalse(_alive(pid))
-
-    def test_twistd_plugin_runs_the_node(self) -> None:
-        datadir = os.path.abspath(self.mktemp())
-        os.makedirs(datadir)
-        port = free_port()
-        process = subprocess.Popen(
-            [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n",
-             "--pidfile=", "coind", "-regtest",
-             "-datadir=" + datadir, "-rpcport=%d" % port, "-port=%d" % free_port(),
-             "-rpcuser=u", "-rpcpassword=p"],
-            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.addCleanup(lambda: process.poll() is None and process.kill())
-        node = NodeProcess(datadir, port, [], ("u", "p"))
-        node.process = process
-        wait_answering(node, "twistd coind")
-        process.send_signal(signal.SIGTERM)
-        # twistd re-raises the stopping signal on its way out (its convention for exit status).
-        self.assertIn(process.wait(60), (0, -signal.SIGTERM))
-        with open(os.path.join(datadir, "regtest", "debug.log")) as f:
-            self.assertIn("Shutdown: done", f.read())
 
 
 def _alive(pid: int) -> bool:

@@ -88,7 +88,9 @@ def dark_gravity_wave(prev: BlockIndexEntry, params: ChainParams) -> int:
     entry = prev
     average = compact_to_target(entry.bits)[0]
     for count in range(2, past_blocks + 1):
-        entry = entry.prev
+        parent = entry.prev
+        assert parent is not None  # prev.height >= past_blocks
+        entry = parent
         average = (average * count + compact_to_target(entry.bits)[0]) // (count + 1)
 
     target_timespan = past_blocks * params.target_spacing

@@ -13,7 +13,7 @@ the checks; the flag functions accept None and then report genesis rules.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from coin.chainparams import MAX_FUTURE_BLOCK_TIME
 from coin.consensus.errors import REJECT_OBSOLETE, ValidationError
@@ -79,7 +79,7 @@ def majority_enforced(rule: MajorityRule, version: int, prev: Optional[BlockInde
 
 
 def majority_status(prev: Optional[BlockIndexEntry], rule: MajorityRule,
-                    params: ChainParams) -> dict:
+                    params: ChainParams) -> Dict[str, Any]:
     """Counts for getblockchaininfo's ``softforks`` entry of ``rule`` at tip ``prev``."""
     found = 0
     remaining = params.majority_window

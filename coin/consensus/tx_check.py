@@ -119,7 +119,9 @@ def calculate_sequence_locks(tx: Transaction, flags: int, prev_heights: Sequence
             continue
         if sequence & SEQUENCE_LOCKTIME_TYPE_FLAG:
             # Measured from the median time past of the block before the coin's block.
-            coin_time = block.get_ancestor(max(coin_height - 1, 0)).median_time_past()
+            ancestor = block.get_ancestor(max(coin_height - 1, 0))
+            assert ancestor is not None  # the coin is in this block's chain
+            coin_time = ancestor.median_time_past()
             seconds = (sequence & SEQUENCE_LOCKTIME_MASK) << SEQUENCE_LOCKTIME_GRANULARITY
             lock = coin_time + seconds - 1
             if lock > min_time:
@@ -134,6 +136,7 @@ def calculate_sequence_locks(tx: Transaction, flags: int, prev_heights: Sequence
 def evaluate_sequence_locks(block: BlockIndexEntry, lock_pair: Tuple[int, int]) -> bool:
     """Core's EvaluateSequenceLocks: are the locks satisfied in ``block`` (which has a parent)?"""
     min_height, min_time = lock_pair
+    assert block.prev is not None
     return min_height < block.height and min_time < block.prev.median_time_past()
 
 
@@ -151,12 +154,11 @@ def check_tx_inputs(tx: Transaction, spent: Sequence[Optional[Coin]], spend_heig
     for a missing or already spent output); ``spend_height`` is the height of
     the block that spends them.  Scripts are not checked here.
     """
-    for coin in spent:
-        if coin is None:
-            raise ValidationError("bad-txns-inputs-missingorspent", "inputs missing/spent",
-                                  dos=100)
+    coins = [coin for coin in spent if coin is not None]
+    if len(coins) != len(spent):
+        raise ValidationError("bad-txns-inputs-missingorspent", "inputs missing/spent", dos=100)
     value_in = 0
-    for coin in spent:
+    for coin in coins:
         if coin.coinbase and spend_height - coin.height < coinbase_maturity:
             depth = spend_height - coin.height
             raise ValidationError("bad-txns-premature-spend-of-coinbase",

@@ -8,7 +8,7 @@ when asking about the next block), as Core's VersionBitsState does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 if TYPE_CHECKING:
     from coin.chain.index import BlockIndexEntry
@@ -62,9 +62,10 @@ def _period_end(prev: Optional[BlockIndexEntry], period: int) -> Optional[BlockI
     return prev.get_ancestor(prev.height - (prev.height + 1) % period)
 
 
-def _count_signals(entry: BlockIndexEntry, blocks: int, deployment: Deployment) -> int:
+def _count_signals(entry: Optional[BlockIndexEntry], blocks: int, deployment: Deployment) -> int:
     count = 0
     for _ in range(blocks):
+        assert entry is not None  # callers count at most back to the genesis block
         if signals(entry.version, deployment):
             count += 1
         entry = entry.prev
@@ -125,6 +126,7 @@ def deployment_since_height(prev: Optional[BlockIndexEntry], params: ChainParams
         return 0
     period = params.deployment(name).period
     entry = _period_end(prev, period)
+    assert entry is not None  # not DEFINED: a whole period lies before prev's
     earlier = entry.get_ancestor(entry.height - period)
     while earlier is not None and deployment_state(earlier, params, name, cache) == state:
         entry = earlier
@@ -132,7 +134,8 @@ def deployment_since_height(prev: Optional[BlockIndexEntry], params: ChainParams
     return entry.height + 1
 
 
-def deployment_statistics(prev: Optional[BlockIndexEntry], params: ChainParams, name: str) -> dict:
+def deployment_statistics(prev: Optional[BlockIndexEntry], params: ChainParams,
+                          name: str) -> Dict[str, Any]:
     """Signalling in the current period up to ``prev`` (Core's GetStateStatisticsFor).
 
     ``possible`` is False once too many blocks have not signalled for the

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, NamedTuple, Optional, Tuple
 
 from coin.primitives.base58 import Base58Error, b58check_decode, b58check_encode
+
+if TYPE_CHECKING:
+    from coin.chainparams import ChainParams
 
 
 #: Longer text is rejected before decoding: Base58 decoding is quadratic in the
@@ -23,12 +26,12 @@ class Destination(NamedTuple):
     hash160: bytes
 
 
-def encode_address(dest: Destination, params) -> str:
+def encode_address(dest: Destination, params: ChainParams) -> str:
     prefix = params.pubkey_prefix if dest.kind == "pubkeyhash" else params.script_prefix
     return b58check_encode(bytes((prefix,)) + dest.hash160)
 
 
-def decode_address(text: str, params) -> Destination:
+def decode_address(text: str, params: ChainParams) -> Destination:
     if len(text) > MAX_TEXT_LENGTH:
         raise AddressError("invalid address length")
     try:
@@ -44,12 +47,12 @@ def decode_address(text: str, params) -> Destination:
     raise AddressError("address is for another network")
 
 
-def encode_wif(secret: bytes, params, compressed: bool = True) -> str:
+def encode_wif(secret: bytes, params: ChainParams, compressed: bool = True) -> str:
     payload = bytes((params.wif_prefix,)) + secret + (b"\x01" if compressed else b"")
     return b58check_encode(payload)
 
 
-def decode_wif(text: str, params) -> Tuple[bytes, bool]:
+def decode_wif(text: str, params: ChainParams) -> Tuple[bytes, bool]:
     """Return ``(secret32, compressed)``."""
     if len(text) > MAX_TEXT_LENGTH:
         raise AddressError("invalid key length")
@@ -66,7 +69,7 @@ def decode_wif(text: str, params) -> Tuple[bytes, bool]:
     raise AddressError("invalid key length")
 
 
-def try_decode_address(text: str, params) -> Optional[Destination]:
+def try_decode_address(text: str, params: ChainParams) -> Optional[Destination]:
     try:
         return decode_address(text, params)
     except AddressError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from coin.primitives.hashes import hash_to_hex, sha256d
 from coin.primitives.merkle import merkle_root
@@ -116,7 +116,7 @@ class Block:
     def from_hex(cls, text: str) -> "Block":
         return cls.deserialize(parse_hex(text))
 
-    def compute_merkle_root(self):
+    def compute_merkle_root(self) -> Tuple[bytes, bool]:
         """``(root, mutated)`` over the transaction ids."""
         return merkle_root([tx.txid for tx in self.txs])
 

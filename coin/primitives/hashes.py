@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Callable
 
 _sha256 = hashlib.sha256
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
@@ -22,7 +23,7 @@ def sha256d(data: bytes) -> bytes:
     return _sha256(_sha256(data).digest()).digest()
 
 
-def _ripemd160_factory():
+def _ripemd160_factory() -> Callable[[bytes], bytes]:
     """A RIPEMD-160 constructor: OpenSSL's if it has one, else pycryptodome's."""
     try:
         prototype = hashlib.new("ripemd160")

@@ -11,7 +11,7 @@ consensus-visible.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 # -- opcodes ---------------------------------------------------------------
 
@@ -147,7 +147,7 @@ MAX_SCRIPT_SIZE = 10000
 MAX_STACK_SIZE = 1000
 
 
-def _build_names() -> dict:
+def _build_names() -> Dict[int, str]:
     names = {OP_0: "0", OP_1NEGATE: "-1"}
     names.update((OP_1 + i, str(i + 1)) for i in range(16))
     symbolic = {k: v for k, v in globals().items()
@@ -442,10 +442,10 @@ def script_to_asm(script: bytes, decode_sighash: bool = False) -> str:
     return " ".join(words)
 
 
-def _build_asm_names() -> dict:
+def _build_asm_names() -> Dict[str, int]:
     # Core's ParseScript knows OP_NOP and above plus OP_RESERVED, by the
     # GetOpName spelling with or without the OP_ prefix.
-    table = {}
+    table: Dict[str, int] = {}
     for op, name in OPCODE_NAMES.items():
         if OP_NOP <= op <= MAX_OPCODE or op == OP_RESERVED:
             table[name] = op

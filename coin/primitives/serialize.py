@@ -49,6 +49,7 @@ class ByteReader:
         end = self.offset + fmt.size
         if end > len(self.data):
             raise DeserializationError("unexpected end of data")
+        value: int
         (value,) = fmt.unpack_from(self.data, self.offset)
         self.offset = end
         return value

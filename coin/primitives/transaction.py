@@ -7,7 +7,7 @@ mutating one whose id has been read.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 from coin.primitives.hashes import hash_to_hex, sha256d
 from coin.primitives.serialize import (
@@ -56,7 +56,7 @@ class OutPoint:
     def read(cls, r: ByteReader) -> "OutPoint":
         return cls(r.read(32), r.read_u32())
 
-    def key(self) -> tuple:
+    def key(self) -> Tuple[bytes, int]:
         return (self.txid, self.n)
 
     def __eq__(self, other: object) -> bool:

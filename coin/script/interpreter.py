@@ -11,7 +11,7 @@ common opcodes inline and dispatches the rest through tables.
 from __future__ import annotations
 
 import hashlib
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from coincurve._libsecp256k1 import ffi, lib
 from coincurve.context import GLOBAL_CONTEXT
@@ -223,7 +223,7 @@ _PUBKEY_CACHE_MAX = 32768
 _shared_sighash: List[Optional[SighashCache]] = [None]
 
 
-def _parse_pubkey(pubkey: bytes):
+def _parse_pubkey(pubkey: bytes) -> Any:
     """libsecp256k1 public key for ``pubkey`` (cached), or None if invalid."""
     parsed = _PUBKEY_CACHE.get(pubkey)
     if parsed is None:
@@ -256,7 +256,8 @@ def verify_ecdsa(der: bytes, pubkey: bytes, msg32: bytes) -> bool:
         lib.secp256k1_ecdsa_signature_parse_compact(
             _CTX, sig, rs[0].to_bytes(32, "big") + rs[1].to_bytes(32, "big"))
     lib.secp256k1_ecdsa_signature_normalize(_CTX, sig, sig)
-    return lib.secp256k1_ecdsa_verify(_CTX, sig, msg32, key) == 1
+    verified: int = lib.secp256k1_ecdsa_verify(_CTX, sig, msg32, key)
+    return verified == 1
 
 
 class BaseSignatureChecker:
@@ -344,27 +345,27 @@ _UPGRADABLE_NOPS = frozenset((s.OP_NOP1, s.OP_NOP4, s.OP_NOP5, s.OP_NOP6, s.OP_N
                               s.OP_NOP8, s.OP_NOP9, s.OP_NOP10))
 
 
-def _2rot(st: list) -> None:
+def _2rot(st: List[bytes]) -> None:
     moved = st[-6:-4]
     del st[-6:-4]
     st.extend(moved)
 
 
-def _2swap(st: list) -> None:
+def _2swap(st: List[bytes]) -> None:
     st[-4:] = st[-2:] + st[-4:-2]
 
 
-def _ifdup(st: list) -> None:
+def _ifdup(st: List[bytes]) -> None:
     if cast_to_bool(st[-1]):
         st.append(st[-1])
 
 
-def _swap(st: list) -> None:
+def _swap(st: List[bytes]) -> None:
     st[-1], st[-2] = st[-2], st[-1]
 
 
 #: Pure stack shuffles: opcode -> (items required, action).
-_STACK_OPS = {
+_STACK_OPS: Dict[int, Tuple[int, Callable[[List[bytes]], object]]] = {
     s.OP_2DROP: (2, lambda st: st.__delitem__(slice(-2, None))),
     s.OP_2DUP: (2, lambda st: st.extend(st[-2:])),
     s.OP_3DUP: (3, lambda st: st.extend(st[-3:])),
@@ -382,7 +383,7 @@ _STACK_OPS = {
     s.OP_SIZE: (1, lambda st: st.append(encode_script_num(len(st[-1])))),
 }
 
-_UNARY_NUM = {
+_UNARY_NUM: Dict[int, Callable[[int], int]] = {
     s.OP_1ADD: lambda a: a + 1,
     s.OP_1SUB: lambda a: a - 1,
     s.OP_NEGATE: lambda a: -a,
@@ -391,7 +392,7 @@ _UNARY_NUM = {
     s.OP_0NOTEQUAL: lambda a: a != 0,
 }
 
-_BINARY_NUM = {
+_BINARY_NUM: Dict[int, Callable[[int, int], int]] = {
     s.OP_ADD: lambda a, b: a + b,
     s.OP_SUB: lambda a, b: a - b,
     s.OP_BOOLAND: lambda a, b: a != 0 and b != 0,
@@ -407,7 +408,7 @@ _BINARY_NUM = {
     s.OP_MAX: max,
 }
 
-_HASHES = {
+_HASHES: Dict[int, Callable[[bytes], bytes]] = {
     s.OP_RIPEMD160: ripemd160,
     s.OP_SHA1: lambda data: hashlib.sha1(data).digest(),
     s.OP_SHA256: sha256,
@@ -416,7 +417,7 @@ _HASHES = {
 }
 
 
-def _lock_operand(stack: list, require_minimal: bool) -> int:
+def _lock_operand(stack: List[bytes], require_minimal: bool) -> int:
     """Top of stack as a 5-byte CLTV/CSV operand; negative values fail."""
     if not stack:
         raise ScriptError("INVALID_STACK_OPERATION")
@@ -426,7 +427,8 @@ def _lock_operand(stack: list, require_minimal: bool) -> int:
     return value
 
 
-def _check_sig_op(sig: bytes, pubkey: bytes, script_code: bytes, flags: int, checker) -> bool:
+def _check_sig_op(sig: bytes, pubkey: bytes, script_code: bytes, flags: int,
+                  checker: BaseSignatureChecker) -> bool:
     """OP_CHECKSIG's verdict: encodings first, then the signature, then NULLFAIL."""
     script_code = find_and_delete(script_code, push_data(sig))
     _check_signature_encoding(sig, flags)
@@ -437,7 +439,8 @@ def _check_sig_op(sig: bytes, pubkey: bytes, script_code: bytes, flags: int, che
     return ok
 
 
-def _check_multisig(stack: list, script_code: bytes, flags: int, checker,
+def _check_multisig(stack: List[bytes], script_code: bytes, flags: int,
+                    checker: BaseSignatureChecker,
                     op_count: int) -> Tuple[bool, int]:
     """OP_CHECKMULTISIG's stack work; returns ``(success, op_count)``.
 
@@ -507,7 +510,7 @@ def _check_multisig(stack: list, script_code: bytes, flags: int, checker,
 
 # -- evaluation --------------------------------------------------------------
 
-def eval_script(stack: List[bytes], script: bytes, flags: int, checker) -> None:
+def eval_script(stack: List[bytes], script: bytes, flags: int, checker: BaseSignatureChecker) -> None:
     """Run ``script`` on ``stack`` (modified in place); raise ScriptError on failure."""
     if len(script) > MAX_SCRIPT_SIZE:
         raise ScriptError("SCRIPT_SIZE")
@@ -681,7 +684,8 @@ def eval_script(stack: List[bytes], script: bytes, flags: int, checker) -> None:
         raise ScriptError("UNBALANCED_CONDITIONAL")
 
 
-def _evaluate(script_sig: bytes, script_pubkey: bytes, flags: int, checker) -> List[bytes]:
+def _evaluate(script_sig: bytes, script_pubkey: bytes, flags: int,
+              checker: BaseSignatureChecker) -> List[bytes]:
     """VerifyScript up to (not including) CLEANSTACK; return the final stack."""
     if flags & SCRIPT_VERIFY_SIGPUSHONLY and not is_push_only(script_sig):
         raise ScriptError("SIG_PUSHONLY")
@@ -692,7 +696,7 @@ def _evaluate(script_sig: bytes, script_pubkey: bytes, flags: int, checker) -> L
     eval_script(stack, script_pubkey, flags, checker)
     if not stack or not cast_to_bool(stack[-1]):
         raise ScriptError("EVAL_FALSE")
-    if p2sh:
+    if saved is not None:
         if not is_push_only(script_sig):
             raise ScriptError("SIG_PUSHONLY")
         stack = saved
@@ -723,7 +727,8 @@ def _p2pkh_spend(script_sig: bytes, script_pubkey: bytes) -> Optional[Tuple[byte
     return script_sig[1:sig_len + 1], script_sig[sig_len + 2:]
 
 
-def _verify_p2pkh(sig: bytes, pubkey: bytes, script_pubkey: bytes, flags: int, checker) -> None:
+def _verify_p2pkh(sig: bytes, pubkey: bytes, script_pubkey: bytes, flags: int,
+                  checker: BaseSignatureChecker) -> None:
     """What ``OP_DUP OP_HASH160 <h> OP_EQUALVERIFY OP_CHECKSIG`` does to ``[sig, pubkey]``."""
     if hash160(pubkey) != script_pubkey[3:23]:
         raise ScriptError("EQUALVERIFY")
@@ -731,7 +736,7 @@ def _verify_p2pkh(sig: bytes, pubkey: bytes, script_pubkey: bytes, flags: int, c
         raise ScriptError("EVAL_FALSE")
 
 
-def verify_script(script_sig: bytes, script_pubkey: bytes, flags: int, checker) -> None:
+def verify_script(script_sig: bytes, script_pubkey: bytes, flags: int, checker: BaseSignatureChecker) -> None:
     """Core's VerifyScript without witness: raise ScriptError unless the spend is valid.
 
     Plain P2PKH spends (the bulk of block validation) skip the generic

@@ -6,7 +6,7 @@ Type names are Core's GetTxnOutputType strings ("pubkey", "pubkeyhash",
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, TypeGuard
 
 from coin.primitives import script as s
 from coin.primitives.address import Destination
@@ -37,7 +37,7 @@ def _is_small_int(op: int) -> bool:
     return op == s.OP_0 or s.OP_1 <= op <= s.OP_16
 
 
-def _is_pubkey_push(data: Optional[bytes]) -> bool:
+def _is_pubkey_push(data: Optional[bytes]) -> TypeGuard[bytes]:
     return data is not None and 33 <= len(data) <= 65
 
 
@@ -65,12 +65,12 @@ def solve(script_pubkey: bytes) -> Tuple[str, List[bytes]]:
             and ops[3][0] == s.OP_EQUALVERIFY and ops[4][0] == s.OP_CHECKSIG):
         return TX_PUBKEYHASH, [ops[2][1]]
     if (n_ops >= 3 and ops[-1][0] == s.OP_CHECKMULTISIG
-            and _is_small_int(ops[0][0]) and _is_small_int(ops[-2][0])
-            and all(_is_pubkey_push(data) for _, data, _ in ops[1:-2])):
+            and _is_small_int(ops[0][0]) and _is_small_int(ops[-2][0])):
+        keys = [data for _, data, _ in ops[1:-2] if _is_pubkey_push(data)]
         m = s.decode_op_n(ops[0][0])
         n = s.decode_op_n(ops[-2][0])
-        if 1 <= m <= n and n == n_ops - 3:
-            return TX_MULTISIG, [bytes((m,))] + [data for _, data, _ in ops[1:-2]] + [bytes((n,))]
+        if len(keys) == n == n_ops - 3 and 1 <= m <= n:
+            return TX_MULTISIG, [bytes((m,))] + keys + [bytes((n,))]
     return TX_NONSTANDARD, []
 
 
