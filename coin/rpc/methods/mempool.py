@@ -27,7 +27,7 @@ from coin.rpc.errors import (
     RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPCError,
 )
 from coin.rpc.methods.rawtransactions import decode_transaction
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import parse_hash_str, parse_hash_v
 from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, REAL, STR, Arg, example_cli, example_rpc, rpc_method,
 )
@@ -309,7 +309,7 @@ async def testmempoolaccept(ctx: RPCContext, rawtxs: List[Any],
     examples=example_cli("prioritisetransaction", '"txid" 0.0 10000')
     + example_rpc("prioritisetransaction", '"txid", 0.0, 10000'))
 async def prioritisetransaction(ctx: RPCContext, txid: str, dummy: Any, fee_delta: int) -> bool:
-    txid_bytes = parse_hash_v(txid, "txid")
+    txid_bytes = parse_hash_str(txid, "txid")
     # Positional, so it cannot be optional in the table: null or 0, read as Core's get_real.
     if dummy is not None and Arg("dummy", REAL).convert(dummy) != 0:
         raise RPCError(RPC_INVALID_PARAMETER, "Priority is no longer supported, dummy argument "
