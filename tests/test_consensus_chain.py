@@ -350,18 +350,16 @@ class ContextualHeaderTests(SynchronousTestCase):
         prev = tip_of(None, 112, version=4)
         self.check(block_after(prev, version=1), prev)
         # ... until BIP66's height 1,251 wants version 3, and BIP65's 1,351 version 4.
-        prev = tip_of(None, 1250, version=1)
-        self.check(block_after(prev, version=2), prev)
-        prev = tip_of(prev, 1, version=3)
-        self.assertEqual(prev.height + 1, 1251)
-        self.assertRejected("bad-version(0x00000002)", block_after(prev, version=2), prev)
-        self.check(block_after(prev, version=3), prev)
-        prev = tip_of(prev, 99, version=3)
-        self.check(block_after(prev, version=3), prev)
-        prev = tip_of(prev, 1, version=3)
-        self.assertEqual(prev.height + 1, 1351)
-        self.assertRejected("bad-version(0x00000003)", block_after(prev, version=3), prev)
-        self.check(block_after(prev, version=4), prev)
+        prev = tip_of(None, 1249, version=1)
+        for height, least in ((1251, 3), (1351, 4)):
+            older = least - 1
+            prev = tip_of(prev, height - 2 - prev.height, version=older)
+            self.check(block_after(prev, version=older), prev)
+            prev = tip_of(prev, 1, version=older)
+            self.assertEqual(prev.height + 1, height)
+            self.assertRejected("bad-version(0x%08x)" % older, block_after(prev, version=older),
+                                prev)
+            self.check(block_after(prev, version=least), prev)
 
 
 class ContextualBlockTests(SynchronousTestCase):
