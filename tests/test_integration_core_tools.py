@@ -82,6 +82,11 @@ class CoreToolsTests(SynchronousTestCase):
             self.assertError(self.call("prioritisetransaction", [txid, 0, 1000]), -1,
                              "txid must be hexadecimal string (not '%s')" % txid)
         self.assertIs(self.node.rpc("prioritisetransaction", "ab", 0, 1000), True)
+        # Core's order: txid, then the fee delta, then the dummy.
+        self.assertError(self.call("prioritisetransaction", ["zz", "x", "y"]), -1,
+                         "txid must be hexadecimal string (not 'zz')")
+        self.assertError(self.call("prioritisetransaction", ["ab", 1, "y"]), -1,
+                         "JSON value is not an integer as expected")
         with self.assertRaises(RPCFailure) as caught:
             self.node.rpc("prioritisetransaction", 5, 0, 1000)
         self.assertEqual((caught.exception.code, caught.exception.message),
