@@ -44,7 +44,7 @@ from coin.rpc.methods.rawtransactions import (
     PREVTXS_HELP, PREVTXS_SIGNATURE, SIGHASH_HELP, SIGN_RESULT, check_object, decode_transaction,
     sign_transaction_json,
 )
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import is_hex, parse_hash_v, uint256_from_hex
 from coin.rpc.registry import (
     AMOUNT, ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, amount_from_value, example_cli, example_rpc,
     json_type_name, rpc_method,
@@ -360,7 +360,7 @@ respendable). Only available for the
 @rpc_method(
     "listtransactions", category="wallet", needs_wallet=True,
     signature="listtransactions (dummy count skip include_watchonly)",
-    args=[Arg("dummy", STR, default=None,
+    args=[Arg("dummy", STR, default=None, aliases=("account",),
               help='If set, should be "*" for backwards compatibility.'),
           Arg("count", INT, default=10, help="The number of transactions to return"),
           Arg("skip", INT, default=0, help="The number of transactions to skip"),
@@ -441,7 +441,8 @@ async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confi
     since = None   # the block asked for, or its fork point with the active chain
     detached = []  # blocks of the branch the asked-for block is on, tip first
     if blockhash:
-        asked = state.lookup(parse_hash_v(blockhash, "blockhash"))
+        # Core 0.17 reads the hash with SetHex: a malformed one is an unknown block (-5).
+        asked = state.lookup(uint256_from_hex(blockhash))
         if asked is None:
             raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found")
         since = asked if state.contains(asked) else state.find_fork(state.tip, asked)
@@ -678,10 +679,14 @@ def _read_outpoint(wallet: Wallet, value: Any, unlock: bool) -> Tuple[bytes, int
     """One lockunspent entry, checked as Core 0.17 does."""
     entry = _OBJECT.convert(value)
     check_object(entry, _OUTPOINT_FIELDS)
-    txid = parse_hash_v(entry["txid"], "txid")
+    # Core 0.17: any even-length hex is read as a number (uint256S), so a short txid is
+    # simply unknown.
+    if not is_hex(entry["txid"]):
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, expected hex txid")
     n = _VOUT.convert(entry["vout"])
     if n < 0:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, vout must be positive")
+    txid = uint256_from_hex(entry["txid"])
     wtx = wallet.txs.get(txid)
     if wtx is None:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, unknown transaction")
