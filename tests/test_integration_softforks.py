@@ -3,7 +3,7 @@
 Blocks are built here the way Core's functional-test framework builds them (its own
 coinbase and header, any version) and handed to ``submitblock``: BIP34 is never
 enforced on regtest, BIP66 (strict DER) from height 1,251 and BIP65 (CHECKLOCKTIMEVERIFY)
-from 1,351 (design.md §3). Mining the 1,351 blocks takes a few seconds (doc/chain.md).
+from 1,351 (design.md §3). Mining the 1,351 blocks takes about a second (doc/chain.md).
 """
 
 from __future__ import annotations
