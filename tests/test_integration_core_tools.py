@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import shutil
 import tempfile
 import time
 from typing import Any, Optional
@@ -25,7 +26,9 @@ def node() -> NodeProcess:
     """One node for the module (the tests leave its state as they found it)."""
     global _node
     if _node is None:
-        _node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-core-tools-"), ["-listen=0"])
+        datadir = tempfile.mkdtemp(prefix="coin-core-tools-")
+        atexit.register(shutil.rmtree, datadir, True)  # runs after the stop below
+        _node = NodeProcess.start(datadir, ["-listen=0"])
         atexit.register(_node.stop)
     return _node
 
