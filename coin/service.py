@@ -122,7 +122,8 @@ class NodeService(service.MultiService):
             raise StartupError(str(e)) from None
 
     def uptime(self) -> int:
-        return int(time.time() - self.started_at)
+        """Seconds since start-up by the node's clock: setmocktime moves it, as in Core."""
+        return int(self.clock.now()) - int(self.started_at)
 
     def request_shutdown(self) -> None:
         """Stop soon, after the current RPC reply is written (the ``stop`` RPC)."""

@@ -452,4 +452,8 @@ class ControlMethodTests(SynchronousTestCase):
         self.assertEqual(_run(control.echo, [1, None, {"a": [2]}]), [1, None, {"a": [2]}])
         self.assertEqual(_run(control.echojson, []), [])
         self.assertEqual(_run(control.echo, {"args": ["x", 2]}), ["x", 2])
+        # Core 0.17's names arg0..arg9: holes before a given one are null, none after it.
+        self.assertEqual(_run(control.echojson, {"arg2": [1], "arg0": None}), [None, None, [1]])
+        self.assertEqual(rpc_error(_run, control.echo, {"arg10": 1}),
+                         (-8, "Unknown named parameter arg10"))
         self.assertEqual(control.echo.help_text.split("\n")[0], 'echo|echojson "message" ...')

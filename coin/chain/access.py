@@ -144,6 +144,10 @@ class ChainAccess:
         """Run ``f(chainstate, *args)`` on the writer thread."""
         return self._service.call(f, *args)
 
+    def sync_listeners(self) -> Deferred:
+        """Fires once chain events published so far reached every listener."""
+        return self._service.sync_listeners()
+
     def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
         """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
         return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries)

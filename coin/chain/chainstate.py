@@ -36,9 +36,9 @@ from coin.consensus.block_check import check_block, check_block_header
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import block_proof
 from coin.consensus.softforks import (
+    bip34_in_force,
     check_block_contextual,
     check_header_contextual,
-    is_super_majority,
     locktime_flags,
     script_flags_for_block,
 )
@@ -609,7 +609,7 @@ class ChainState:
         block_txids = {tx.txid for tx in txs}
         wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
                   if i.prevout.txid not in block_txids]
-        if not is_super_majority(2, prev, params.majority_enforce, params):
+        if not bip34_in_force(prev, params):
             # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
             out_keys = [(tx.txid, n) for tx in txs for n in range(len(tx.vout))]
             if any(c is not None for c in coins.fetch(out_keys)):

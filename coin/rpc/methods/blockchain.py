@@ -700,7 +700,16 @@ def waitforblockheight(ctx: RPCContext, height: int, timeout: int) -> Any:
     return _wait(_chain(ctx), lambda tip: tip.height >= height, timeout)
 
 
-#: What the ``blockchain`` entry point registers.
+@rpc_method(
+    "syncwithvalidationinterfacequeue", category="hidden",
+    help="Waits for the validation interface queue to catch up on everything that was there "
+         "when we entered this function.",
+    examples=(example_cli("syncwithvalidationinterfacequeue", "")
+              + example_rpc("syncwithvalidationinterfacequeue", "")))
+def syncwithvalidationinterfacequeue(ctx: RPCContext) -> Deferred:
+    return _chain(ctx).sync_listeners().addCallback(lambda _: None)
+
+
 # ---------------------------------------------------------------- pruning
 
 #: Core's TIMESTAMP_WINDOW: pruneblockchain by time allows blocks this much older.
@@ -742,7 +751,9 @@ def pruneblockchain(ctx: RPCContext, height: int) -> Deferred:
     return _chain(ctx).call(_prune_to, height)
 
 
+#: What the ``blockchain`` entry point registers.
 METHODS = [getbestblockhash, getblock, getblockchaininfo, getblockcount, getblockhash,
            getblockheader, getchaintips, getchaintxstats, getdifficulty, gettxout,
            gettxoutsetinfo, preciousblock, pruneblockchain, verifychain, invalidateblock,
-           reconsiderblock, waitfornewblock, waitforblock, waitforblockheight]
+           reconsiderblock, waitfornewblock, waitforblock, waitforblockheight,
+           syncwithvalidationinterfacequeue]
