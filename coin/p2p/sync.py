@@ -305,7 +305,7 @@ class BlockSync:
         return self.p2p.now()
 
     def _adjusted_now(self) -> float:
-        return self._now() + self._state.time_offset
+        return self._now() + self._state.clock.time_offset
 
     @staticmethod
     def peer_state(peer: "PeerProtocol") -> PeerSync:
