@@ -37,6 +37,7 @@ from twisted.internet.threads import deferToThread
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID_SCRIPTS, BlockIndexEntry
+from coin.chain.snapshot import ChainSnapshot
 from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE, ChainParams
 from coin.consensus.block_check import check_block
 from coin.consensus.errors import ValidationError
@@ -450,7 +451,7 @@ def _uint256_to_double(value: int) -> float:
     return result
 
 
-def network_hashps(chainstate: ChainState, lookup: int, height: int) -> Any:
+def network_hashps(chainstate: ChainState | ChainSnapshot, lookup: int, height: int) -> Any:
     """Core's GetNetworkHashPS: work over the time span of ``lookup`` blocks up to ``height``.
 
     Returns the integer 0 where Core does (genesis, no elapsed time), else a
@@ -490,7 +491,7 @@ def network_hashps(chainstate: ChainState, lookup: int, height: int) -> Any:
     examples=example_cli("getnetworkhashps") + example_rpc("getnetworkhashps"))
 def getnetworkhashps(ctx: RPCContext, nblocks: int, height: int) -> Deferred:
     # A long walk down the in-memory index: off the reactor, without holding the writer.
-    return deferToThread(network_hashps, _chain(ctx).state, nblocks, height)
+    return deferToThread(network_hashps, _chain(ctx).snapshot(), nblocks, height)
 
 
 # ------------------------------------------------------------------ getmininginfo
