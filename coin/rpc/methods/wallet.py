@@ -192,7 +192,7 @@ async def _rescan_wallet(ctx: RPCContext, wallet: Wallet, state: _RPCState, star
 def _height_for_time(ctx: RPCContext, timestamp: int) -> Optional[int]:
     """First active-chain height with a block time at or after ``timestamp - 2h``
     (Core's FindEarliestAtLeast over the running maximum block time), or None."""
-    chain = ctx.node.chain.state
+    chain = ctx.node.chain.snapshot()
     threshold = timestamp - TIMESTAMP_WINDOW
     if chain.tip.time_max < threshold:
         return None
