@@ -140,6 +140,9 @@ def prune_height(view: "ChainSnapshot") -> Optional[int]:
     if tip is None:
         return None
     height = tip.height
-    while height > 0 and view.at_height(height - 1).have_data():
+    while height > 0:
+        below = view.at_height(height - 1)
+        if below is None or not below.have_data():
+            break
         height -= 1
     return height

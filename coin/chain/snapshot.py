@@ -66,13 +66,13 @@ class BlockSource(Protocol):
 
 def find_fork(a: BlockIndexEntry, b: BlockIndexEntry) -> BlockIndexEntry:
     """Last common ancestor of two entries (entries' parent links never change)."""
-    if a.height > b.height:
-        a = a.get_ancestor(b.height)
-    elif b.height > a.height:
-        b = b.get_ancestor(a.height)
-    while a is not b:
-        a, b = a.prev, b.prev
-    return a
+    walk_a = a.get_ancestor(b.height) if a.height > b.height else a
+    walk_b = b.get_ancestor(a.height) if b.height > a.height else b
+    while walk_a is not walk_b:
+        assert walk_a is not None and walk_b is not None
+        walk_a, walk_b = walk_a.prev, walk_b.prev
+    assert walk_a is not None, "entries of one index share the genesis block"
+    return walk_a
 
 
 class ChainSnapshot:
