@@ -166,7 +166,7 @@ class NodeService(service.MultiService):
         except Exception as e:
             raise StartupError("Error opening block database: %s" % e) from None
         self._check_prune_state(store, prune_mode)
-        chainstate = ChainState(self.params, store, now=self.clock.now)
+        chainstate = ChainState(self.params, store, clock=self.clock)
         chainstate.configure_pruning(prune_mode, prune_target)
         if prune_mode:
             if prune_target:
@@ -278,14 +278,10 @@ class NodeService(service.MultiService):
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""
-
-        def set_time_offset(offset: int) -> None:
-            chainstate.time_offset = offset
-
         p2p = P2PService(self.params, self._p2p_settings(), self.reactor, now=self.clock.now,
                          datadir=self.datadir, start_height=lambda: chainstate.height,
                          fee_filter_rate=lambda: policy.min_relay_fee.sat_per_kb,
-                         set_time_offset=set_time_offset)
+                         set_time_offset=self.clock.set_time_offset)
         p2p.load()
         return p2p
 

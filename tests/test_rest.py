@@ -549,7 +549,7 @@ class PrunedChainTests(RESTTestCase):
         store = ChainStore(datadir, REGTEST, max_blockfile_size=PRUNE_FILE_SIZE)
         store.open()
         self.clock = NodeClock()
-        chainstate = ChainState(REGTEST, store, now=self.clock.now)
+        chainstate = ChainState(REGTEST, store, clock=self.clock)
         chainstate.configure_pruning(True, 0)
         self.service = ValidationService(chainstate, reactor)
         self.service.startService()

@@ -308,7 +308,7 @@ class BlockSync:
         return self.p2p.now()
 
     def _adjusted_now(self) -> float:
-        return self._now() + self._state.time_offset
+        return self._now() + self._state.clock.time_offset
 
     @staticmethod
     def peer_state(peer: "PeerProtocol") -> PeerSync:
@@ -846,7 +846,7 @@ class BlockSync:
             log.debug("Ignoring getheaders from peer={id} because node is in initial block "
                       "download", id=peer.id)
             return
-        state = self._state
+        state = self._state.published
         st = self.peer_state(peer)
         if not message.locator:
             entry = state.lookup(message.hash_stop)
@@ -861,7 +861,7 @@ class BlockSync:
         log.debug("getheaders from peer={id}: sent {n} headers", id=peer.id, n=len(entries))
 
     def _on_getblocks(self, peer: "PeerProtocol", message: GetBlocksMessage) -> None:
-        state = self._state
+        state = self._state.published
         st = self.peer_state(peer)
         walk = state.next_on_chain(fork_in_locator(state, message.locator))
         items: List[InvItem] = []

@@ -197,6 +197,7 @@ class RESTHandlers:
     def block(self, part: str, tx_detail: bool):
         param, fmt = parse_format(part, ALL_FORMATS)
         block_hash = parse_hash(param)
+        view = self.chain.snapshot()
         entry = yield self._block_entry(block_hash, param)
         state, params = self.chain.state, self.chain.params
 
@@ -206,7 +207,7 @@ class RESTHandlers:
             except Exception:
                 return None
             if fmt == JSON:
-                return block_json_body(block_json(block, entry, state, params,
+                return block_json_body(block_json(block, entry, view, params,
                                                   tx_detail=tx_detail))
             return binary_body(fmt, block.serialize())
 
@@ -229,7 +230,7 @@ class RESTHandlers:
         if not 1 <= count <= MAX_HEADERS:
             raise RESTError(HTTP_BAD_REQUEST, "Header count out of range: %s" % count_text)
         block_hash = parse_hash(hash_text)
-        state = self.chain.state
+        state = self.chain.snapshot()
         entries: List[BlockIndexEntry] = []
         entry = state.lookup(block_hash)
         # Core: only a block on the active chain starts a run (an unknown one gives []).
@@ -248,7 +249,7 @@ class RESTHandlers:
         height = parse_int32(param)
         if height is None or height < 0:
             raise RESTError(HTTP_BAD_REQUEST, "Invalid height: %s" % sanitize(param))
-        entry = self.chain.state.at_height(height)
+        entry = self.chain.snapshot().at_height(height)
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
         if fmt == JSON:
@@ -270,8 +271,8 @@ class RESTHandlers:
         if fmt != JSON:
             return binary_body(fmt, tx.serialize())
         spent = yield self._spent_outputs(tx, entry)
-        state = self.chain.state
-        fields: Dict[str, Any] = tx_block_fields(entry, state) if entry is not None else {}
+        view = self.chain.snapshot()
+        fields: Dict[str, Any] = tx_block_fields(entry, view) if entry is not None else {}
         return json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
 
     @inlineCallbacks
@@ -350,11 +351,11 @@ class RESTHandlers:
         if name != "chaininfo":
             raise NoSuchPath()
         # The same arguments getblockchaininfo passes (the pruning fields).
-        state = self.chain.state
+        state, view = self.chain.state, self.chain.snapshot()
         pruned = bool(getattr(state, "prune_mode", False))
         return succeed(json_body(chain_info_json(
-            state, self.chain.params, pruned=pruned,
-            prune_height=state.prune_height() if pruned else None)))
+            view, self.chain.params, pruned=pruned,
+            prune_height=state.prune_height(view) if pruned else None)))
 
     def mempool(self, part: str) -> Deferred:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""

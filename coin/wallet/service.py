@@ -495,7 +495,7 @@ class WalletService(service.Service):
             lines = await deferToThread(read_dump_lines, filename)
             time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
                                                self._tip().time, write=True, slow=True)
-            start = height_for_time(self.validation.chainstate, time_begin)
+            start = height_for_time(self.validation.chainstate.published, time_begin)
             if start is not None:
                 await reservation.scan_to_tip(start)
         if not good:

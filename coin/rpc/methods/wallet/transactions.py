@@ -244,7 +244,7 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, sk
 async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confirmations: int,
                          include_watchonly: bool, include_removed: bool) -> Dict[str, Any]:
     chain = ctx.node.chain
-    state = chain.state
+    state = chain.snapshot()
     since = None   # the block asked for, or its fork point with the active chain
     detached = []  # blocks of the branch the asked-for block is on, tip first
     if blockhash:
