@@ -22,6 +22,7 @@ from .test_rpc_registry import PLUGIN_SOURCE, FakeDistributions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "tests", "data", "plugin_pkg", "coin_hello", "__init__.py")
+GUIDE = os.path.join(ROOT, "doc", "plugins.md")
 
 MISMATCH_SOURCE = """
     from coin.rpc.plugin import INT, Arg, rpc_method
@@ -205,3 +206,12 @@ class ContractTests(SynchronousTestCase):
         modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                     for alias in node.names}
         self.assertEqual(modules, {"__future__", "typing", "coin.rpc.plugin"})
+
+    def test_guide_shows_the_sample_plugin_verbatim(self) -> None:
+        with open(SAMPLE) as f:
+            source = f.read()
+        with open(GUIDE) as f:
+            guide = f.read()
+        shown = guide.split("`coin_hello/__init__.py`:\n\n```python\n", 1)[1].split("```", 1)[0]
+        docstring = ast.get_docstring(ast.parse(source), clean=False)
+        self.assertEqual(shown, source.split(docstring + '"""\n\n', 1)[1])

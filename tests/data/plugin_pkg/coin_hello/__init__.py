@@ -50,5 +50,4 @@ def hellowallet(ctx: PluginContext) -> dict[str, Any]:
     return {"walletname": wallet.name, "txcount": wallet.tx_count()}
 
 
-#: What the ``coin.rpc`` entry point in pyproject.toml names.
 METHODS = [hello, blocktxcount, hellowallet]
