@@ -1,4 +1,5 @@
-"""coind as a user runs it: start, stop, signals, arguments, cookie (plugins: test_integration_plugin; twistd: test_twistd)."""
+"""coind as a user runs it: start, stop, signals, arguments, cookie (twistd: test_twistd;
+plugins: test_integration_plugin)."""
 
 from __future__ import annotations
 

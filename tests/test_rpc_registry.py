@@ -116,14 +116,14 @@ class DiscoveryTests(SynchronousTestCase):
 
                   METHODS = [bad]
                   """)
-        for group, plugin, expected in (("coin.rpc.bad1", "badimport", "RPC plugin badimport 0.1 (entry point x = "
-                                 "badimport_rpc:METHODS) failed to load: ImportError"),
-                                ("coin.rpc.bad2", "badobject", "RPC plugin badobject 0.2 (entry point x = "
-                                 "badobject_rpc:METHODS): expected an RPCMethod or a list of "
-                                 "them, got int"),
-                                ("coin.rpc.bad3", "badspec", "RPC plugin badspec 0.3 (entry point x = "
-                                 "badspec_rpc:METHODS): bad: handler must accept the context "
-                                 "and 1 argument(s)")):
+        for group, plugin, expected in (
+                ("coin.rpc.bad1", "badimport", "RPC plugin badimport 0.1 (entry point x = "
+                 "badimport_rpc:METHODS) failed to load: ImportError"),
+                ("coin.rpc.bad2", "badobject", "RPC plugin badobject 0.2 (entry point x = "
+                 "badobject_rpc:METHODS): expected an RPCMethod or a list of them, got int"),
+                ("coin.rpc.bad3", "badspec", "RPC plugin badspec 0.3 (entry point x = "
+                 "badspec_rpc:METHODS): bad: handler must accept the context and 1 "
+                 "argument(s)")):
             error = self.assertRaises(PluginError, load_plugins, [plugin], group=group)
             self.assertTrue(str(error).startswith(expected), str(error))
 
