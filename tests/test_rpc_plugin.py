@@ -7,17 +7,22 @@ from __future__ import annotations
 import ast
 import os
 
+from twisted.internet.defer import inlineCallbacks
 from twisted.logger import globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.index import BlockIndexEntry
 from coin.mempool.pool import Mempool
 from coin.rpc import plugin
+from coin.rpc.context import RPCContext
+from coin.rpc.errors import map_exception
 from coin.rpc.registry import (
     INT, STR, Arg, MethodTable, PluginError, PluginRequest, RPCMethod, SubCommand, command_family,
     load_plugins,
 )
 
+from .data.plugin_pkg.coin_hello import METHODS as SAMPLE_METHODS
+from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
 from .test_rpc_registry import PLUGIN_SOURCE, FakeDistributions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -215,3 +220,33 @@ class ContractTests(SynchronousTestCase):
         shown = guide.split("`coin_hello/__init__.py`:\n\n```python\n", 1)[1].split("```", 1)[0]
         docstring = ast.get_docstring(ast.parse(source), clean=False)
         self.assertEqual(shown, source.split(docstring + '"""\n\n', 1)[1])
+
+
+class SamplePluginOnARealChainTests(ChainRPCTestCase):
+    """The sample plugin's handlers through the RPC core, over a real chain and pool."""
+
+    methods = SAMPLE_METHODS
+
+    @inlineCallbacks
+    def test_views_answer_from_the_node(self):
+        result = yield self.result("hello", name="chain")
+        self.assertEqual(result, {"greeting": "hello, chain", "blocks": TIP_HEIGHT,
+                                  "bestblockhash": self.tip_hex(), "mempool": 0,
+                                  "connections": 0, "wallets": []})
+        self.assertEqual((yield self.result("blocktxcount", TIP_HEIGHT)), 1)
+        self.assertEqual((yield self.error("blocktxcount", TIP_HEIGHT + 1)),
+                         (500, -8, "Block height out of range"))
+
+    @inlineCallbacks
+    def test_read_block_of_an_unknown_hash_is_core_error(self):
+        ctx = RPCContext(node=self.node, user="u", wallet=None, wallet_name=None,
+                         methods=self.core.methods)
+        chain = ctx.chain()
+        self.assertIsInstance(chain, plugin.ChainView)
+        self.assertEqual(chain.at_height(TIP_HEIGHT), chain.tip)
+        self.assertEqual(chain.lookup(chain.tip.hash), chain.tip)
+        block = yield chain.read_block(chain.tip.hash)
+        self.assertEqual(block.hash, chain.tip.hash)
+        failure = self.failureResultOf(chain.read_block(b"\x00" * 32))
+        self.assertEqual(map_exception(failure),
+                         (500, {"code": -5, "message": "Block not found"}))
