@@ -153,7 +153,7 @@ class NodeService(service.MultiService):
             log.warn("{warning}", warning=warning)
         if self.methods is None:
             try:
-                self.methods = load_plugins()
+                self.methods = load_plugins(self.config.get_all("rpcplugin"))
             except Exception as e:
                 raise StartupError("Error loading RPC plugins: %s" % e) from None
         self._verify_wallets()

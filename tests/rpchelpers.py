@@ -87,6 +87,8 @@ class FakeNode:
     logging: FakeLogging = field(default_factory=FakeLogging)
     chain: Any = None
     mempool: Any = None
+    wallet_service: Any = None
+    p2p: Any = None
     shutdowns: int = 0
 
     def shutdown(self) -> None:

@@ -189,6 +189,10 @@ def node_options() -> OptionRegistry:
           "answered 503 and closed (default: %d)" % DEFAULT_RPC_MAX_CONNECTIONS, kind="int",
           default=DEFAULT_RPC_MAX_CONNECTIONS, category=c, meta="=<n>")
     r.add("rpcpassword", "Password for JSON-RPC connections", category=c, meta="=<pw>")
+    r.add("rpcplugin", "Load the RPC methods of this installed distribution's coin.rpc entry "
+          "points (doc/plugins.md); start-up fails if it cannot be loaded, unless given as "
+          "<dist>:optional. This option can be specified multiple times", repeatable=True,
+          category=c, meta="=<dist>")
     r.add("rpcport", "Listen for JSON-RPC connections on <port> (%s)" % _ports("rpc_port"),
           kind="int", category=c, meta="=<port>")
     r.add("rpcservertimeout", "Timeout during HTTP requests: idle connections are closed, and "

@@ -1,16 +1,31 @@
-"""What a method handler receives: a small, stable facade of the node.
+"""What a method handler receives: the per-call :class:`RPCContext`.
 
-Plugins see only these protocols, never the node's internals, so the node can change
-behind them (style.md item 9). The daemon provides the concrete objects.
+Third-party plugins use only its :class:`~coin.rpc.plugin.PluginContext` side (the typed
+read views of coin.rpc.plugin). The node's own methods also reach the services behind
+them through ``node``, a :class:`NodeFacade`; that part is internal and may change with
+the node (style.md item 9). The daemon provides the concrete objects.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
+
+from twisted.internet.defer import Deferred, fail
+
+from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_MISC_ERROR, RPCError
 
 if TYPE_CHECKING:
+    from coin.chain.access import ChainAccess
+    from coin.chain.index import BlockIndexEntry
+    from coin.mempool.pool import Mempool
+    from coin.mempool.service import MempoolService
+    from coin.p2p.connman import P2PService
+    from coin.primitives.block import Block
+    from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
+    from coin.wallet.service import WalletService
+    from coin.wallet.wallet import Wallet
 
 
 class LogControl(Protocol):
@@ -27,12 +42,18 @@ class LogControl(Protocol):
 
 
 class NodeFacade(Protocol):
-    """The node as RPC methods see it."""
+    """The node as the built-in RPC methods see it (internal: plugins use RPCContext)."""
 
-    #: Read access to chain state; its interface is defined by the chain views.
-    chain: Any
+    #: Chain reads, submissions and mining.
+    chain: ChainAccess
+    #: The memory pool service.
+    mempool: MempoolService
+    #: The wallet service; None with -disablewallet.
+    wallet_service: Optional[WalletService]
+    #: The P2P service.
+    p2p: Optional[P2PService]
     #: Loaded wallets by name ("" is the default wallet), in load order.
-    wallets: Mapping[str, Any]
+    wallets: Mapping[str, Wallet]
     #: Debug-log category switches.
     logging: LogControl
 
@@ -43,16 +64,72 @@ class NodeFacade(Protocol):
         """Seconds since the node started."""
 
 
+class _LiveChainView:
+    """A ChainView over the chain state as it is at each read."""
+
+    def __init__(self, access: ChainAccess) -> None:
+        self._access = access
+
+    @property
+    def tip(self) -> Optional[BlockIndexEntry]:
+        return self._access.state.tip
+
+    @property
+    def height(self) -> int:
+        return self._access.state.height
+
+    def lookup(self, block_hash: bytes) -> Optional[BlockIndexEntry]:
+        return self._access.state.lookup(block_hash)
+
+    def at_height(self, height: int) -> Optional[BlockIndexEntry]:
+        return self._access.state.at_height(height)
+
+    def read_block(self, block_hash: bytes) -> Deferred[Block]:
+        state = self._access.state
+        entry = state.lookup(block_hash)
+        if entry is None:
+            return fail(RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found"))
+        if state.is_pruned_block(entry):
+            return fail(RPCError(RPC_MISC_ERROR, "Block not available (pruned data)"))
+        if not entry.have_data():
+            return fail(RPCError(RPC_MISC_ERROR, "Block not found on disk"))
+        return self._access.read_block(entry)
+
+
 @dataclass(frozen=True)
 class RPCContext:
-    """Per-call context handed to a handler as its first argument."""
+    """Per-call context handed to a handler as its first argument: a PluginContext."""
 
     node: NodeFacade
     #: The authenticated RPC user ("__cookie__" for cookie authentication).
     user: str
     #: The wallet the call runs against (methods with ``needs_wallet``), else None.
-    wallet: Any
+    wallet: Optional[Wallet]
     #: The wallet name from a ``/wallet/<name>`` path, None on ``/``.
-    wallet_name: str | None
+    wallet_name: Optional[str]
     #: The method table serving this call (``help`` reads it).
     methods: MethodTable
+
+    @property
+    def wallets(self) -> Mapping[str, Wallet]:
+        return self.node.wallets
+
+    @property
+    def mempool(self) -> Mempool:
+        return self.node.mempool.pool
+
+    @property
+    def network(self) -> Optional[P2PService]:
+        return self.node.p2p
+
+    def chain(self) -> ChainView:
+        return _LiveChainView(self.node.chain)
+
+    def uptime(self) -> int:
+        return self.node.uptime()
+
+
+if TYPE_CHECKING:
+    def _satisfies_contract(ctx: RPCContext) -> PluginContext:
+        """mypy checks here that the node's objects satisfy every view of the contract."""
+        return ctx

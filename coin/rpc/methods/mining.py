@@ -305,12 +305,12 @@ Examples:
 """ + example_cli("getblocktemplate") + example_rpc("getblocktemplate")
 
 
-async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) -> Any:
+async def getblocktemplate_(ctx: RPCContext, template_request: Optional[Dict[str, Any]]) -> Any:
     chain = _chain(ctx)
     mining = _mining(ctx)
-    mode, longpollid, force_version = _read_request(request)
+    mode, longpollid, force_version = _read_request(template_request)
     if mode == "proposal":
-        data = request.get("data")
+        data = template_request.get("data")
         if not isinstance(data, str):
             raise RPCError(RPC_TYPE_ERROR, "Missing data String key for proposal")
         return await mining.check_proposal(decode_block(data))

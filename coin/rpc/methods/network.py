@@ -49,7 +49,7 @@ def client_version() -> int:
 
 
 def _p2p_or_none(ctx: RPCContext) -> Optional[P2PService]:
-    return getattr(ctx.node, "p2p", None)
+    return ctx.node.p2p
 
 
 def _p2p(ctx: RPCContext) -> P2PService:
