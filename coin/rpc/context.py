@@ -11,17 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
-from twisted.internet.defer import Deferred, fail
-
-from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_MISC_ERROR, RPCError
-
 if TYPE_CHECKING:
     from coin.chain.access import ChainAccess
-    from coin.chain.index import BlockIndexEntry
     from coin.mempool.pool import Mempool
     from coin.mempool.service import MempoolService
     from coin.p2p.connman import P2PService
-    from coin.primitives.block import Block
     from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
     from coin.wallet.service import WalletService
@@ -64,38 +58,6 @@ class NodeFacade(Protocol):
         """Seconds since the node started."""
 
 
-class _LiveChainView:
-    """A ChainView over the chain state as it is at each read."""
-
-    def __init__(self, access: ChainAccess) -> None:
-        self._access = access
-
-    @property
-    def tip(self) -> Optional[BlockIndexEntry]:
-        return self._access.state.tip
-
-    @property
-    def height(self) -> int:
-        return self._access.state.height
-
-    def lookup(self, block_hash: bytes) -> Optional[BlockIndexEntry]:
-        return self._access.state.lookup(block_hash)
-
-    def at_height(self, height: int) -> Optional[BlockIndexEntry]:
-        return self._access.state.at_height(height)
-
-    def read_block(self, block_hash: bytes) -> Deferred[Block]:
-        state = self._access.state
-        entry = state.lookup(block_hash)
-        if entry is None:
-            return fail(RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found"))
-        if state.is_pruned_block(entry):
-            return fail(RPCError(RPC_MISC_ERROR, "Block not available (pruned data)"))
-        if not entry.have_data():
-            return fail(RPCError(RPC_MISC_ERROR, "Block not found on disk"))
-        return self._access.read_block(entry)
-
-
 @dataclass(frozen=True)
 class RPCContext:
     """Per-call context handed to a handler as its first argument: a PluginContext."""
@@ -123,7 +85,7 @@ class RPCContext:
         return self.node.p2p
 
     def chain(self) -> ChainView:
-        return _LiveChainView(self.node.chain)
+        return self.node.chain.snapshot()
 
     def uptime(self) -> int:
         return self.node.uptime()
