@@ -9,6 +9,7 @@ from coin.rpc.methods.spork import METHODS
 from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SPORK_OFF, SporkManager
 
 from .rpcchain import ChainRPCTestCase
+from .test_p2p_peer import Harness
 from .test_spork import REGTEST_SPORK_KEY
 
 # rpcm_41's sporks, less the reference's proof-of-stake one.
@@ -50,20 +51,34 @@ class SporkRPCTests(ChainRPCTestCase):
 
     @inlineCallbacks
     def test_set_errors(self):
+        # Measured on the reference node (anchor, regtest): UniValue's -1 errors, read in
+        # its order; an unknown name is answered before the value is read.
         self.assertEqual((yield self.result("spork", "SPORK_99_NONE", 1)), "Invalid spork name")
+        self.assertEqual((yield self.result("spork", "bogus", "x")), "Invalid spork name")
+        self.assertEqual((yield self.error("spork", 1, 2)),
+                         (500, -1, "JSON value is not a string as expected"))
         # No P2P layer to relay it: Core's -31, as the reference without g_connman.
         self.assertEqual((yield self.error("spork", "SPORK_2_INSTANTSEND_ENABLED", 0)),
                          P2P_DISABLED)
-        self.assertEqual((yield self.error("spork", 1, 2)),
-                         (500, -3, "Expected type string, got number"))
-        self.assertEqual((yield self.error("spork", "x", "y")),
-                         (500, -3, "Expected type number, got string"))
         help_text = yield self.result("help", "spork")
         self.assertTrue(help_text.startswith("spork <name> [<value>]\n"))
         for params in ((), ("other",), (1, 2, 3)):
             self.assertEqual((yield self.error("spork", *params)), (500, -1, help_text), params)
         self.assertEqual((yield self.error("spork", 5)),
                          (500, -1, "JSON value is not a string as expected"))
+
+    @inlineCallbacks
+    def test_value_is_an_integer(self):
+        self.sporks.attach(Harness().connman)  # a P2P layer (no peers), so the value is read
+        name = "SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT"
+        self.assertEqual((yield self.error("spork", name, "x")),
+                         (500, -1, "JSON value is not an integer as expected"))
+        self.assertEqual((yield self.error("spork", name, 1.5)),
+                         (500, -1, "JSON integer out of range"))
+        self.assertEqual((yield self.result("spork", name, 0)), "failure")  # no -sporkkey
+        self.sporks.set_private_key(REGTEST_SPORK_KEY)
+        self.assertEqual((yield self.result("spork", name, 0)), "success")
+        self.assertEqual(self.sporks.value(SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT), 0)
 
     @inlineCallbacks
     def test_help_listing(self):

@@ -167,13 +167,13 @@ class SporkManager:
 
     def on_inv(self, peer: "PeerProtocol", items: List[InvItem]) -> None:
         """Fetch announced sporks we do not hold."""
-        wanted = []
+        wanted: List[InvItem] = []
         for item in items:
             peer.known_inventory.add(item.hash)
             if item.hash not in self._by_hash and len(wanted) < MAX_REQUESTS_PER_INV:
                 wanted.append(item)
         if wanted:
-            peer.send(GetDataMessage(wanted))
+            peer.send(GetDataMessage(tuple(wanted)))
 
     def lookup(self, item_hash: bytes) -> Optional[SporkMessage]:
         return self._by_hash.get(item_hash)
@@ -184,7 +184,7 @@ class SporkManager:
         self._active[spork.spork_id] = spork
         if self.p2p is None:
             return
-        announcement = InvMessage([InvItem(MSG_SPORK, item_hash)])
+        announcement = InvMessage((InvItem(MSG_SPORK, item_hash),))
         for peer in self.p2p.handshaked_peers():
             if item_hash not in peer.known_inventory:
                 peer.known_inventory.add(item_hash)

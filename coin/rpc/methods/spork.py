@@ -5,8 +5,8 @@ Registered through the ``coin.rpc`` entry point ``spork``. As the reference node
 
 - ``spork show``: every known spork's value; ``spork active``: whether each is on (its
   value is below the network-adjusted time).
-- ``spork <name> <value>``: an unknown name answers the result "Invalid spork name";
-  otherwise the value (an integer) is signed with -sporkkey at the adjusted time, held
+- ``spork <name> <value>``: an unknown name answers the result "Invalid spork name"
+  (the value unread); otherwise the value (an integer) is signed with -sporkkey at the adjusted time, held
   and relayed: "success", or "failure" on a node without -sporkkey. Without a P2P
   layer it is Core's -31.
 - Anything else: the help text as error -1.
@@ -18,7 +18,7 @@ from typing import Any, Dict
 
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import RPC_CLIENT_P2P_DISABLED, RPC_MISC_ERROR, RPCError
-from coin.rpc.registry import ANY, INT64, REAL, STR, Arg, RPCMethod
+from coin.rpc.registry import ANY, INT64, STR, Arg, RPCMethod
 from coin.spork import SPORK_DEFS
 from coin.spork.sporks import spork_id_by_name
 
@@ -26,12 +26,9 @@ _SPORK_HELP = ("spork <name> [<value>]\n"
                "<name> is the corresponding spork name, or 'show' to show all current spork "
                "settings, active to show which sporks are active\n"
                "<value> is a epoch datetime to enable or disable spork\n")
-#: UniValue's get_str() (-1) for ``show``/``active``; RPCTypeCheck's -3 for a name.
-_COMMAND = Arg("command", STR)
-_NAME = Arg("name", STR, typecheck=True)
-_VALUE = Arg("value", REAL, typecheck=True)
-#: UniValue's get_int64() after the type check: a fraction is "JSON integer out of range".
-_VALUE_INT64 = Arg("value", INT64)
+#: UniValue's get_str() and get_int64(), read in the reference's order (errors are -1).
+_NAME = Arg("name", STR)
+_VALUE = Arg("value", INT64)
 
 
 def _show(ctx: RPCContext) -> Dict[str, Any]:
@@ -50,20 +47,18 @@ _VIEWS = {"show": _show, "active": _active}
 
 def _spork(ctx: RPCContext, *args: Any) -> Any:
     if len(args) == 1:
-        view = _VIEWS.get(_COMMAND.convert(args[0]))
+        view = _VIEWS.get(_NAME.convert(args[0]))
         if view is not None:
             return view(ctx)
     elif len(args) == 2:
-        name = _NAME.convert(args[0])
-        _VALUE.convert(args[1])
-        spork_id = spork_id_by_name(name)
+        spork_id = spork_id_by_name(_NAME.convert(args[0]))
         if spork_id is None:
             return "Invalid spork name"  # the reference answers this as a result
         sporks = ctx.node.sporks
         if sporks.p2p is None:
             raise RPCError(RPC_CLIENT_P2P_DISABLED,
                            "Error: Peer-to-peer functionality missing or disabled")
-        return "success" if sporks.update(spork_id, _VALUE_INT64.convert(args[1])) else "failure"
+        return "success" if sporks.update(spork_id, _VALUE.convert(args[1])) else "failure"
     raise RPCError(RPC_MISC_ERROR, _SPORK_HELP)
 
 
