@@ -16,6 +16,7 @@ from coin.p2p.messages import (
 from coin.primitives.address import (
     Destination, decode_address, decode_wif, encode_address, encode_wif,
 )
+from coin.primitives.hashes import hash160
 from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SPORK_OFF, SporkConfigError
 from coin.spork.manager import (
     ADDRESS_ON_MAIN, BAD_ADDRESS, BAD_SIGNATURE_BAN_SCORE, WRONG_KEY, SporkManager,
@@ -113,9 +114,14 @@ class ConfigTests(SynchronousTestCase):
             self.assertConfigError(WRONG_KEY, lambda: self.make().set_private_key(wrong))
 
     def test_sporkaddr(self) -> None:
-        other = encode_address(Destination("pubkeyhash", b"\x07" * 20), REGTEST)
+        key = coincurve.PrivateKey()
+        other = encode_address(Destination("pubkeyhash", hash160(key.public_key.format())),
+                               REGTEST)
         manager = self.make(address=other)
         self.assertConfigError(WRONG_KEY, lambda: manager.set_private_key(REGTEST_SPORK_KEY))
+        manager.set_private_key(encode_wif(key.secret, REGTEST))
+        self.assertTrue(manager.update(SPORK_8, 0))
+        self.assertEqual(manager.value(SPORK_8), 0)
         self.assertConfigError(BAD_ADDRESS, lambda: self.make(address="nonsense"))
         p2sh = encode_address(Destination("scripthash", b"\x07" * 20), REGTEST)
         self.assertConfigError(BAD_ADDRESS, lambda: self.make(address=p2sh))
