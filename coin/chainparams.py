@@ -83,6 +83,8 @@ class ChainParams:
     coinbase_maturity: int = COINBASE_MATURITY
     #: Relay only standard transactions unless -acceptnonstdtxn (Core: main only).
     require_standard: bool = True
+    #: P2PKH address whose key signs sporks (design.md §6; the regtest key is in doc/spork.md).
+    spork_address: str = ""
 
     def deployment(self, name: str) -> Deployment:
         for d in self.deployments:
@@ -115,6 +117,7 @@ MAIN = ChainParams(
     pow_allow_min_difficulty_blocks=False, pow_no_retargeting=False, dgw_past_blocks=24,
     majority_enforce=750, majority_reject=950, majority_window=1000,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 4032, 3226),),
+    spork_address="74XJHRm5Usdz4jMUBBDjUzGo4RDFYrnKud",
 )
 
 TEST = ChainParams(
@@ -129,6 +132,7 @@ TEST = ChainParams(
     majority_enforce=75, majority_reject=95, majority_window=100,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 100, 75),),
     require_standard=False,
+    spork_address="myzASUU1QyaaxjS1QiTPk5wbrm9mfrjXC8",
 )
 
 REGTEST = ChainParams(
@@ -148,6 +152,7 @@ REGTEST = ChainParams(
     majority_rules=(MajorityRule("bip34", 2, 100_000_000), MajorityRule("bip66", 3, 1251),
                     MajorityRule("bip65", 4, 1351)),
     require_standard=False,
+    spork_address="n2wE9gjobf2XBKyBXjSWCjXbrZ1MkwRNvg",
 )
 
 _BY_NAME: Dict[str, ChainParams] = {p.name: p for p in (MAIN, TEST, REGTEST)}

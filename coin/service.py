@@ -44,6 +44,7 @@ from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rp
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.rpc.resource import RPCRoot, RPCSite
+from coin.spork import SporkConfigError, SporkManager
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
 from coin.views.amounts import AmountError, parse_amount
@@ -74,6 +75,8 @@ class NodeFacade:
         self.wallet_service = node.wallets
         #: The P2P service (coin.p2p.connman.P2PService).
         self.p2p = node.p2p
+        #: The network's sporks (coin.spork.SporkManager).
+        self.sporks = node.sporks
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -112,6 +115,7 @@ class NodeService(service.MultiService):
         self.p2p: Optional[P2PService] = None
         self.block_sync: Optional[BlockSync] = None
         self.tx_relay: Optional[TxRelay] = None
+        self.sporks: Optional[SporkManager] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -205,6 +209,11 @@ class NodeService(service.MultiService):
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        try:
+            self.sporks = SporkManager.for_node(self.params, self.p2p, self.config.get("sporkkey"),
+                                                self.config.get("sporkaddr"))
+        except SporkConfigError as e:
+            raise StartupError(str(e)) from None
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Governance, masternode and spork methods through the real stack (tests/rpcchain.py).
+"""Governance and masternode methods through the real stack (tests/rpcchain.py).
 
 Where the reference node's reply is in tests/data/transcripts it is replayed byte for
 byte; the short recorded bodies that are not there are quoted inline with their names.
@@ -12,7 +12,7 @@ import simplejson
 from twisted.internet.defer import inlineCallbacks
 
 from coin.primitives.address import decode_wif
-from coin.rpc.methods.governance import METHODS, SPORK_OFF, SPORKS
+from coin.rpc.methods.governance import METHODS
 
 from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
 from .rpchelpers import transcript
@@ -30,16 +30,9 @@ MNSYNC_KEYS = ["AssetID", "AssetName", "AssetStartTime", "Attempt", "IsBlockchai
                "IsMasternodeListSynced", "IsWinnersListSynced", "IsSynced", "IsFailed"]
 GOVERNANCE_KEYS = ["governanceminquorum", "masternodewatchdogmaxseconds", "proposalfee",
                    "superblockcycle", "lastsuperblock", "nextsuperblock", "maxgovobjdatasize"]
-# rpcm_41's sporks, less the reference's proof-of-stake one.
-RECORDED_SPORKS = ["SPORK_2_INSTANTSEND_ENABLED", "SPORK_3_INSTANTSEND_BLOCK_FILTERING",
-                   "SPORK_5_INSTANTSEND_MAX_VALUE", "SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT",
-                   "SPORK_9_SUPERBLOCKS_ENABLED", "SPORK_10_MASTERNODE_PAY_UPDATED_NODES",
-                   "SPORK_12_RECONSIDER_BLOCKS", "SPORK_13_OLD_SUPERBLOCK_FLAG",
-                   "SPORK_14_REQUIRE_SENTINEL_FLAG"]
 REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "command"...',
                         "== Masternode ==", 'masternode "command"...',
-                        'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]",
-                        "spork <name> [<value>]"]
+                        'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]"]
 NO_WALLET = (404, -32601, "Method not found (wallet method is disabled because no wallet is "
                           "loaded)")
 
@@ -251,7 +244,7 @@ class MasternodeTests(GovernanceTestCase):
             self.assertEqual((yield self.error("masternode", sub)), NO_WALLET, sub)
 
 
-class SyncAndSporkTests(GovernanceTestCase):
+class SyncTests(GovernanceTestCase):
     @inlineCallbacks
     def test_mnsync(self):
         self.clock.set_mock_time(1800000000)
@@ -269,28 +262,6 @@ class SyncAndSporkTests(GovernanceTestCase):
         help_text = ("mnsync [status|next|reset]\nReturns the sync status, updates to the next "
                      "step or resets it entirely.\n")
         self.assertEqual((yield self.error("mnsync")), (500, -1, help_text))
-
-    @inlineCallbacks
-    def test_spork(self):
-        show = yield self.result("spork", "show")
-        self.assertEqual(list(show), RECORDED_SPORKS)
-        self.assertEqual(show, dict(SPORKS))
-        self.assertEqual(show["SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT"], SPORK_OFF)
-        self.assertEqual((yield self.result("spork", "active")),
-                         dict.fromkeys(RECORDED_SPORKS, False))
-        self.assertEqual((yield self.result("spork", "SPORK_99_NONE", 1)), "Invalid spork name")
-        self.assertEqual((yield self.error("spork", "SPORK_2_INSTANTSEND_ENABLED", 0)),
-                         (500, -31, "Error: Peer-to-peer functionality missing or disabled"))
-        self.assertEqual((yield self.error("spork", 1, 2)),
-                         (500, -3, "Expected type string, got number"))
-        self.assertEqual((yield self.error("spork", "x", "y")),
-                         (500, -3, "Expected type number, got string"))
-        help_text = yield self.result("help", "spork")
-        self.assertTrue(help_text.startswith("spork <name> [<value>]\n"))
-        for params in ((), ("other",), (1, 2, 3)):
-            self.assertEqual((yield self.error("spork", *params)), (500, -1, help_text), params)
-        self.assertEqual((yield self.error("spork", 5)),
-                         (500, -1, "JSON value is not a string as expected"))
 
     @inlineCallbacks
     def test_help_listing(self):

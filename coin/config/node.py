@@ -74,6 +74,9 @@ def node_options() -> OptionRegistry:
           kind="bool", default=False)
     r.add("reindex-chainstate", "Rebuild chain state from the currently indexed blocks",
           kind="bool", default=False)
+    r.add("sporkaddr", "Override the spork address (test and regtest only)",
+          meta="=<address>")
+    r.add("sporkkey", "Private key to send spork messages", meta="=<key>")
     r.add("sysperms", "Create new files with system default permissions, instead of umask 077 "
           "(only effective with disabled wallet functionality)", kind="bool", default=False)
     r.add("txindex", "Maintain a full transaction index, used by the getrawtransaction rpc "

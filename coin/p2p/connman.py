@@ -13,6 +13,11 @@ Extension points for the sync and relay layers
       reading until it fires).  The base registers ping, pong, addr, getaddr,
       feefilter, sendheaders and reject; unknown commands without a handler are
       ignored.
+    * ``register_handler(command, fn)`` -- how services outside coin.p2p (sporks,
+      masternodes) claim their commands in ``handlers``; P2P never imports them.
+    * ``register_inventory(type, source)`` -- an :class:`InventorySource` for an inventory
+      type the block sync does not own: it gets that type's ``inv`` items and serves
+      its ``getdata`` items (the block sync owns the ``inv``/``getdata`` commands).
     * ``on_handshake``, ``on_disconnect`` -- lists of ``fn(peer)`` run when a peer
       completes the version/verack handshake, and when a registered peer's
       connection is gone.
@@ -38,7 +43,7 @@ import math
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 
 from twisted.application import service
 from twisted.internet import protocol
@@ -67,6 +72,8 @@ from coin.p2p.messages import (
     AddrMessage,
     FeeFilterMessage,
     GetAddrMessage,
+    InvItem,
+    Payload,
     PingMessage,
     PongMessage,
     RejectMessage,
@@ -97,6 +104,16 @@ _MAX_MONEY = 21_000_000 * 100_000_000
 #: Core's SAFE_CHARS_UA_COMMENT.
 _UA_COMMENT_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;-_?@")
+
+
+class InventorySource(Protocol):
+    """A service's inventory type on the wire (see ``register_inventory``)."""
+
+    def on_inv(self, peer: PeerProtocol, items: List[InvItem]) -> None:
+        """A peer announced these items (all of this source's type)."""
+
+    def lookup(self, item_hash: bytes) -> Optional[Payload]:
+        """The message that answers a ``getdata`` for ``item_hash``, or None (notfound)."""
 
 
 class P2PStartupError(Exception):
@@ -297,12 +314,27 @@ class P2PService(service.Service):
             "ping": self._on_ping, "pong": self._on_pong, "addr": self._on_addr,
             "getaddr": self._on_getaddr, "feefilter": self._on_feefilter,
             "sendheaders": self._on_sendheaders, "reject": self._on_reject}
+        #: Inventory types served by other services (``register_inventory``).
+        self.inventory: Dict[int, InventorySource] = {}
         self.on_handshake: List[Callable[[PeerProtocol], None]] = []
         self.on_disconnect: List[Callable[[PeerProtocol], None]] = []
         self.on_tick: List[Callable[[float], None]] = []
         self._ports: List[Any] = []
         self._ticker: Optional[LoopingCall] = None
         self._last_dump = 0.0
+
+    def register_handler(self, command: str,
+                         handler: Callable[[PeerProtocol, Any], Optional[Deferred]]) -> None:
+        """Route a command's messages from handshaked peers to ``handler``; one per command."""
+        if command in self.handlers:
+            raise ValueError("a handler for %r is already registered" % command)
+        self.handlers[command] = handler
+
+    def register_inventory(self, inv_type: int, source: InventorySource) -> None:
+        """Hand ``inv``/``getdata`` items of ``inv_type`` to ``source``; one per type."""
+        if inv_type in self.inventory:
+            raise ValueError("inventory type %d is already registered" % inv_type)
+        self.inventory[inv_type] = source
 
     # ------------------------------------------------------------ clock and chain
 

@@ -58,6 +58,7 @@ from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Ty
 from coin.consensus.errors import REJECT_MALFORMED
 from coin.p2p.netaddr import NetAddress
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.hashes import sha256d
 from coin.primitives.serialize import (
     ByteReader,
     DeserializationError,
@@ -113,23 +114,21 @@ OVERSIZED_VECTOR_BAN_SCORE = 20
 MSG_TX = 1
 MSG_BLOCK = 2
 MSG_FILTERED_BLOCK = 3
-# Dash's (not relayed by this node; listed so logs can name them).
-MSG_TXLOCK_REQUEST = 4
-MSG_TXLOCK_VOTE = 5
-MSG_SPORK = 6
-MSG_MASTERNODE_PAYMENT_VOTE = 7
-MSG_MASTERNODE_PAYMENT_BLOCK = 8
-MSG_BUDGET_VOTE = 9
-MSG_BUDGET_PROPOSAL = 10
-MSG_BUDGET_FINALIZED = 11
-MSG_BUDGET_FINALIZED_VOTE = 12
-MSG_MASTERNODE_QUORUM = 13
-MSG_MASTERNODE_ANNOUNCE = 14
-MSG_MASTERNODE_PING = 15
-MSG_DSTX = 16
-MSG_GOVERNANCE_OBJECT = 17
-MSG_GOVERNANCE_OBJECT_VOTE = 18
-MSG_MASTERNODE_VERIFY = 19
+#: Core 0.17's (BIP152); the reason the reference node moved Dash's types to 1000 and up.
+MSG_CMPCT_BLOCK = 4
+#: The reference node's Dash types: its MSG_Bitcoin_OFFSET (1000) and up, in Dash 0.12.3's
+#: order less the retired budget types (Dash's own 4..19 collide with MSG_CMPCT_BLOCK).
+MSG_TXLOCK_REQUEST = 1000
+MSG_TXLOCK_VOTE = 1001
+MSG_SPORK = 1002
+MSG_MASTERNODE_PAYMENT_VOTE = 1003
+MSG_MASTERNODE_PAYMENT_BLOCK = 1004
+MSG_MASTERNODE_ANNOUNCE = 1005
+MSG_MASTERNODE_PING = 1006
+MSG_DSTX = 1007
+MSG_GOVERNANCE_OBJECT = 1008
+MSG_GOVERNANCE_OBJECT_VOTE = 1009
+MSG_MASTERNODE_VERIFY = 1010
 
 NULL_HASH = b"\x00" * 32
 
@@ -617,6 +616,41 @@ class RejectMessage(Payload):
         return cls(message, code, reason, data)
 
 
+class GetSporksMessage(_EmptyPayload):
+    """Asks a peer for every spork it holds (Dash's ``getsporks``)."""
+
+    __slots__ = ()
+    command = "getsporks"
+
+
+@dataclass(frozen=True, slots=True)
+class SporkMessage(Payload):
+    """A signed network setting (Dash's ``spork``): int32 id, int64 value, int64 signing
+    time, then the compact signature as a var_str."""
+
+    command: ClassVar[str] = "spork"
+    spork_id: int
+    value: int
+    time_signed: int
+    signature: bytes = b""
+
+    def serialize(self) -> bytes:
+        return self.signed_fields() + var_bytes(self.signature)
+
+    def signed_fields(self) -> bytes:
+        """The fields the inventory hash covers (everything but the signature)."""
+        return i32(self.spork_id) + i64(self.value) + i64(self.time_signed)
+
+    @property
+    def hash(self) -> bytes:
+        """The ``MSG_SPORK`` inventory hash: SHA256d of the fields, signature excluded."""
+        return sha256d(self.signed_fields())
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "SporkMessage":
+        return cls(r.read_i32(), r.read_i64(), r.read_i64(), r.read_var_bytes())
+
+
 @dataclass(frozen=True, slots=True)
 class UnknownMessage:
     """A message whose command this node does not know; Core ignores these."""
@@ -631,14 +665,15 @@ class UnknownMessage:
 Message = Union[VersionMessage, VerackMessage, PingMessage, PongMessage, AddrMessage,
                 GetAddrMessage, InvMessage, GetDataMessage, NotFoundMessage, GetHeadersMessage,
                 GetBlocksMessage, HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage,
-                FeeFilterMessage, MempoolMessage, RejectMessage, UnknownMessage]
+                FeeFilterMessage, MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage,
+                UnknownMessage]
 
 #: command -> payload class, for every command this module parses.
 MESSAGE_TYPES: Dict[str, Type[Payload]] = {cls.command: cls for cls in (
     VersionMessage, VerackMessage, PingMessage, PongMessage, AddrMessage, GetAddrMessage,
     InvMessage, GetDataMessage, NotFoundMessage, GetHeadersMessage, GetBlocksMessage,
     HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage, FeeFilterMessage,
-    MempoolMessage, RejectMessage)}
+    MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage)}
 
 
 @dataclass(frozen=True, slots=True)

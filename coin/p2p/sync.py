@@ -503,6 +503,7 @@ class BlockSync:
         state = self._state
         unknown: Optional[bytes] = None
         tx_items: List[InvItem] = []
+        registered: Dict[int, List[InvItem]] = {}
         for item in message.items:
             if item.type == MSG_TX:
                 tx_items.append(item)
@@ -511,6 +512,10 @@ class BlockSync:
                 self._update_availability(peer, item.hash)
                 if state.lookup(item.hash) is None and item.hash not in self.in_flight:
                     unknown = item.hash
+            elif item.type in self.p2p.inventory:
+                registered.setdefault(item.type, []).append(item)
+        for inv_type, items in registered.items():
+            self.p2p.inventory[inv_type].on_inv(peer, items)
         if unknown is not None:
             # Headers first: ask for the headers up to the announced block (Core sends
             # one getheaders per unknown block; one per message is enough).
@@ -895,13 +900,17 @@ class BlockSync:
             peer.send(NotFoundMessage(missing))
 
     def _serve_tx(self, peer: "PeerProtocol", item: InvItem) -> bool:
-        if item.type != MSG_TX:
-            return False
-        tx = self.tx_source.lookup_tx(item.hash)
-        if tx is None:
+        """Serve a non-block item: a transaction or a registered inventory type."""
+        reply: Any = None
+        if item.type == MSG_TX:
+            tx = self.tx_source.lookup_tx(item.hash)
+            reply = TxMessage(tx) if tx is not None else None
+        elif item.type in self.p2p.inventory:
+            reply = self.p2p.inventory[item.type].lookup(item.hash)
+        if reply is None:
             return False
         peer.known_inventory.add(item.hash)
-        peer.send(TxMessage(tx))
+        peer.send(reply)
         return True
 
     @inlineCallbacks

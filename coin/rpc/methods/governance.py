@@ -1,7 +1,7 @@
-"""Dash's governance, masternode and spork methods, answered from the node's real state.
+"""Dash's governance and masternode methods, answered from the node's real state.
 
 Registered through the ``coin.rpc`` entry point ``governance``. This node has no
-masternode network, no governance objects, no spork key and no P2P layer, so
+masternode network and no governance objects, so
 every list is empty and every count is 0; the messages, codes and help texts
 are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
 
@@ -11,9 +11,6 @@ are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
 - ``mnsync status`` reports MASTERNODE_SYNC_FINISHED since start-up: with no
   masternode network there is nothing to download (Dash in lite mode finishes
   the same way). Block download progress is getblockchaininfo's business.
-- ``spork show`` lists the reference's Dash sporks (not its proof-of-stake one)
-  at their "off" values; none has an effect here, so ``spork active`` is all
-  false. Setting a spork answers -31: there is no P2P layer to relay it.
 - Creating, checking and voting on governance objects needs a governance object
   model this node does not have: ``check``/``submit`` say so (-1), ``prepare``
   and the masternode wallet commands first need a wallet (Core's -32601),
@@ -32,28 +29,15 @@ from coin.chainparams import COIN
 from coin.primitives.address import encode_wif
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_CLIENT_P2P_DISABLED, RPC_INTERNAL_ERROR, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
+    RPC_INTERNAL_ERROR, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
     RPC_MISC_ERROR, RPCError,
 )
 from coin.rpc.jsonrpc import encode_json, parse_json
 from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
-    ANY, REAL, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc, rpc_method,
+    ANY, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc, rpc_method,
 )
 from coin.views.amounts import amount_to_json
-
-#: Dash's "off" value for a time-based spork (2099-01-01).
-SPORK_OFF = 4070908800
-#: The sporks ``spork show`` lists, with their values on this chain.
-SPORKS = (("SPORK_2_INSTANTSEND_ENABLED", SPORK_OFF),
-          ("SPORK_3_INSTANTSEND_BLOCK_FILTERING", SPORK_OFF),
-          ("SPORK_5_INSTANTSEND_MAX_VALUE", 1000),
-          ("SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT", SPORK_OFF),
-          ("SPORK_9_SUPERBLOCKS_ENABLED", SPORK_OFF),
-          ("SPORK_10_MASTERNODE_PAY_UPDATED_NODES", SPORK_OFF),
-          ("SPORK_12_RECONSIDER_BLOCKS", 0),
-          ("SPORK_13_OLD_SUPERBLOCK_FLAG", SPORK_OFF),
-          ("SPORK_14_REQUIRE_SENTINEL_FLAG", SPORK_OFF))
 
 
 class GovernanceParams(NamedTuple):
@@ -500,34 +484,5 @@ mnsync = RPCMethod(
                "Returns the sync status, updates to the next step or resets it entirely.\n"))
 
 
-# ------------------------------------------------------------------ spork
-
-_SPORK_HELP = ("spork <name> [<value>]\n"
-               "<name> is the corresponding spork name, or 'show' to show all current spork "
-               "settings, active to show which sporks are active\n"
-               "<value> is a epoch datetime to enable or disable spork\n")
-_SPORK_ARGS = (Arg("name", STR, typecheck=True), Arg("value", REAL, typecheck=True))
-
-
-def _spork(ctx: RPCContext, *args: Any) -> Any:
-    if len(args) == 1:
-        command = _text(args[0])
-        if command == "show":
-            return dict(SPORKS)
-        if command == "active":
-            return {name: False for name, _ in SPORKS}
-    elif len(args) == 2:
-        name, _ = (arg.convert(value) for arg, value in zip(_SPORK_ARGS, args))
-        if name not in dict(SPORKS):
-            return "Invalid spork name"  # Dash answers this as a result, not an error
-        raise RPCError(RPC_CLIENT_P2P_DISABLED,
-                       "Error: Peer-to-peer functionality missing or disabled")
-    raise RPCError(RPC_MISC_ERROR, _SPORK_HELP)
-
-
-spork = RPCMethod(name="spork", category="coin", handler=_spork, help_text=_SPORK_HELP,
-                  args=(Arg("args", ANY, variadic=True),))
-
-
 #: What the ``governance`` entry point registers.
-METHODS = [gobject, getgovernanceinfo, masternode, masternodelist, mnsync, spork]
+METHODS = [gobject, getgovernanceinfo, masternode, masternodelist, mnsync]
