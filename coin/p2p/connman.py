@@ -488,6 +488,13 @@ class P2PService(service.Service):
                 return True
         return False
 
+    def register_handler(self, command: str,
+                         handler: Callable[[PeerProtocol, Any], Optional[Deferred]]) -> None:
+        """Let a service own ``command`` (masternodes, sporks) without P2P importing it."""
+        if command in self.handlers:
+            raise ValueError("a handler for %r is already registered" % command)
+        self.handlers[command] = handler
+
     def handshaked_peers(self) -> List[PeerProtocol]:
         return [p for p in self.peers.values() if p.successfully_connected and not p.disconnecting]
 
