@@ -1,0 +1,337 @@
+"""Masternodes: message round trips, signatures, the list manager's rules, mncache.dat."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import coincurve
+from hypothesis import given
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from coin.chainparams import COIN, REGTEST
+from coin.masternode import signing
+from coin.masternode.cache import (
+    MNCACHE_NAME, MNCACHE_VERSION, CacheError, decode_masternodes, encode_masternodes, read_cache,
+    write_cache,
+)
+from coin.masternode.manager import SPENT_KEEP_DEPTH, MasternodeError, MasternodeManager
+from coin.masternode.params import (
+    EXPIRATION_SECONDS, MIN_MNP_SECONDS, NEW_START_REQUIRED_SECONDS, masternode_params,
+)
+from coin.masternode.record import (
+    ENABLED, EXPIRED, NEW_START_REQUIRED, OUTPOINT_SPENT, PRE_ENABLED, UPDATE_REQUIRED,
+)
+from coin.p2p.messages import (
+    DsegMessage, MasternodeBroadcastMessage, MasternodePingMessage, MasternodeVerifyMessage,
+    MnGetMessage, PaymentVoteMessage, ProtocolViolation, SyncStatusCountMessage, decode_payload,
+)
+from coin.p2p.netaddr import bytes_to_ip, ip_to_bytes
+from coin.primitives.coin import Coin
+from coin.primitives.hashes import hash160
+from coin.primitives.transaction import OutPoint
+from coin.script.standard import p2pkh_script
+
+hashes = st.binary(min_size=32, max_size=32)
+outpoints = st.builds(OutPoint, hashes, st.integers(0, 0xFFFFFFFF))
+blobs = st.binary(max_size=80)
+i32s = st.integers(-(1 << 31), (1 << 31) - 1)
+# Addresses as the wire gives them back (an IPv4-mapped IPv6 address reads as IPv4).
+ips = st.ip_addresses().map(lambda ip: bytes_to_ip(ip_to_bytes(str(ip))))
+pings = st.builds(MasternodePingMessage, outpoints, hashes, st.integers(-(1 << 63), (1 << 63) - 1),
+                  blobs, st.booleans(), st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF))
+mn_payloads = st.one_of(
+    pings,
+    st.builds(MasternodeBroadcastMessage, outpoints, ips, st.integers(0, 0xFFFF), blobs, blobs, blobs,
+              st.integers(-(1 << 63), (1 << 63) - 1), i32s, pings),
+    st.builds(PaymentVoteMessage, outpoints, i32s, blobs, blobs),
+    st.builds(DsegMessage, outpoints),
+    st.builds(MnGetMessage, i32s),
+    st.builds(SyncStatusCountMessage, i32s, i32s),
+    st.builds(MasternodeVerifyMessage, outpoints, outpoints, ips, st.integers(0, 0xFFFF), i32s, i32s,
+              blobs, blobs))
+
+
+class Messages(SynchronousTestCase):
+
+    @given(mn_payloads)
+    def test_round_trip(self, msg):
+        raw = msg.serialize()
+        self.assertEqual(decode_payload(msg.command, raw), msg)
+
+    @given(mn_payloads, st.binary(min_size=1, max_size=3))
+    def test_trailing_bytes_are_malformed(self, msg, extra):
+        if isinstance(msg, (MasternodePingMessage, MasternodeBroadcastMessage)):
+            return  # a ping's tail is optional, so its length is not fixed
+        self.assertRaises(ProtocolViolation, decode_payload, msg.command, msg.serialize() + extra)
+
+    def test_ping_without_sentinel_fields(self):
+        """Older peers stop after the signature (Dash reads the rest as defaults)."""
+        ping = MasternodePingMessage(OutPoint(b"\x01" * 32, 0), b"\x02" * 32, 1000, b"sig")
+        self.assertEqual(decode_payload("mnp", ping.serialize()[:-9]), ping)
+
+    def test_outpoint_is_sent_as_a_txin(self):
+        """At protocol 70208 Dash writes a CTxIn: outpoint, empty script, final sequence."""
+        outpoint = OutPoint(bytes(range(32)), 7)
+        self.assertEqual(DsegMessage(outpoint).serialize(),
+                         bytes(range(32)) + b"\x07\x00\x00\x00" + b"\x00" + b"\xff" * 4)
+
+
+KEY_C = coincurve.PrivateKey(b"\x11" * 32)   # collateral (wallet, compressed)
+KEY_M = coincurve.PrivateKey(b"\x22" * 32)   # masternode key (genkey, uncompressed)
+PARAMS = masternode_params("regtest")
+T0 = 1_600_000_000
+
+
+def block_hash_at(height):
+    return None if height < 0 else height.to_bytes(32, "little")
+
+
+def collateral_coin(key=KEY_C, value=1000 * COIN, height=10):
+    return Coin(value, p2pkh_script(hash160(key.public_key.format())), height, False, 2)
+
+
+def broadcast(n=0, sig_time=T0, ping_time=None, key_c=KEY_C, key_m=KEY_M, **kw):
+    outpoint = OutPoint(bytes([n + 1]) * 32, n)
+    ping = signing.make_ping(outpoint, block_hash_at(100), ping_time or sig_time, key_m, False)
+    return signing.make_broadcast(outpoint, "127.0.0.1", 20000 + n, (key_c, True), (key_m, False),
+                                  sig_time, ping, **kw)
+
+
+def next_ping(mnb, sig_time, key=KEY_M, height=100):
+    return signing.make_ping(mnb.outpoint, block_hash_at(height), sig_time, key, False)
+
+
+class Signatures(SynchronousTestCase):
+
+    def test_broadcast_and_ping_verify(self):
+        mnb = broadcast()
+        self.assertTrue(signing.verify(mnb.collateral_pubkey, mnb.signature,
+                                       signing.broadcast_string(mnb)))
+        self.assertTrue(signing.verify(mnb.masternode_pubkey, mnb.last_ping.signature,
+                                       signing.ping_string(mnb.last_ping)))
+
+    def test_the_reference_strings(self):
+        mnb = broadcast()
+        ping = mnb.last_ping
+        self.assertEqual(signing.ping_string(ping), "CTxIn(COutPoint(%s, 0), scriptSig=)%s%d" % (
+            "01" * 5, block_hash_at(100)[::-1].hex(), T0))
+        self.assertTrue(signing.broadcast_string(mnb).startswith("127.0.0.1:20000%d" % T0))
+        vote = PaymentVoteMessage(mnb.outpoint, 250, p2pkh_script(b"\x00" * 20))
+        self.assertEqual(signing.vote_string(vote), "%s-0250OP_DUP OP_HASH160 %s OP_EQUALVERIFY "
+                         "OP_CHECKSIG" % ("01" * 32, "00" * 20))
+
+    def test_tampered_fields_fail(self):
+        mnb = broadcast()
+        for changed in (replace(mnb, port=1), replace(mnb, sig_time=T0 + 1),
+                        replace(mnb, protocol_version=70209),
+                        replace(mnb, masternode_pubkey=KEY_C.public_key.format())):
+            self.assertFalse(signing.verify(changed.collateral_pubkey, changed.signature,
+                                            signing.broadcast_string(changed)))
+
+    def test_wrong_key_fails(self):
+        mnb = broadcast()
+        self.assertFalse(signing.verify(KEY_M.public_key.format(False), mnb.signature,
+                                        signing.broadcast_string(mnb)))
+        self.assertFalse(signing.verify(mnb.collateral_pubkey, b"\x00" * 65,
+                                        signing.broadcast_string(mnb)))
+
+
+class ManagerTest(SynchronousTestCase):
+
+    def setUp(self):
+        self.manager = MasternodeManager(PARAMS, REGTEST.p2p_port)
+
+    def add(self, mnb, coin=None, now=T0, tip=100):
+        return self.manager.add_broadcast(mnb, coin or collateral_coin(), tip, block_hash_at, now)
+
+    def refused(self, mnb, coin=None, now=T0, tip=100):
+        with self.assertRaises(MasternodeError) as cm:
+            self.add(mnb, coin, now, tip)
+        self.assertIsNone(self.manager.get(mnb.outpoint))
+        return cm.exception
+
+    def test_accepts_a_good_broadcast_once(self):
+        mnb = broadcast()
+        self.assertTrue(self.add(mnb))
+        self.assertEqual(self.manager.get(mnb.outpoint).state, PRE_ENABLED)
+        self.assertFalse(self.add(mnb))  # seen
+        self.assertEqual(len(self.manager), 1)
+
+    def test_newer_broadcast_replaces_older_is_ignored(self):
+        self.add(broadcast(sig_time=T0))
+        self.assertTrue(self.add(broadcast(sig_time=T0 + 5), now=T0 + 5))
+        self.assertFalse(self.add(broadcast(sig_time=T0 + 1), now=T0 + 5))
+        self.assertEqual(self.manager.get(broadcast().outpoint).broadcast.sig_time, T0 + 5)
+
+    def test_bad_signature_scores_100(self):
+        mnb = broadcast()
+        self.assertEqual(self.refused(replace(mnb, port=1)).ban_score, 100)
+
+    def test_bad_ping_inside_broadcast_scores_33(self):
+        mnb = broadcast()
+        bad_ping = replace(mnb.last_ping, signature=b"\x00" * 65)
+        unsigned = replace(mnb, last_ping=bad_ping)
+        self.assertEqual(self.refused(unsigned).ban_score, 33)
+
+    def test_future_signature_time(self):
+        error = self.refused(broadcast(sig_time=T0 + 3601))
+        self.assertEqual(error.ban_score, 1)
+
+    def test_outdated_protocol_ignored(self):
+        self.assertEqual(self.refused(broadcast(protocol_version=70207)).ban_score, 0)
+
+    def test_collateral_rules(self):
+        mnb = broadcast()
+        self.assertIn("failed to find", self._missing(mnb))
+        wrong_amount = self.refused(mnb, collateral_coin(value=999 * COIN))
+        self.assertEqual(wrong_amount.ban_score, 100)
+        wrong_key = self.refused(mnb, collateral_coin(key=KEY_M))
+        self.assertEqual(wrong_key.ban_score, 33)
+        strict = MasternodeManager(masternode_params("main"), REGTEST.p2p_port)
+        with self.assertRaises(MasternodeError) as cm:
+            strict.check_collateral(mnb, collateral_coin(height=90), 100, block_hash_at)
+        self.assertIn("at least 15 confirmations", cm.exception.reason)
+        self.assertEqual(strict.check_collateral(mnb, collateral_coin(height=86), 100, block_hash_at),
+                         block_hash_at(100))
+
+    def _missing(self, mnb):
+        with self.assertRaises(MasternodeError) as cm:
+            self.manager.add_broadcast(mnb, None, 100, block_hash_at, T0)
+        return cm.exception.reason
+
+    def test_state_machine_on_the_clock(self):
+        mnb = broadcast()
+        self.add(mnb)
+        mn = self.manager.get(mnb.outpoint)
+        self.manager.check_all(T0 + 60)
+        self.assertEqual(mn.state, PRE_ENABLED)
+        self.assertTrue(self.manager.process_ping(next_ping(mnb, T0 + MIN_MNP_SECONDS),
+                                                  T0 + MIN_MNP_SECONDS, 100, 100))
+        self.assertEqual(mn.state, ENABLED)
+        last = T0 + MIN_MNP_SECONDS
+        self.manager.check_all(last + EXPIRATION_SECONDS)
+        self.assertEqual(mn.state, ENABLED)
+        changes = self.manager.check_all(last + EXPIRATION_SECONDS + 1)
+        self.assertEqual((mn.state, changes), (EXPIRED, [(mn, ENABLED)]))
+        # An expired masternode comes back with a ping ...
+        self.manager.process_ping(next_ping(mnb, last + EXPIRATION_SECONDS + 2),
+                                  last + EXPIRATION_SECONDS + 2, 100, 100)
+        self.assertEqual(mn.state, ENABLED)
+        last += EXPIRATION_SECONDS + 2
+        self.manager.check_all(last + NEW_START_REQUIRED_SECONDS + 1)
+        self.assertEqual(mn.state, NEW_START_REQUIRED)
+        # ... one needing a new start does not: only a new broadcast revives it.
+        with self.assertRaises(MasternodeError):
+            self.manager.process_ping(next_ping(mnb, last + NEW_START_REQUIRED_SECONDS + 2),
+                                      last + NEW_START_REQUIRED_SECONDS + 2, 100, 100)
+        now = last + NEW_START_REQUIRED_SECONDS + 10
+        self.assertTrue(self.add(broadcast(sig_time=now), now=now))
+        self.assertEqual(self.manager.get(mnb.outpoint).state, PRE_ENABLED)
+
+    def test_update_required(self):
+        self.add(broadcast())
+        mn = self.manager.get(broadcast().outpoint)
+        mn.broadcast = replace(mn.broadcast, protocol_version=70100)
+        self.manager.check_all(T0)
+        self.assertEqual(mn.state, UPDATE_REQUIRED)
+
+    def test_ping_rules(self):
+        mnb = broadcast()
+        self.add(mnb)
+        later = T0 + MIN_MNP_SECONDS
+        good = next_ping(mnb, later)
+        with self.assertRaises(MasternodeError) as cm:   # too early
+            self.manager.process_ping(next_ping(mnb, T0 + 60), later, 100, 100)
+        self.assertEqual(cm.exception.ban_score, 0)
+        with self.assertRaises(MasternodeError) as cm:   # unknown block
+            self.manager.process_ping(good, later, None, 100)
+        with self.assertRaises(MasternodeError) as cm:   # stale block
+            self.manager.process_ping(good, later, 75, 100)
+        with self.assertRaises(MasternodeError) as cm:   # masternode key is not the signer
+            self.manager.process_ping(next_ping(mnb, later, key=KEY_C), later, 100, 100)
+        self.assertEqual(cm.exception.ban_score, 33)
+        with self.assertRaises(MasternodeError) as cm:   # unknown masternode
+            self.manager.process_ping(next_ping(broadcast(n=5), later), later, 100, 100)
+        self.assertTrue(self.manager.process_ping(good, later, 100, 100))
+        self.assertFalse(self.manager.process_ping(good, later, 100, 100))  # replayed
+
+    def test_spent_collateral_and_reorg(self):
+        mnb = broadcast()
+        self.add(mnb)
+        self.manager.process_ping(next_ping(mnb, T0 + MIN_MNP_SECONDS), T0 + MIN_MNP_SECONDS, 100, 100)
+        mn = self.manager.get(mnb.outpoint)
+        self.assertEqual(self.manager.block_connected(101, [OutPoint(b"\x09" * 32, 0)]), [])
+        self.assertEqual(self.manager.block_connected(102, [mnb.outpoint]), [mn])
+        self.assertEqual(mn.state, OUTPOINT_SPENT)
+        self.manager.check_all(T0 + MIN_MNP_SECONDS)
+        self.assertEqual(mn.state, OUTPOINT_SPENT)  # the clock does not revive it
+        self.assertEqual(self.manager.block_disconnected(102), [mn])
+        self.assertEqual(mn.state, ENABLED)
+        self.manager.block_connected(102, [mnb.outpoint])
+        self.manager.block_connected(102 + SPENT_KEEP_DEPTH - 1, [])
+        self.assertIs(self.manager.get(mnb.outpoint), mn)
+        self.manager.block_connected(102 + SPENT_KEEP_DEPTH, [])
+        self.assertIsNone(self.manager.get(mnb.outpoint))
+
+    def test_ranks_follow_the_block_hash_101_below(self):
+        for n in range(5):
+            self.add(broadcast(n=n))
+        self.assertEqual(self.manager.ranked(100, block_hash_at), [])  # no block at -1
+        ranked = self.manager.ranked(250, block_hash_at)
+        seed = block_hash_at(149)
+        scores = [mn.score(seed) for mn in ranked]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+        self.assertEqual(len(ranked), 5)
+        self.assertEqual(self.manager.rank(ranked[2].outpoint, 250, block_hash_at), 3)
+        self.assertNotEqual([mn.outpoint for mn in self.manager.ranked(251, block_hash_at)],
+                            [mn.outpoint for mn in ranked])  # 5! orders: a tie is ~1%; fixed seeds
+        self.assertIsNone(self.manager.rank(OutPoint(b"\x07" * 32, 1), 250, block_hash_at))
+
+
+class Cache(SynchronousTestCase):
+
+    def setUp(self):
+        self.path = self.mktemp()
+
+    def filled(self):
+        manager = MasternodeManager(PARAMS, REGTEST.p2p_port)
+        for n in range(3):
+            manager.add_broadcast(broadcast(n=n), collateral_coin(), 100, block_hash_at, T0)
+        manager.block_connected(105, [broadcast(n=1).outpoint])
+        return manager
+
+    def test_round_trip(self):
+        manager = self.filled()
+        write_cache(self.path, MNCACHE_NAME, MNCACHE_VERSION, REGTEST.message_start,
+                    encode_masternodes(*manager.snapshot()))
+        copy = MasternodeManager(PARAMS, REGTEST.p2p_port)
+        copy.load(*decode_masternodes(read_cache(self.path, MNCACHE_NAME, MNCACHE_VERSION,
+                                                 REGTEST.message_start)))
+        self.assertEqual([(mn.broadcast, mn.last_ping, mn.state, mn.collateral_hash) for mn in copy],
+                         [(mn.broadcast, mn.last_ping, mn.state, mn.collateral_hash)
+                          for mn in manager])
+        self.assertEqual(copy.snapshot()[1], manager.snapshot()[1])
+        # The restored spend record still undoes on a reorg.
+        self.assertEqual(len(copy.block_disconnected(105)), 1)
+
+    def test_corrupt_foreign_and_old_files(self):
+        payload = encode_masternodes(*self.filled().snapshot())
+        write_cache(self.path, MNCACHE_NAME, MNCACHE_VERSION, REGTEST.message_start, payload)
+        with open(self.path, "rb") as f:
+            good = f.read()
+        cases = {"checksum": good[:40] + bytes([good[40] ^ 1]) + good[41:], "truncated": good[:10]}
+        for name, data in cases.items():
+            with open(self.path, "wb") as f:
+                f.write(data)
+            self.assertRaises(CacheError, read_cache, self.path, MNCACHE_NAME, MNCACHE_VERSION,
+                              REGTEST.message_start)
+        for args in ((b"Other", MNCACHE_VERSION, REGTEST.message_start),
+                     (MNCACHE_NAME, MNCACHE_VERSION + 1, REGTEST.message_start),
+                     (MNCACHE_NAME, MNCACHE_VERSION, b"\x00" * 4)):
+            write_cache(self.path, *args, payload)
+            self.assertRaises(CacheError, read_cache, self.path, MNCACHE_NAME, MNCACHE_VERSION,
+                              REGTEST.message_start)
+        self.assertRaises(CacheError, decode_masternodes, payload[:-1])
+        self.assertFalse(os.path.exists(self.path + ".new"))
