@@ -13,10 +13,11 @@ from twisted.trial.unittest import SynchronousTestCase
 from coin.chainparams import COIN, REGTEST
 from coin.masternode import signing
 from coin.masternode.cache import (
-    MNCACHE_NAME, MNCACHE_VERSION, CacheError, decode_masternodes, encode_masternodes, read_cache,
-    write_cache,
+    MNCACHE_NAME, MNCACHE_VERSION, CacheError, decode_masternodes, decode_votes, encode_masternodes,
+    encode_votes, read_cache, write_cache,
 )
 from coin.masternode.manager import SPENT_KEEP_DEPTH, MasternodeError, MasternodeManager
+from coin.masternode.payments import PaymentVotes, masternode_payment, payee_script
 from coin.masternode.params import (
     EXPIRATION_SECONDS, MIN_MNP_SECONDS, NEW_START_REQUIRED_SECONDS, masternode_params,
 )
@@ -30,7 +31,7 @@ from coin.p2p.messages import (
 from coin.p2p.netaddr import bytes_to_ip, ip_to_bytes
 from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash160
-from coin.primitives.transaction import OutPoint
+from coin.primitives.transaction import OutPoint, Transaction, TxOut
 from coin.script.standard import p2pkh_script
 
 hashes = st.binary(min_size=32, max_size=32)
@@ -335,3 +336,100 @@ class Cache(SynchronousTestCase):
                               REGTEST.message_start)
         self.assertRaises(CacheError, decode_masternodes, payload[:-1])
         self.assertFalse(os.path.exists(self.path + ".new"))
+
+
+def vote(mnb, height, payee, key=KEY_M):
+    unsigned = PaymentVoteMessage(mnb.outpoint, height, payee)
+    return replace(unsigned, signature=signing.sign(key, signing.vote_string(unsigned), False))
+
+
+class Payments(SynchronousTestCase):
+    """Votes, election, the payee rule and the queue, over 12 masternodes."""
+
+    def setUp(self):
+        self.manager = MasternodeManager(PARAMS, REGTEST.p2p_port)
+        self.mnbs = [broadcast(n=n) for n in range(12)]
+        for mnb in self.mnbs:
+            self.manager.add_broadcast(mnb, collateral_coin(), 100, block_hash_at, T0)
+            self.manager.process_ping(next_ping(mnb, T0 + MIN_MNP_SECONDS), T0 + MIN_MNP_SECONDS,
+                                      100, 100)
+        self.votes = PaymentVotes(self.manager, PARAMS)
+        self.height = 250
+        self.ranked = self.manager.ranked(self.height, block_hash_at)
+        self.subsidy = 50 * COIN
+
+    def add(self, v, tip=240):
+        return self.votes.add_vote(v, tip, block_hash_at)
+
+    def test_top_ten_vote_once_and_six_elect(self):
+        payee_a, payee_b = p2pkh_script(b"\xaa" * 20), p2pkh_script(b"\xbb" * 20)
+        for mnb in [self.manager.get(mn.outpoint).broadcast for mn in self.ranked[:5]]:
+            self.assertTrue(self.add(vote(mnb, self.height, payee_a)))
+        self.assertEqual(self.votes.best_payee(self.height), payee_a)
+        coinbase_b = Transaction([], [TxOut(1, b""), TxOut(masternode_payment(self.subsidy), payee_b)])
+        # Five votes: not yet elected, any payee (or none) is valid.
+        self.assertTrue(self.votes.is_coinbase_valid(coinbase_b, self.height, self.subsidy))
+        sixth = self.manager.get(self.ranked[5].outpoint).broadcast
+        self.assertTrue(self.add(vote(sixth, self.height, payee_a)))
+        self.assertFalse(self.votes.is_coinbase_valid(coinbase_b, self.height, self.subsidy))
+        coinbase_a = Transaction([], [TxOut(1, b""), TxOut(masternode_payment(self.subsidy), payee_a)])
+        self.assertTrue(self.votes.is_coinbase_valid(coinbase_a, self.height, self.subsidy))
+        short = Transaction([], [TxOut(1, b""), TxOut(masternode_payment(self.subsidy) - 1, payee_a)])
+        self.assertFalse(self.votes.is_coinbase_valid(short, self.height, self.subsidy))
+        self.assertEqual(self.votes.block_payee(self.height, self.subsidy),
+                         (payee_a, 2250000000))
+        # A second vote of the same masternode for the same height is refused.
+        with self.assertRaises(MasternodeError):
+            self.add(vote(sixth, self.height, payee_b))
+        self.assertFalse(self.add(vote(sixth, self.height, payee_a)))  # the same vote: seen
+        self.assertEqual(self.votes.payments_string(self.height, lambda s: s[3:5].hex()),
+                         "aaaa:6")
+        self.assertEqual(self.votes.payments_string(self.height + 1, str), "Unknown")
+
+    def test_vote_refusals(self):
+        payee = p2pkh_script(b"\xaa" * 20)
+        eleventh = self.manager.get(self.ranked[10].outpoint).broadcast
+        with self.assertRaises(MasternodeError) as cm:
+            self.add(vote(eleventh, self.height, payee))
+        self.assertEqual(cm.exception.ban_score, 0)  # 11th: refused, not scored
+        first = self.manager.get(self.ranked[0].outpoint).broadcast
+        with self.assertRaises(MasternodeError) as cm:
+            self.add(vote(first, self.height, payee, key=KEY_C))
+        self.assertEqual(cm.exception.ban_score, 20)
+        with self.assertRaises(MasternodeError):
+            self.add(vote(first, 240 + 21, payee))  # too far ahead
+        with self.assertRaises(MasternodeError):
+            self.add(vote(broadcast(n=40), self.height, payee))  # unknown voter
+        self.assertEqual(len(self.votes), 0)
+
+    def test_before_the_start_height(self):
+        self.assertIsNone(self.votes.block_payee(199, self.subsidy))
+        self.assertTrue(self.votes.is_coinbase_valid(Transaction([], []), 199, self.subsidy))
+
+    def test_queue_prefers_the_longest_unpaid(self):
+        now = T0 + MIN_MNP_SECONDS
+        _, count = self.votes.next_in_queue(self.height, 240, now + 3600, block_hash_at)
+        self.assertEqual(count, 12)
+        # Everyone but one was paid recently: the one never paid is next.
+        for index, mn in enumerate(self.manager):
+            mn.last_paid_height = 0 if index == 7 else 230 + index
+        winner, _ = self.votes.next_in_queue(self.height, 240, now + 3600, block_hash_at)
+        self.assertEqual(winner.outpoint, self.mnbs[7].outpoint)
+        # The paid payee is recorded from the block's coinbase.
+        coinbase = Transaction([], [TxOut(1, b""),
+                                    TxOut(masternode_payment(self.subsidy), payee_script(winner))])
+        self.votes.block_connected(245, 1234, coinbase, self.subsidy)
+        self.assertEqual((winner.last_paid_height, winner.last_paid_time), (245, 1234))
+        self.votes.block_disconnected(245)
+        self.assertEqual(winner.last_paid_height, 0)
+
+    def test_votes_persist(self):
+        payee = p2pkh_script(b"\xaa" * 20)
+        for mn in self.ranked[:3]:
+            self.add(vote(mn.broadcast, self.height, payee))
+        copy = PaymentVotes(self.manager, PARAMS)
+        copy.load(decode_votes(encode_votes(self.votes.votes())))
+        self.assertEqual(copy.payees(self.height), [(payee, 3)])
+        self.assertRaises(CacheError, decode_votes, encode_votes(self.votes.votes())[:-2])
+        copy.prune(self.height + 5001)
+        self.assertEqual(copy.payees(self.height), [])

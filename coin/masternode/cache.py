@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from coin.masternode.record import STATE_NAMES, Masternode
-from coin.p2p.messages import MasternodeBroadcastMessage, MasternodePingMessage
+from coin.p2p.messages import MasternodeBroadcastMessage, MasternodePingMessage, PaymentVoteMessage
 from coin.primitives.hashes import sha256d
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size, i32, i64, var_bytes
 from coin.primitives.transaction import OutPoint
@@ -60,7 +60,8 @@ def encode_masternodes(masternodes: List[Masternode], spent: Spent) -> bytes:
     for mn in masternodes:
         height, before = spent.get(mn.outpoint, (-1, 0))
         parts += [var_bytes(mn.broadcast.serialize()), var_bytes(mn.last_ping.serialize()),
-                  bytes((mn.state,)), mn.collateral_hash, i32(mn.last_paid_height),
+                  bytes((mn.state,)), mn.collateral_hash, i32(mn.collateral_height),
+                  i32(mn.last_paid_height),
                   i64(mn.last_paid_time), i32(height), bytes((before,))]
     return b"".join(parts)
 
@@ -75,7 +76,7 @@ def decode_masternodes(payload: bytes) -> Tuple[List[Masternode], Spent]:
             state = r.read_u8()
             if state not in STATE_NAMES:
                 raise ValueError("unknown state %d" % state)
-            mn = Masternode(mnb, r.read(32), state, r.read_i32(), r.read_i64())
+            mn = Masternode(mnb, r.read(32), r.read_i32(), state, r.read_i32(), r.read_i64())
             mn.last_ping = ping
             height, before = r.read_i32(), r.read_u8()
             if height >= 0:
@@ -85,3 +86,22 @@ def decode_masternodes(payload: bytes) -> Tuple[List[Masternode], Spent]:
     except (DeserializationError, ValueError) as e:
         raise CacheError("bad entry: %s" % e) from None
     return masternodes, spent
+
+
+MNPAYMENTS_NAME = b"MasternodePayments"
+MNPAYMENTS_VERSION = 1
+
+
+def encode_votes(votes: List[PaymentVoteMessage]) -> bytes:
+    return compact_size(len(votes)) + b"".join(var_bytes(v.serialize()) for v in votes)
+
+
+def decode_votes(payload: bytes) -> List[PaymentVoteMessage]:
+    r = ByteReader(payload)
+    try:
+        votes = [PaymentVoteMessage.deserialize(r.read_var_bytes())
+                 for _ in range(r.read_compact_size())]
+        r.assert_end()
+    except (DeserializationError, ValueError) as e:
+        raise CacheError("bad vote: %s" % e) from None
+    return votes

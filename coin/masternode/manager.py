@@ -129,10 +129,12 @@ class MasternodeManager:
             return False
         self.check_broadcast(mnb, now)
         conf_hash = self.check_collateral(mnb, coin, tip_height, block_hash_at)
+        assert coin is not None
         if existing is not None and existing.broadcast.collateral_pubkey != mnb.collateral_pubkey:
             raise MasternodeError("mnb: collateral key changed", 33)
         paid = (existing.last_paid_height, existing.last_paid_time) if existing else (0, 0)
-        masternode = Masternode(mnb, conf_hash, last_paid_height=paid[0], last_paid_time=paid[1])
+        masternode = Masternode(mnb, conf_hash, coin.height, last_paid_height=paid[0],
+                                last_paid_time=paid[1])
         self._masternodes[mnb.outpoint] = masternode
         self._spent.pop(mnb.outpoint, None)
         self._seen_pings[mnb.last_ping.hash] = mnb.last_ping.sig_time

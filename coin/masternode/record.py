@@ -37,16 +37,17 @@ class Masternode:
     collateral reached its minimum confirmations: it seeds the score (Dash's
     nCollateralMinConfBlockHash), so a masternode cannot grind its rank."""
 
-    __slots__ = ("broadcast", "last_ping", "state", "collateral_hash", "last_paid_height",
-                 "last_paid_time")
+    __slots__ = ("broadcast", "last_ping", "state", "collateral_hash", "collateral_height",
+                 "last_paid_height", "last_paid_time")
 
     def __init__(self, broadcast: MasternodeBroadcastMessage, collateral_hash: bytes,
-                 state: int = PRE_ENABLED, last_paid_height: int = 0,
+                 collateral_height: int, state: int = PRE_ENABLED, last_paid_height: int = 0,
                  last_paid_time: int = 0) -> None:
         self.broadcast = broadcast
         self.last_ping: MasternodePingMessage = broadcast.last_ping
         self.state = state
         self.collateral_hash = collateral_hash
+        self.collateral_height = collateral_height
         self.last_paid_height = last_paid_height
         self.last_paid_time = last_paid_time
 
