@@ -29,6 +29,9 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.logs import DebugCategories, build_observers
+from coin.masternode.service import (
+    MasternodeConfigError, MasternodeService, active_from_config,
+)
 from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
@@ -74,6 +77,8 @@ class NodeFacade:
         self.wallet_service = node.wallets
         #: The P2P service (coin.p2p.connman.P2PService).
         self.p2p = node.p2p
+        #: Masternodes (coin.masternode.service.MasternodeService).
+        self.masternodes = node.masternodes
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -112,6 +117,7 @@ class NodeService(service.MultiService):
         self.p2p: Optional[P2PService] = None
         self.block_sync: Optional[BlockSync] = None
         self.tx_relay: Optional[TxRelay] = None
+        self.masternodes: Optional[MasternodeService] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -205,6 +211,17 @@ class NodeService(service.MultiService):
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        try:
+            active = active_from_config(self.config.get_bool("masternode", False),
+                                        self.config.get("masternodeprivkey"), self.params)
+        except MasternodeConfigError as e:
+            raise StartupError(str(e)) from None
+        # sporks=None until coin.spork is merged: the lead passes the node's SporkManager.
+        self.masternodes = MasternodeService(
+            self.params, self.chain, self.p2p, self.block_sync.is_initial_block_download,
+            self.validation.subscribe, chainstate.adjusted_time, self.reactor, self.datadir,
+            self.config.get("mnconf", "masternode.conf"), active, sporks=None)
+        self.masternodes.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

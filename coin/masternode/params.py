@@ -48,3 +48,6 @@ _PARAMS = {
 def masternode_params(network: str) -> MasternodeParams:
     """The parameters of ``network`` ("main", "test" or "regtest")."""
     return _PARAMS[network]
+
+#: The spork that turns the ``bad-cb-payee`` rule on (coin.spork's number, the reference's).
+SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT = 10007

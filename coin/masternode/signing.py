@@ -36,9 +36,15 @@ def outpoint_short(outpoint: OutPoint) -> str:
     return "%s-%d" % (outpoint.txid[::-1].hex(), outpoint.n)
 
 
+def service_string(ip: str, port: int) -> str:
+    """CService::ToString(): ``ip:port``, an IPv6 address in brackets."""
+    return ("[%s]:%d" if ":" in ip else "%s:%d") % (ip, port)
+
+
 def broadcast_string(mnb: MasternodeBroadcastMessage) -> str:
-    return "%s:%d%d%s%s%d" % (mnb.ip, mnb.port, mnb.sig_time, _key_id(mnb.collateral_pubkey),
-                              _key_id(mnb.masternode_pubkey), mnb.protocol_version)
+    return "%s%d%s%s%d" % (service_string(mnb.ip, mnb.port), mnb.sig_time,
+                           _key_id(mnb.collateral_pubkey), _key_id(mnb.masternode_pubkey),
+                           mnb.protocol_version)
 
 
 def ping_string(mnp: MasternodePingMessage) -> str:
