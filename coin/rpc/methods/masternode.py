@@ -261,9 +261,9 @@ async def _start(ctx: RPCContext, service: MasternodeService, entry: MasternodeE
 
 
 async def _masternode_start_alias(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
+    wallet = _wallet(ctx)
     if not rest:
         raise _invalid("Please specify an alias")
-    wallet = _wallet(ctx)
     alias = _text(rest[0])
     status: Dict[str, Any] = {"alias": alias}
     service = _service(ctx)
