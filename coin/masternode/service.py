@@ -23,7 +23,7 @@ from coin.chainparams import MAIN, ChainParams
 from coin.config.hostport import split_host_port
 from coin.consensus.subsidy import block_subsidy
 from coin.masternode import signing
-from coin.masternode.active import ActiveMasternode
+from coin.masternode.active import STARTED, ActiveMasternode
 from coin.masternode.cache import (
     MNCACHE_NAME, MNCACHE_VERSION, MNPAYMENTS_NAME, MNPAYMENTS_VERSION, CacheError,
     decode_masternodes, decode_votes, encode_masternodes, encode_votes, read_cache, write_cache,
@@ -232,7 +232,7 @@ class MasternodeService(service.Service):
                                       block_subsidy(entry.height, self.params))
         if entry.height % 100 == 0:
             self.payments.prune(entry.height)
-        if self.active is not None and self.active.outpoint is not None:
+        if self.active is not None and self.active.state == STARTED:
             self._vote(entry.height + VOTE_AHEAD)
 
     def block_disconnected(self, entry: Any, block: Any) -> None:
@@ -334,8 +334,10 @@ class MasternodeService(service.Service):
         peer.send(SyncStatusCountMessage(SYNC_LIST, sent))
 
     def _on_mnget(self, peer: Any, message: MnGetMessage) -> None:
-        first = self.tip_height - max(0, message.count)
-        votes = [v for v in self.payments.votes() if first <= v.height]
+        """Every stored vote (the reference sends only the next 20 heights' and fetches the
+        past ones block by block; one answer is simpler and lets a new node check the
+        payees of recent blocks at once)."""
+        votes = self.payments.votes()
         for vote in votes:
             peer.send(vote)
         peer.send(SyncStatusCountMessage(SYNC_MNW, len(votes)))

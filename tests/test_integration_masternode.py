@@ -1,0 +1,183 @@
+"""Masternodes between real coind processes on regtest, as users run them (issue #14).
+
+A controller with a wallet funds three 1,000-coin collaterals; three masternode processes
+(-masternode=1 -masternodeprivkey) are started from its masternode.conf with start-alias
+and start-all; setmocktime drives pings and expiry; mined blocks pay the elected
+masternode; a spent collateral drops its masternode; a new node syncs the list; a
+restarted node keeps it.  Every node listens on loopback only and dials only what
+-connect names.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Dict, List
+
+from coin.chainparams import COIN, REGTEST
+from coin.consensus.subsidy import block_subsidy
+from tests.nodeharness import NodeProcess, free_port
+from tests.test_integration_p2p_base import P2PTestCase, wait_until
+
+COLLATERAL = 1000
+MIN_MNP_SECONDS = 600
+
+
+def status_list(node: NodeProcess) -> Dict[str, str]:
+    return node.rpc("masternodelist", "status")
+
+
+def set_time(nodes: List[NodeProcess], now: int) -> None:
+    for node in nodes:
+        node.rpc("setmocktime", now)
+
+
+class MasternodeNetworkTests(P2PTestCase):
+
+    def wait_states(self, nodes: List[NodeProcess], expected: Dict[str, str], what: str,
+                    timeout: float = 30.0) -> None:
+        wait_until(lambda: all(status_list(n) == expected for n in nodes), what, timeout)
+
+    def wait_tip(self, nodes: List[NodeProcess], timeout: float = 30.0) -> None:
+        wait_until(lambda: len({n.rpc("getbestblockhash") for n in nodes}) == 1,
+                   "the nodes to agree on the tip", timeout)
+
+    def test_masternode_network(self) -> None:
+        now = int(time.time())
+        control_dir = os.path.abspath(self.mktemp())
+        control = self.start("-listen=1", "-connect=0", datadir=control_dir)
+        control.rpc("setmocktime", now)
+        control.rpc("generate", 165)  # 65 mature coinbases: three collaterals and fees
+        funding = []
+        for _ in range(3):
+            address = control.rpc("getnewaddress")
+            txid = control.rpc("sendtoaddress", address, COLLATERAL)
+            vout = next(o["n"] for o in control.rpc("getrawtransaction", txid, True)["vout"]
+                        if o["value"] == COLLATERAL)
+            funding.append((txid, vout))
+        control.rpc("generate", 1)
+        outputs = control.rpc("masternode", "outputs")
+        self.assertEqual(outputs, {txid: str(vout) for txid, vout in funding})
+        # The user writes masternode.conf (one bad line too) and restarts the controller.
+        keys = [control.rpc("masternode", "genkey") for _ in range(3)]
+        ports = [free_port() for _ in range(3)]
+        lines = ["# comment", "mn%d 127.0.0.1:%d %s %s %d" % (1, ports[0], keys[0], *funding[0]),
+                 "broken line", "mn%d 127.0.0.1:%d %s %s %d" % (2, ports[1], keys[1], *funding[1]),
+                 "mn%d 127.0.0.1:%d %s %s %d" % (3, ports[2], keys[2], *funding[2])]
+        control.stop()
+        with open(os.path.join(control.net_datadir, "masternode.conf"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        control = self.start("-listen=1", "-connect=0", datadir=control_dir,
+                             port=control.p2p_port)
+        with open(os.path.join(control.net_datadir, "debug.log")) as f:
+            self.assertIn('Could not parse masternode.conf\nLine: 3\n"broken line"', f.read())
+        self.assertEqual([e["alias"] for e in control.rpc("masternode", "list-conf")],
+                         ["mn1", "mn2", "mn3"])
+        self.assertEqual({e["status"] for e in control.rpc("masternode", "list-conf")},
+                         {"MISSING"})
+        self.assertEqual(control.rpc("masternode", "start-alias", "nosuch"),
+                         {"alias": "nosuch", "result": "failed",
+                          "errorMessage": "Could not find alias in config. Verify with list-conf."})
+        masternodes = [self.start("-listen=1", "-connect=" + self.target(control), "-masternode=1",
+                                  "-masternodeprivkey=" + key, port=port)
+                       for key, port in zip(keys, ports)]
+        nodes = [control] + masternodes
+        set_time(nodes, now)
+        self.wait_tip(nodes)
+        self.assertEqual(masternodes[0].rpc("masternode", "status")["status"],
+                         "Not capable masternode: Masternode not in masternode list")
+
+        # start-alias, then start-all: every node lists the three, PRE_ENABLED.
+        started = control.rpc("masternode", "start-alias", "mn1")
+        self.assertEqual(started, {"alias": "mn1", "result": "successful"})
+        overall = control.rpc("masternode", "start-all")["overall"]
+        self.assertEqual(overall, "Successfully started 3 masternodes, failed to start 0, total 3")
+        keys_of = {"COutPoint(%s, %d)" % f: n for n, f in enumerate(funding)}
+        self.wait_states(nodes, dict.fromkeys(keys_of, "PRE_ENABLED"), "three PRE_ENABLED")
+        # Ten minutes later the masternodes have pinged: ENABLED everywhere.
+        now += MIN_MNP_SECONDS + 60
+        set_time(nodes, now)
+        self.wait_states(nodes, dict.fromkeys(keys_of, "ENABLED"), "three ENABLED")
+        status = masternodes[1].rpc("masternode", "status")
+        self.assertEqual((status["outpoint"], status["service"], status["status"]),
+                         ("COutPoint(%s, %d)" % funding[1], "127.0.0.1:%d" % ports[1],
+                          "Masternode successfully started"))
+
+        # Payments start at 200: each block pays the most-voted masternode 45% of the subsidy.
+        paid = {}
+        while control.rpc("getblockcount") < 215:
+            self.wait_tip(nodes)
+            control.rpc("generate", 1)
+            height = control.rpc("getblockcount")
+            block = control.rpc("getblock", control.rpc("getbestblockhash"), 2)
+            coinbase = block["tx"][0]["vout"]
+            if height >= 200 and len(coinbase) == 2:
+                # 45% of the subsidy (regtest halves every 150 blocks: 25 coins here).
+                self.assertEqual(coinbase[1]["value"] * COIN,
+                                 block_subsidy(height, REGTEST) * 45 // 100)
+                paid[height] = coinbase[1]["scriptPubKey"]["addresses"][0]
+        self.wait_tip(nodes)
+        self.assertTrue(paid, "no block paid a masternode")
+        winners = [n.rpc("masternode", "winners", "20") for n in nodes]
+        for height, address in paid.items():
+            self.assertIn(address, winners[0][str(height)])
+        wait_until(lambda: len({str(n.rpc("masternode", "winners", "20")) for n in nodes}) == 1,
+                   "every node to agree on the winners")
+        payees = control.rpc("masternodelist", "payee")
+        self.assertTrue(set(paid.values()) <= set(payees.values()))
+        template = control.rpc("getblocktemplate")
+        self.assertTrue(template["masternode_payments_started"])
+        self.assertFalse(template["masternode_payments_enforced"])  # SPORK_8 is off
+
+        # A new node syncs the list: INITIAL -> WAITING -> LIST -> MNW -> FINISHED.
+        newcomer = self.start("-listen=1", "-connect=" + self.target(control))
+        newcomer.rpc("setmocktime", now)
+        seen: List[str] = []
+
+        def finished() -> bool:
+            name = newcomer.rpc("mnsync", "status")["AssetName"]
+            if not seen or seen[-1] != name:
+                seen.append(name)
+            return name == "MASTERNODE_SYNC_FINISHED"
+
+        wait_until(finished, "the new node's masternode sync", timeout=60)
+        order = ["MASTERNODE_SYNC_INITIAL", "MASTERNODE_SYNC_WAITING", "MASTERNODE_SYNC_LIST",
+                 "MASTERNODE_SYNC_MNW", "MASTERNODE_SYNC_FINISHED"]
+        self.assertEqual(seen, [name for name in order if name in seen])
+        self.assertEqual(status_list(newcomer), dict.fromkeys(keys_of, "ENABLED"))
+        self.assertEqual(newcomer.rpc("masternode", "winners", "20"),
+                         control.rpc("masternode", "winners", "20"))
+        nodes.append(newcomer)
+
+        # Spending a collateral drops its masternode: OUTPOINT_SPENT on every node.
+        txid, vout = funding[1]
+        raw = control.rpc("createrawtransaction", [{"txid": txid, "vout": vout}],
+                          {control.rpc("getnewaddress"): 999.99})
+        control.rpc("sendrawtransaction",
+                    control.rpc("signrawtransactionwithwallet", raw)["hex"])
+        control.rpc("generate", 1)
+        spent_key = "COutPoint(%s, %d)" % funding[1]
+        wait_until(lambda: all(status_list(n).get(spent_key) == "OUTPOINT_SPENT" for n in nodes),
+                   "OUTPOINT_SPENT everywhere")
+
+        # The third masternode stops: 65 minutes on it is EXPIRED, 180 NEW_START_REQUIRED.
+        masternodes[2].stop()
+        alive = nodes[:3] + nodes[4:]
+        third = "COutPoint(%s, %d)" % funding[2]
+        for minutes, state in ((66, "EXPIRED"), (121, "EXPIRED"), (182, "NEW_START_REQUIRED")):
+            set_time(alive, now + minutes * 60)
+            wait_until(lambda: all(status_list(n).get(third) == state for n in alive),
+                       "the stopped masternode %s" % state)
+        now += 182 * 60
+        first = "COutPoint(%s, %d)" % funding[0]
+        wait_until(lambda: all(status_list(n).get(first) == "ENABLED" for n in alive),
+                   "the live masternode still ENABLED (it pinged through the jumps)")
+
+        # Restarted, the controller keeps its list (mncache.dat) and votes (mnpayments.dat).
+        before = status_list(control)
+        winners_before = control.rpc("masternode", "winners", "20")
+        control.stop()
+        control = self.start("-listen=1", "-connect=0", datadir=control_dir,
+                             port=control.p2p_port)
+        self.assertEqual(set(status_list(control)), set(before))
+        self.assertEqual(control.rpc("masternode", "winners", "20"), winners_before)
