@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import COIN, REGTEST
+from coin.consensus.errors import ValidationError
+from coin.consensus.subsidy import block_subsidy
 from coin.masternode import signing
 from coin.masternode.cache import (
     MNCACHE_NAME, MNCACHE_VERSION, CacheError, decode_masternodes, decode_votes, encode_masternodes,
@@ -33,6 +35,7 @@ from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash160
 from coin.primitives.transaction import OutPoint, Transaction, TxOut
 from coin.script.standard import p2pkh_script
+from coin.testing.chainbuilder import ChainBuilder, open_chain
 
 hashes = st.binary(min_size=32, max_size=32)
 outpoints = st.builds(OutPoint, hashes, st.integers(0, 0xFFFFFFFF))
@@ -353,7 +356,8 @@ class Payments(SynchronousTestCase):
             self.manager.add_broadcast(mnb, collateral_coin(), 100, block_hash_at, T0)
             self.manager.process_ping(next_ping(mnb, T0 + MIN_MNP_SECONDS), T0 + MIN_MNP_SECONDS,
                                       100, 100)
-        self.votes = PaymentVotes(self.manager, PARAMS)
+        # The reference's six votes (main and test); regtest elects with two.
+        self.votes = PaymentVotes(self.manager, PARAMS._replace(votes_required=6))
         self.height = 250
         self.ranked = self.manager.ranked(self.height, block_hash_at)
         self.subsidy = 50 * COIN
@@ -402,6 +406,15 @@ class Payments(SynchronousTestCase):
             self.add(vote(broadcast(n=40), self.height, payee))  # unknown voter
         self.assertEqual(len(self.votes), 0)
 
+    def test_regtest_elects_with_two_votes(self):
+        votes = PaymentVotes(self.manager, PARAMS)
+        payee = p2pkh_script(b"\xaa" * 20)
+        wrong = Transaction([], [TxOut(1, b""), TxOut(masternode_payment(self.subsidy), b"")])
+        for mn in self.ranked[:2]:
+            self.assertTrue(votes.is_coinbase_valid(wrong, self.height, self.subsidy))
+            votes.add_vote(vote(mn.broadcast, self.height, payee), 240, block_hash_at)
+        self.assertFalse(votes.is_coinbase_valid(wrong, self.height, self.subsidy))
+
     def test_before_the_start_height(self):
         self.assertIsNone(self.votes.block_payee(199, self.subsidy))
         self.assertTrue(self.votes.is_coinbase_valid(Transaction([], []), 199, self.subsidy))
@@ -433,3 +446,37 @@ class Payments(SynchronousTestCase):
         self.assertRaises(CacheError, decode_votes, encode_votes(self.votes.votes())[:-2])
         copy.prune(self.height + 5001)
         self.assertEqual(copy.payees(self.height), [])
+
+
+class ChainHooks(SynchronousTestCase):
+    """The coinbase hooks the masternode service sets on the chain state."""
+
+    def setUp(self):
+        self.chain = open_chain(self.mktemp())
+        self.addCleanup(self.chain.store.close)
+        self.builder = ChainBuilder(self.chain)
+        self.payee = p2pkh_script(b"\xaa" * 20)
+
+    def test_miner_pays_the_payee_in_output_1(self):
+        self.chain.block_payee = lambda height: (self.payee, 7 * COIN)
+        block = self.builder.build()
+        self.assertEqual([(o.value, o.script_pubkey) for o in block.txs[0].vout],
+                         [(block_subsidy(1, REGTEST) - 7 * COIN, self.builder.script_pubkey),
+                          (7 * COIN, self.payee)])
+        self.chain.process_block(block)
+        self.assertEqual(self.chain.height, 1)
+
+    def test_bad_cb_payee(self):
+        """A block the payee rule refuses is invalid (it would connect without the hook)."""
+        checked = []
+
+        def check(height, coinbase):
+            checked.append(height)
+            return any(out.script_pubkey == self.payee for out in coinbase.vout)
+
+        self.chain.payee_check = check
+        err = self.assertRaises(ValidationError, self.chain.process_block, self.builder.build())
+        self.assertEqual((err.reason, checked, self.chain.height), ("bad-cb-payee", [1], 0))
+        self.chain.block_payee = lambda height: (self.payee, COIN)
+        self.chain.process_block(self.builder.build())
+        self.assertEqual(self.chain.height, 1)

@@ -9,7 +9,13 @@ from typing import Any, List
 from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 
+from coin.consensus.subsidy import block_subsidy
+from coin.masternode.params import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT
 from coin.masternode.service import MasternodeService
+from coin.masternode.sync import SYNC_FINISHED
+from coin.p2p.messages import PaymentVoteMessage
+from coin.primitives.transaction import OutPoint, Transaction, TxOut
+from coin.script.standard import p2pkh_script
 from coin.masternode.record import ENABLED
 from coin.primitives.address import decode_wif
 from coin.rpc.methods.masternode import METHODS, _encode_broadcasts
@@ -221,3 +227,37 @@ class ListedTests(MasternodeRPCTestCase):
         tampered = _encode_broadcasts([self.mnbs[0], replace(self.mnbs[1], port=1)])
         self.assertIn("failed to decode 1",
                       (yield self.result("masternodebroadcast", "decode", tampered))["overall"])
+
+
+class SporkStandIn:
+    """Test-only stand-in for the spork API (coin.spork.SporkManager.is_active) until the
+    spork branch is merged; production code never builds one."""
+
+    def __init__(self, *active: int) -> None:
+        self.active = set(active)
+
+    def is_active(self, spork_id: int, now: int) -> bool:
+        return spork_id in self.active
+
+
+class PayeeRuleTests(MasternodeRPCTestCase):
+    """bad-cb-payee only while SPORK_8 is active and the list is synced."""
+
+    def test_enforcement_needs_spork_8_and_a_synced_list(self):
+        payee, other = p2pkh_script(b"\xaa" * 20), p2pkh_script(b"\xbb" * 20)
+        height = 250
+        amount = block_subsidy(height, self.params) * 45 // 100
+        self.masternodes.payments.load([PaymentVoteMessage(OutPoint(bytes([n]) * 32, 0), height,
+                                                           payee) for n in range(6)])
+        wrong = Transaction([], [TxOut(1, b""), TxOut(amount, other)])
+        right = Transaction([], [TxOut(1, b""), TxOut(amount, payee)])
+        check = self.state.payee_check
+        self.assertTrue(check(height, wrong))            # no spork manager: not enforced
+        self.masternodes.sporks = SporkStandIn(SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT)
+        self.assertTrue(check(height, wrong))            # list not synced: not enforced
+        self.masternodes.sync.asset = SYNC_FINISHED
+        self.assertFalse(check(height, wrong))
+        self.assertTrue(check(height, right))
+        self.masternodes.sporks = SporkStandIn()
+        self.assertTrue(check(height, wrong))
+        self.assertEqual(self.state.block_payee(height), (payee, amount))

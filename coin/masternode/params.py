@@ -36,12 +36,15 @@ class MasternodeParams(NamedTuple):
     payments_start_height: int
     #: Whether a masternode must listen on the network's default P2P port (main only).
     default_port_only: bool
+    #: Votes that make a payee binding for a block (the reference's 6; regtest 2, so a
+    #: three-masternode test network exercises the payee rule).
+    votes_required: int = 6
 
 
 _PARAMS = {
     "main": MasternodeParams(1000 * COIN, 15, 20000, True),
     "test": MasternodeParams(1000 * COIN, 15, 1000, False),
-    "regtest": MasternodeParams(1000 * COIN, 1, 200, False),
+    "regtest": MasternodeParams(1000 * COIN, 1, 200, False, votes_required=2),
 }
 
 

@@ -4,8 +4,8 @@ The ten best-ranked masternodes for a height (rank seeded by the block 101 below
 vote for the payee they pick from the payment queue; a vote from outside the top ten is
 refused (the sender scored 20 when outside the top twenty, as the reference does).  The
 payee of a height is the one with the most votes (the reference's GetBestPayee; ties go to
-the earliest voted); a block must pay it only once it has ``SIGNATURES_REQUIRED`` (6)
-votes -- below that any payee is accepted, as in the reference.  Unlike the reference, a
+the earliest voted); a block must pay it only once it has ``votes_required`` votes (6; 2 on
+regtest) -- below that any payee is accepted, as in the reference.  Unlike the reference, a
 miner with no vote for the height keeps the whole reward instead of guessing a payee
 (design.md §6).
 
@@ -30,7 +30,6 @@ from coin.script.standard import p2pkh_script
 
 log = Logger()
 
-SIGNATURES_REQUIRED = 6
 SIGNATURES_TOTAL = 10
 #: Ban score of an ``mnw`` from far outside the top ten or with a bad signature.
 BAN_BAD_VOTE = 20
@@ -152,7 +151,8 @@ class PaymentVotes:
         one such payee exactly the masternode payment."""
         if height < self.params.payments_start_height:
             return True
-        elected = [payee for payee, count in self.payees(height) if count >= SIGNATURES_REQUIRED]
+        required = self.params.votes_required
+        elected = [payee for payee, count in self.payees(height) if count >= required]
         if not elected:
             return True
         amount = masternode_payment(subsidy)
