@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Dict, List
+from typing import Dict, List, NamedTuple, Tuple
 
 from coin.chainparams import COIN, REGTEST
 from coin.consensus.subsidy import block_subsidy
+from coin.mining.assembler import create_coinbase, solve
+from coin.primitives.block import Block, BlockHeader
+from coin.primitives.merkle import merkle_root
 from tests.nodeharness import NodeProcess, free_port
 from tests.test_integration_p2p_base import P2PTestCase, wait_until
 
 COLLATERAL = 1000
+#: An anyone-can-spend output script for the hand-made blocks' miner output (OP_TRUE).
+OP_TRUE = b"\x51"
 MIN_MNP_SECONDS = 600
 
 
@@ -32,6 +37,15 @@ def set_time(nodes: List[NodeProcess], now: int) -> None:
         node.rpc("setmocktime", now)
 
 
+class Controller(NamedTuple):
+    node: NodeProcess
+    datadir: str
+    funding: List[Tuple[str, int]]
+    keys: List[str]
+    ports: List[int]
+    now: int
+
+
 class MasternodeNetworkTests(P2PTestCase):
 
     def wait_states(self, nodes: List[NodeProcess], expected: Dict[str, str], what: str,
@@ -42,33 +56,49 @@ class MasternodeNetworkTests(P2PTestCase):
         wait_until(lambda: len({n.rpc("getbestblockhash") for n in nodes}) == 1,
                    "the nodes to agree on the tip", timeout)
 
-    def test_masternode_network(self) -> None:
+    def controller(self, count: int, *args: str) -> Controller:
+        """A wallet node that funds ``count`` collaterals, then is restarted with a
+        masternode.conf naming them (and one bad line, which must not stop it)."""
         now = int(time.time())
         control_dir = os.path.abspath(self.mktemp())
-        control = self.start("-listen=1", "-connect=0", datadir=control_dir)
+        control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir)
         control.rpc("setmocktime", now)
         control.rpc("generate", 165)  # 65 mature coinbases: three collaterals and fees
         funding = []
-        for _ in range(3):
+        for _ in range(count):
             address = control.rpc("getnewaddress")
             txid = control.rpc("sendtoaddress", address, COLLATERAL)
             vout = next(o["n"] for o in control.rpc("getrawtransaction", txid, True)["vout"]
                         if o["value"] == COLLATERAL)
             funding.append((txid, vout))
         control.rpc("generate", 1)
-        outputs = control.rpc("masternode", "outputs")
-        self.assertEqual(outputs, {txid: str(vout) for txid, vout in funding})
-        # The user writes masternode.conf (one bad line too) and restarts the controller.
-        keys = [control.rpc("masternode", "genkey") for _ in range(3)]
-        ports = [free_port() for _ in range(3)]
-        lines = ["# comment", "mn%d 127.0.0.1:%d %s %s %d" % (1, ports[0], keys[0], *funding[0]),
-                 "broken line", "mn%d 127.0.0.1:%d %s %s %d" % (2, ports[1], keys[1], *funding[1]),
-                 "mn%d 127.0.0.1:%d %s %s %d" % (3, ports[2], keys[2], *funding[2])]
+        self.assertEqual(control.rpc("masternode", "outputs"),
+                         {txid: str(vout) for txid, vout in funding})
+        keys = [control.rpc("masternode", "genkey") for _ in range(count)]
+        ports = [free_port() for _ in range(count)]
+        lines = ["# comment"] + ["mn%d 127.0.0.1:%d %s %s %d" % (n + 1, ports[n], keys[n], *funding[n])
+                                 for n in range(count)]
+        lines.insert(2, "broken line")
         control.stop()
         with open(os.path.join(control.net_datadir, "masternode.conf"), "w") as f:
             f.write("\n".join(lines) + "\n")
-        control = self.start("-listen=1", "-connect=0", datadir=control_dir,
+        control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir,
                              port=control.p2p_port)
+        control.rpc("setmocktime", now)
+        return Controller(control, control_dir, funding, keys, ports, now)
+
+    def masternodes(self, c: Controller) -> List[NodeProcess]:
+        """One -masternode=1 process per masternode.conf line, connected to the controller."""
+        masternodes = [self.start("-listen=1", "-connect=" + self.target(c.node), "-masternode=1",
+                                  "-masternodeprivkey=" + key, port=port)
+                       for key, port in zip(c.keys, c.ports)]
+        set_time(masternodes, c.now)
+        self.wait_tip([c.node] + masternodes)
+        return masternodes
+
+    def test_masternode_network(self) -> None:
+        c = self.controller(3)
+        control, control_dir, funding, now = c.node, c.datadir, c.funding, c.now
         with open(os.path.join(control.net_datadir, "debug.log")) as f:
             self.assertIn('Could not parse masternode.conf\nLine: 3\n"broken line"', f.read())
         self.assertEqual([e["alias"] for e in control.rpc("masternode", "list-conf")],
@@ -78,12 +108,9 @@ class MasternodeNetworkTests(P2PTestCase):
         self.assertEqual(control.rpc("masternode", "start-alias", "nosuch"),
                          {"alias": "nosuch", "result": "failed",
                           "errorMessage": "Could not find alias in config. Verify with list-conf."})
-        masternodes = [self.start("-listen=1", "-connect=" + self.target(control), "-masternode=1",
-                                  "-masternodeprivkey=" + key, port=port)
-                       for key, port in zip(keys, ports)]
+        masternodes = self.masternodes(c)
+        ports = c.ports
         nodes = [control] + masternodes
-        set_time(nodes, now)
-        self.wait_tip(nodes)
         self.assertEqual(masternodes[0].rpc("masternode", "status")["status"],
                          "Not capable masternode: Masternode not in masternode list")
 
@@ -181,3 +208,48 @@ class MasternodeNetworkTests(P2PTestCase):
                              port=control.p2p_port)
         self.assertEqual(set(status_list(control)), set(before))
         self.assertEqual(control.rpc("masternode", "winners", "20"), winners_before)
+
+    def test_spork_8_rejects_a_wrong_payee(self) -> None:
+        """With SPORK_8 set through `spork` (signed with the published regtest key), a
+        block paying another payee than the elected one is refused: bad-cb-payee."""
+        c = self.controller(2, "-sporkkey=" + str(REGTEST_SPORK_KEY))
+        masternodes = self.masternodes(c)
+        nodes = [c.node] + masternodes
+        c.node.rpc("masternode", "start-all")
+        now = c.now + MIN_MNP_SECONDS + 60
+        set_time(nodes, now)
+        wait_until(lambda: all(set(status_list(n).values()) == {"ENABLED"} and
+                               len(status_list(n)) == 2 for n in nodes), "two ENABLED")
+        c.node.rpc("spork", "SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT", now - 1)
+        wait_until(lambda: all(n.rpc("spork", "active")["SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT"]
+                               for n in nodes), "SPORK_8 active everywhere")
+        while c.node.rpc("getblockcount") < 205:
+            self.wait_tip(nodes)
+            c.node.rpc("generate", 1)
+        self.wait_tip(nodes)
+        target = masternodes[0]
+        wait_until(lambda: ":2" in target.rpc("masternode", "winners", "0")[
+            str(target.rpc("getblockcount") + 1)], "two votes for the next block")
+        template = target.rpc("getblocktemplate")
+        self.assertTrue(template["masternode_payments_enforced"])
+        (payment,) = template["masternode"]
+        wrong = bytes.fromhex(payment["script"][:6]) + b"\x01" * 20 + bytes.fromhex("88ac")
+        for payee, expected in ((wrong, "bad-cb-payee"),
+                                (bytes.fromhex(payment["script"]), None)):
+            coinbase = create_coinbase(template["height"], OP_TRUE, template["coinbasevalue"],
+                                       payee=(payee, payment["amount"]))
+            root, _ = merkle_root([coinbase.txid])
+            header = BlockHeader(template["version"],
+                                 bytes.fromhex(template["previousblockhash"])[::-1], root,
+                                 template["curtime"], int(template["bits"], 16), 0)
+            block = solve(Block(header, [coinbase]), REGTEST)
+            self.assertEqual(target.rpc("submitblock", block.serialize().hex()), expected)
+
+
+try:  # the spork branch: coin.spork and the published regtest key (doc/)
+    from coin.spork import REGTEST_SPORK_KEY  # type: ignore[attr-defined]
+except ImportError:
+    REGTEST_SPORK_KEY = None
+    MasternodeNetworkTests.test_spork_8_rejects_a_wrong_payee.skip = (  # type: ignore[attr-defined]
+        "needs coin.spork (spork branch): the spork RPC, -sporkkey, REGTEST_SPORK_KEY (the "
+        "published regtest key) and coin/service.py passing node.sporks to MasternodeService")
