@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import Dict, List, NamedTuple, Tuple
 
 from coin.chainparams import COIN, REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.mining.assembler import create_coinbase, solve
+from coin.p2p.messages import DsegMessage
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 from tests.nodeharness import NodeProcess, free_port
@@ -208,6 +210,19 @@ class MasternodeNetworkTests(P2PTestCase):
                              port=control.p2p_port)
         self.assertEqual(set(status_list(control)), set(before))
         self.assertEqual(control.rpc("masternode", "winners", "20"), winners_before)
+
+        # Over P2P: dseg gets the listed broadcasts (not the spent one) and an ssc count; a
+        # newer broadcast whose signature does not match costs the sender 100: banned, dropped.
+        peer = self.raw(control)
+        peer.handshake()
+        peer.send(DsegMessage())
+        announced = peer.wait_for("mnb")
+        ssc = peer.wait_for("ssc")
+        self.assertEqual((ssc.item_id, ssc.count), (2, 2))
+        peer.send(replace(announced, port=announced.port + 1))  # same hash: seen, ignored
+        peer.send(replace(announced, sig_time=announced.sig_time + 1))
+        self.assertTrue(peer.wait_closed(10))
+        wait_until(lambda: control.rpc("listbanned"), "the sender of the forged mnb banned")
 
     def test_spork_8_rejects_a_wrong_payee(self) -> None:
         """With SPORK_8 set through `spork` (signed with the published regtest key), a

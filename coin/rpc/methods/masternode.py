@@ -380,11 +380,15 @@ def _masternode_sub(name: str, handler: Callable[..., Any], summary: str,
     return SubCommand(name, handler, args=options.pop("args", _REST), summary=summary, **options)
 
 
+def _family_help(name: str, purpose: str) -> str:
+    """The head of a Dash command family's help, before its list of commands."""
+    return ('%s "command"...\n%s\n\nArguments:\n1. "command"        (string or set of strings, '
+            "required) The command to execute\n" % (name, purpose))
+
+
 _masternode_family = command_family(
     "masternode", category="masternode", width=12,
-    help=('masternode "command"...\nSet of commands to execute masternode related actions\n\n'
-          "Arguments:\n"
-          '1. "command"        (string or set of strings, required) The command to execute\n'),
+    help=_family_help("masternode", "Set of commands to execute masternode related actions"),
     subcommands=[
         _masternode_sub("count", _masternode_count, "Print number of all known masternodes "
                         "(optional: 'ps', 'enabled', 'all', 'qualify')"),
@@ -571,9 +575,8 @@ async def _broadcast_relay(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
 
 masternodebroadcast = command_family(
     "masternodebroadcast", category="masternode", width=13,
-    help=('masternodebroadcast "command"...\nSet of commands to create and relay masternode '
-          "broadcast messages\n\nArguments:\n"
-          '1. "command"        (string or set of strings, required) The command to execute\n'),
+    help=_family_help("masternodebroadcast",
+                      "Set of commands to create and relay masternode broadcast messages"),
     subcommands=[
         _masternode_sub("create-alias", _broadcast_create_alias, "Create single remote "
                         "masternode broadcast message by assigned alias configured in "
