@@ -8,12 +8,22 @@ from dataclasses import replace
 import coincurve
 from hypothesis import given
 from hypothesis import strategies as st
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from coin.chainparams import COIN, REGTEST
+from coin.chainparams import COIN, MAIN, REGTEST
 from coin.consensus.errors import ValidationError
 from coin.consensus.subsidy import block_subsidy
 from coin.masternode import signing
+from coin.masternode.active import STARTED as ACTIVE_STARTED
+from coin.masternode.active import SYNC_IN_PROCESS as ACTIVE_SYNCING
+from coin.masternode.active import ActiveMasternode
+from coin.masternode.conf import HEADER as CONF_HEADER
+from coin.masternode.conf import MasternodeEntry, parse_masternode_conf, read_masternode_conf
+from coin.masternode.service import MasternodeConfigError, active_from_config
+from coin.masternode.sync import (
+    FAILED_RETRY_SECONDS, SYNC_LIST, SYNC_MNW, TIMEOUT_SECONDS, MasternodeSync, SyncError,
+)
 from coin.masternode.cache import (
     MNCACHE_NAME, MNCACHE_VERSION, CacheError, decode_masternodes, decode_votes, encode_masternodes,
     encode_votes, read_cache, write_cache,
@@ -31,6 +41,7 @@ from coin.p2p.messages import (
     MnGetMessage, PaymentVoteMessage, ProtocolViolation, SyncStatusCountMessage, decode_payload,
 )
 from coin.p2p.netaddr import bytes_to_ip, ip_to_bytes
+from coin.primitives.address import encode_wif
 from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash160
 from coin.primitives.transaction import OutPoint, Transaction, TxOut
@@ -480,3 +491,114 @@ class ChainHooks(SynchronousTestCase):
         self.chain.block_payee = lambda height: (self.payee, COIN)
         self.chain.process_block(self.builder.build())
         self.assertEqual(self.chain.height, 1)
+
+
+class Conf(SynchronousTestCase):
+    KEY = "93HaYBVUCYjEMeeH1Y4sBGLALQZE1Yc1K64xiqgX37tGBDQL8Xg"
+
+    def test_lines(self):
+        text = ("# Masternode config file\n\n  # indented comment\n"
+                "mn1 127.0.0.1:20001 %s %s 0 trailing words\n"
+                "short line\n"
+                "mn2 127.0.0.1:%d %s %s 1\n"
+                "mn3 127.0.0.1 %s %s 2\n" % (self.KEY, "ab" * 32, MAIN.p2p_port, self.KEY,
+                                             "cd" * 32, self.KEY, "ef" * 32))
+        entries, errors = parse_masternode_conf(text, MAIN.p2p_port, is_main=False)
+        self.assertEqual(entries, [MasternodeEntry("mn1", "127.0.0.1:20001", self.KEY, "ab" * 32,
+                                                   "0")])
+        self.assertEqual(errors, [
+            'Could not parse masternode.conf\nLine: 5\n"short line"',
+            "Invalid port detected in masternode.conf\nLine: 6\n\"%s\"" % text.split("\n")[5],
+            "Failed to parse host:port string\nLine: 7\n\"%s\"" % text.split("\n")[6]])
+        # On main the port must be the main one.
+        entries, errors = parse_masternode_conf(text, MAIN.p2p_port, is_main=True)
+        self.assertEqual([e.alias for e in entries], ["mn2"])
+        self.assertIn("Invalid port detected in masternode.conf\nPort: 20001\nLine: 4", errors[0])
+
+    def test_missing_file_is_created_with_the_header(self):
+        path = self.mktemp()
+        self.assertEqual(read_masternode_conf(path, MAIN.p2p_port, False), ([], []))
+        with open(path) as f:
+            self.assertEqual(f.read(), CONF_HEADER)
+        self.assertEqual(read_masternode_conf(path, MAIN.p2p_port, False), ([], []))
+
+    def test_masternode_options(self):
+        self.assertIsNone(active_from_config(False, None, REGTEST))
+        for key, message in ((None, "You must specify a masternodeprivkey"),
+                             ("junk", "Invalid masternodeprivkey")):
+            with self.assertRaises(MasternodeConfigError) as cm:
+                active_from_config(True, key, REGTEST)
+            self.assertTrue(str(cm.exception).startswith(message))
+        wif = encode_wif(KEY_M.secret, REGTEST, compressed=False)
+        active = active_from_config(True, wif, REGTEST)
+        self.assertEqual(active.pubkey, KEY_M.public_key.format(compressed=False))
+
+
+class Active(SynchronousTestCase):
+    def test_finds_itself_and_pings_every_ten_minutes(self):
+        manager = MasternodeManager(PARAMS, REGTEST.p2p_port)
+        active = ActiveMasternode(KEY_M, False)
+        self.assertIsNone(active.manage(manager, False, T0, block_hash_at, 100))
+        self.assertEqual(active.state, ACTIVE_SYNCING)
+        self.assertIsNone(active.manage(manager, True, T0, block_hash_at, 100))
+        self.assertEqual(active.status(1), "Not capable masternode: Masternode not in masternode list")
+        mnb = broadcast()
+        manager.add_broadcast(mnb, collateral_coin(), 100, block_hash_at, T0)
+        self.assertIsNone(active.manage(manager, True, T0 + 60, block_hash_at, 100))
+        self.assertEqual((active.state, active.outpoint, active.service),
+                         (ACTIVE_STARTED, mnb.outpoint, "127.0.0.1:20000"))
+        self.assertEqual(active.status(1), "Masternode successfully started")
+        ping = active.manage(manager, True, T0 + MIN_MNP_SECONDS, block_hash_at, 100)
+        self.assertEqual((ping.sig_time, ping.block_hash), (T0 + MIN_MNP_SECONDS, block_hash_at(88)))
+        self.assertTrue(manager.process_ping(ping, T0 + MIN_MNP_SECONDS, 88, 100))
+        self.assertIsNone(active.manage(manager, True, T0 + MIN_MNP_SECONDS + 60, block_hash_at, 100))
+        manager.block_connected(101, [mnb.outpoint])
+        active.manage(manager, True, T0 + 2 * MIN_MNP_SECONDS, block_hash_at, 101)
+        self.assertEqual(active.status(1), "Not capable masternode: Masternode in OUTPOINT_SPENT state")
+
+
+class Sync(SynchronousTestCase):
+    """mnsync on a fake clock."""
+
+    def setUp(self):
+        self.clock = Clock()
+        self.synced = False
+        self.sync = MasternodeSync(self.clock.seconds, lambda: self.synced)
+
+    def test_walks_to_finished_on_answers(self):
+        self.assertEqual(self.sync.tick(["a", "b"]), [])
+        self.assertEqual(self.sync.name, "MASTERNODE_SYNC_INITIAL")  # blocks not synced yet
+        self.synced = True
+        self.sync.tick(["a"])
+        self.assertEqual(self.sync.name, "MASTERNODE_SYNC_WAITING")
+        self.sync.tick(["a"])
+        self.assertEqual(self.sync.asset, SYNC_LIST)
+        self.assertEqual(self.sync.tick(["a", "b"]), [("a", SYNC_LIST), ("b", SYNC_LIST)])
+        self.assertEqual(self.sync.tick(["a", "b"]), [])  # each peer asked once
+        self.sync.status_count("a", SYNC_LIST)
+        self.sync.status_count("c", SYNC_LIST)  # never asked: ignored
+        self.assertEqual(self.sync.asset, SYNC_LIST)
+        self.sync.status_count("b", SYNC_LIST)
+        self.assertEqual(self.sync.asset, SYNC_MNW)
+        self.assertEqual(self.sync.tick(["a"]), [("a", SYNC_MNW)])
+        self.sync.peer_gone("a")  # the only peer asked left: nothing to wait for
+        self.sync.tick([])
+        self.clock.advance(TIMEOUT_SECONDS + 1)
+        self.sync.tick([])
+        self.assertTrue(self.sync.is_synced())
+
+    def test_timeout_moves_on_and_no_peer_fails(self):
+        self.synced = True
+        self.sync.tick([])
+        self.sync.tick([])
+        self.assertEqual(self.sync.tick(["a"]), [("a", SYNC_LIST)])
+        self.clock.advance(TIMEOUT_SECONDS + 1)
+        self.sync.tick(["a"])
+        self.assertEqual(self.sync.asset, SYNC_MNW)  # a peer was asked: move on
+        self.clock.advance(TIMEOUT_SECONDS + 1)
+        self.sync.tick([])
+        self.assertTrue(self.sync.is_failed())  # nobody to ask within the timeout
+        self.assertRaises(SyncError, self.sync.next)
+        self.clock.advance(FAILED_RETRY_SECONDS + 1)
+        self.sync.tick([])
+        self.assertEqual(self.sync.name, "MASTERNODE_SYNC_INITIAL")

@@ -104,7 +104,7 @@ class MasternodeSync:
         self._asked.update(peer for peer, _ in asks)
         self.attempt += len(asks)
         if not asks and now - self.asset_start > TIMEOUT_SECONDS:
-            if self._asked:
+            if self.attempt:  # someone was asked (even if gone since): move on
                 self.next()
             else:
                 log.info("mnsync: {asset} failed, no peer to sync from", asset=self.name)
