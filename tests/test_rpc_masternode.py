@@ -3,6 +3,7 @@ MasternodeService: the recorded replies of an empty list, then a list with entri
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any, List
 
@@ -261,3 +262,34 @@ class PayeeRuleTests(MasternodeRPCTestCase):
         self.masternodes.sporks = SporkStandIn()
         self.assertTrue(check(height, wrong))
         self.assertEqual(self.state.block_payee(height), (payee, amount))
+
+
+class CacheFileTests(MasternodeRPCTestCase):
+    """mncache.dat / mnpayments.dat through the service's start and stop."""
+
+    def masternode_service(self, datadir: str) -> MasternodeService:
+        return MasternodeService(self.params, self.access, NoPeers(), lambda: False,
+                                 self.service.subscribe, self.clock.now, reactor, datadir,
+                                 "masternode.conf")
+
+    def test_restart_keeps_the_list_and_a_corrupt_file_is_ignored(self):
+        datadir = self.masternodes.datadir
+        os.makedirs(datadir)
+        first = self.masternode_service(datadir)
+        first.manager.add_broadcast(broadcast(), collateral_coin(), 100, first.block_hash_at, T0)
+        first.payments.load([PaymentVoteMessage(broadcast().outpoint, 250, b"\x51")])
+        first.startService()
+        first.stopService()
+        second = self.masternode_service(datadir)
+        second.startService()
+        self.addCleanup(second.stopService)
+        self.assertEqual([mn.outpoint for mn in second.manager], [broadcast().outpoint])
+        self.assertEqual(second.payments.payees(250), [(b"\x51", 1)])
+        with open(os.path.join(datadir, "mncache.dat"), "r+b") as f:
+            f.seek(40)
+            f.write(b"\xff\xff")
+        third = self.masternode_service(datadir)
+        third.startService()
+        self.addCleanup(third.stopService)
+        self.assertEqual(len(third.manager), 0)  # logged and ignored, rebuilt from peers
+        self.assertEqual(third.payments.payees(250), [(b"\x51", 1)])

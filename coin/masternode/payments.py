@@ -15,6 +15,7 @@ payment start height on.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
 from twisted.logger import Logger
@@ -64,6 +65,8 @@ class PaymentVotes:
         self._votes: Dict[int, Dict[bytes, List[OutPoint]]] = {}
         self._seen: Dict[bytes, PaymentVoteMessage] = {}
         self._voted: Dict[Tuple[OutPoint, int], bytes] = {}
+        #: The miner and the payee rule read the votes on the validation worker.
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -107,9 +110,10 @@ class PaymentVotes:
         return True
 
     def _record(self, vote: PaymentVoteMessage) -> None:
-        self._seen[vote.hash] = vote
-        self._voted[(vote.outpoint, vote.height)] = vote.hash
-        self._votes.setdefault(vote.height, {}).setdefault(vote.payee, []).append(vote.outpoint)
+        with self._lock:
+            self._seen[vote.hash] = vote
+            self._voted[(vote.outpoint, vote.height)] = vote.hash
+            self._votes.setdefault(vote.height, {}).setdefault(vote.payee, []).append(vote.outpoint)
 
     def load(self, votes: List[PaymentVoteMessage]) -> None:
         """Votes read from ``mnpayments.dat`` (checked when they were received)."""
@@ -120,24 +124,26 @@ class PaymentVotes:
     def prune(self, tip_height: int) -> None:
         """Forget votes for heights below the storage limit."""
         first = tip_height - max(MIN_STORAGE_BLOCKS, len(self.manager) * 5 // 4)
-        for height in [h for h in self._votes if h < first]:
-            del self._votes[height]
-        self._seen = {h: v for h, v in self._seen.items() if v.height >= first}
-        self._voted = {k: h for k, h in self._voted.items() if k[1] >= first}
+        with self._lock:
+            for height in [h for h in self._votes if h < first]:
+                del self._votes[height]
+            self._seen = {h: v for h, v in self._seen.items() if v.height >= first}
+            self._voted = {k: h for k, h in self._voted.items() if k[1] >= first}
 
     # ------------------------------------------------------------ payees
 
     def best_payee(self, height: int) -> Optional[bytes]:
         """The payee with the most votes for ``height`` (first voted wins a tie), or None."""
         best, count = None, 0
-        for payee, voters in self._votes.get(height, {}).items():
-            if len(voters) > count:
-                best, count = payee, len(voters)
+        for payee, votes in self.payees(height):
+            if votes > count:
+                best, count = payee, votes
         return best
 
     def payees(self, height: int) -> List[Tuple[bytes, int]]:
         """``(payee script, votes)`` for ``height``, in first-vote order."""
-        return [(payee, len(voters)) for payee, voters in self._votes.get(height, {}).items()]
+        with self._lock:
+            return [(payee, len(voters)) for payee, voters in self._votes.get(height, {}).items()]
 
     def block_payee(self, height: int, subsidy: int) -> Optional[Tuple[bytes, int]]:
         """What the miner pays at ``height``: ``(script, amount)``, or None (keeps it all)."""
