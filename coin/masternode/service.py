@@ -412,5 +412,5 @@ class MasternodeService(service.Service):
 
     def collateral_outputs(self, wallet: Any) -> List[Tuple[str, int]]:
         """``masternode outputs``: the wallet's unspent outputs of exactly the collateral."""
-        return [(o.wtx.txid[::-1].hex(), o.n) for o in wallet.available_coins(min_depth=1)
+        return [(o.wtx.txid[::-1].hex(), o.n) for o in wallet.available_coins()
                 if o.wtx.tx.vout[o.n].value == self.mn_params.collateral]
