@@ -53,6 +53,8 @@ CHECK_SECONDS = 1
 #: On main, a peer may ask for the whole list once in this many seconds (else scored 34).
 DSEG_INTERVAL = 3 * 60 * 60
 DSEG_REPEAT_BAN = 34
+#: A missing masternode is asked for at most once in this many seconds (the reference's hour).
+ASK_FOR_MN_SECONDS = 60 * 60
 
 
 class MasternodeConfigError(Exception):
@@ -103,6 +105,7 @@ class MasternodeService(service.Service):
         for error in self.conf_errors:
             log.error("Error reading masternode configuration file: {error}", error=error)
         self._dseg_asked: Dict[str, float] = {}
+        self._asked_for: Dict[OutPoint, float] = {}
         self._loop: Optional[LoopingCall] = None
         self._ticks = 0
         subscribe(self)
@@ -286,7 +289,9 @@ class MasternodeService(service.Service):
 
         return d.addCallback(checked)
 
-    def _on_mnb(self, peer: Any, mnb: MasternodeBroadcastMessage) -> Deferred:
+    def _on_mnb(self, peer: Any, mnb: MasternodeBroadcastMessage) -> Optional[Deferred]:
+        if not self.blockchain_synced():
+            return None  # the reference ignores masternode messages until then
         d = self.submit_broadcast(mnb, peer)
         d.addErrback(lambda f: f.trap(MasternodeError) and self._refused(peer, f.value))
         return d
@@ -298,11 +303,22 @@ class MasternodeService(service.Service):
                 self._relay(mnp, origin)
         except MasternodeError as e:
             if origin is not None and self.manager.get(mnp.outpoint) is None:
-                origin.send(DsegMessage(mnp.outpoint))  # ask for the broadcast we miss
+                self._ask_for(origin, mnp.outpoint)
             self._refused(origin, e)
 
+    def _ask_for(self, peer: Any, outpoint: OutPoint) -> None:
+        """Ask ``peer`` for a broadcast we miss, at most once an hour per masternode."""
+        now = self.reactor.seconds()
+        if self._asked_for.get(outpoint, 0) > now:
+            return
+        if len(self._asked_for) > 10 * len(self.manager) + 100:
+            self._asked_for = {o: t for o, t in self._asked_for.items() if t > now}
+        self._asked_for[outpoint] = now + ASK_FOR_MN_SECONDS
+        peer.send(DsegMessage(outpoint))
+
     def _on_mnp(self, peer: Any, mnp: MasternodePingMessage) -> None:
-        self._accept_ping(mnp, peer)
+        if self.blockchain_synced():
+            self._accept_ping(mnp, peer)
 
     def _accept_vote(self, vote: PaymentVoteMessage, origin: Any) -> None:
         try:
@@ -312,7 +328,8 @@ class MasternodeService(service.Service):
             self._refused(origin, e)
 
     def _on_mnw(self, peer: Any, vote: PaymentVoteMessage) -> None:
-        self._accept_vote(vote, peer)
+        if self.blockchain_synced():
+            self._accept_vote(vote, peer)
 
     def _on_dseg(self, peer: Any, message: DsegMessage) -> None:
         if not message.outpoint.is_null():
