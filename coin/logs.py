@@ -26,7 +26,7 @@ from zope.interface import implementer
 CATEGORIES: Sequence[str] = (
     "net", "tor", "mempool", "http", "bench", "zmq", "db", "rpc", "estimatefee", "addrman",
     "selectcoins", "reindex", "cmpctblock", "rand", "prune", "proxy", "mempoolrej",
-    "libevent", "coindb", "qt", "leveldb", "validation",
+    "libevent", "coindb", "qt", "leveldb", "validation", "masternode", "mnpayments", "mnsync",
     "spork",
 )
 
@@ -40,6 +40,9 @@ _NAMESPACE_CATEGORIES: Dict[str, str] = {
     "coin.mempool": "mempool",
     "coin.p2p": "net",
     "coin.spork": "spork",
+    "coin.masternode": "masternode",
+    "coin.masternode.payments": "mnpayments",
+    "coin.masternode.sync": "mnsync",
     "coin.wallet": "selectcoins",
     "twisted.web": "http",
 }

@@ -29,6 +29,9 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.logs import DebugCategories, build_observers
+from coin.masternode.service import (
+    MasternodeConfigError, MasternodeService, active_from_config,
+)
 from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
@@ -77,6 +80,8 @@ class NodeFacade:
         self.p2p = node.p2p
         #: The network's sporks (coin.spork.SporkManager).
         self.sporks = node.sporks
+        #: Masternodes (coin.masternode.service.MasternodeService).
+        self.masternodes = node.masternodes
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -116,6 +121,7 @@ class NodeService(service.MultiService):
         self.block_sync: Optional[BlockSync] = None
         self.tx_relay: Optional[TxRelay] = None
         self.sporks: Optional[SporkManager] = None
+        self.masternodes: Optional[MasternodeService] = None
 
     # ------------------------------------------------------------ helpers
 
@@ -214,6 +220,16 @@ class NodeService(service.MultiService):
                                                 self.config.get("sporkaddr"))
         except SporkConfigError as e:
             raise StartupError(str(e)) from None
+        try:
+            active = active_from_config(self.config.get_bool("masternode", False),
+                                        self.config.get("masternodeprivkey"), self.params)
+        except MasternodeConfigError as e:
+            raise StartupError(str(e)) from None
+        self.masternodes = MasternodeService(
+            self.params, self.chain, self.p2p, self.block_sync.is_initial_block_download,
+            self.validation.subscribe, chainstate.adjusted_time, self.reactor, self.datadir,
+            self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
+        self.masternodes.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

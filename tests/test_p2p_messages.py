@@ -110,7 +110,7 @@ payloads = st.one_of(
 )
 # Commands outside MESSAGE_TYPES: Dash's and the bloom-filter ones, say.
 unknown = st.builds(UnknownMessage,
-                    st.sampled_from(["dstx", "dsq", "mnb", "filterload", "", "abcdefghijkl"]),
+                    st.sampled_from(["dstx", "dsq", "govobj", "filterload", "", "abcdefghijkl"]),
                     st.binary(max_size=40))
 
 
@@ -218,7 +218,8 @@ class RoundTrip(SynchronousTestCase):
         self.assertEqual(sorted(MESSAGE_TYPES), sorted([
             "version", "verack", "ping", "pong", "addr", "getaddr", "inv", "getdata", "notfound",
             "getheaders", "getblocks", "headers", "block", "tx", "sendheaders", "feefilter",
-            "mempool", "reject", "spork", "getsporks"]))
+            "mempool", "reject", "spork", "getsporks", "mnb", "mnp", "mnw", "dseg", "mnget", "ssc",
+            "mnv"]))
         for command, cls in MESSAGE_TYPES.items():
             self.assertEqual(cls.command, command)
 

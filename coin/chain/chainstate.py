@@ -57,6 +57,7 @@ from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
 from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
+from coin.primitives.transaction import Transaction
 from coin.script.flags import SCRIPT_VERIFY_P2SH
 from coin.chain import pruning
 from coin.chain.scriptcheck import verify_transaction_scripts
@@ -111,6 +112,12 @@ class ChainState:
         self._marked_pruned = False
         #: The chain as of the last consistent state (see coin.chain.snapshot).
         self.published = ChainSnapshot([], None, self)
+        #: Masternode payments (design.md §6), set by the masternode service so consensus
+        #: code imports none of it: ``payee_check(height, coinbase)`` is False for a block
+        #: breaking the payee rule (``bad-cb-payee``); ``block_payee(height)`` is the miner's
+        #: ``(script, amount)`` for coinbase output 1, or None.  Both run on the worker.
+        self.payee_check: Optional[Callable[[int, Transaction], bool]] = None
+        self.block_payee: Optional[Callable[[int], Optional[Tuple[bytes, int]]]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -714,6 +721,9 @@ class ChainState:
             raise ValidationError("bad-cb-amount",
                                   "coinbase pays too much (actual=%d vs limit=%d)" % (reward, limit),
                                   dos=100)
+        if self.payee_check is not None and not self.payee_check(height, txs[0]):
+            # The reference's DoS score 0: a node with another view of the votes is no attacker.
+            raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
 
         for key in spent_keys:
             if created.pop(key, None) is None:

@@ -215,4 +215,11 @@ def node_options() -> OptionRegistry:
           "all rpc users are subject to empty whitelists.", kind="bool", category=c)
     r.add("server", "Accept command line and JSON-RPC commands", kind="bool", default=True,
           category=c)
+
+    c = "Masternode options"
+    r.add("masternode", "Enable the client to act as a masternode (0-1, default: 0)", kind="bool",
+          default=False, category=c, meta="=<n>")
+    r.add("mnconf", "Specify masternode configuration file (default: masternode.conf)",
+          default="masternode.conf", category=c, meta="=<file>")
+    r.add("masternodeprivkey", "Set the masternode private key", category=c, meta="=<n>")
     return r
