@@ -25,6 +25,7 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
+from coin.chain.stop import StopAtHeight
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
@@ -117,7 +118,8 @@ class NodeService(service.MultiService):
 
     def _parse_debug(self) -> DebugCategories:
         try:
-            return DebugCategories.parse(self.config.get_all("debug"))
+            return DebugCategories.parse(self.config.get_all("debug"),
+                                         self.config.get_all("debugexclude"))
         except ValueError as e:
             raise StartupError(str(e)) from None
 
@@ -143,7 +145,9 @@ class NodeService(service.MultiService):
             prune_mode, prune_target = prune_target_from_option(self.config.get_int("prune") or 0)
         except PruneConfigError as e:
             raise StartupError(str(e)) from None
-        os.makedirs(self.datadir, exist_ok=True)
+        if not os.path.isdir(self.datadir):
+            # Core's first run creates the wallets folder with the datadir, wallet or not.
+            os.makedirs(os.path.join(self.datadir, "wallets"), mode=0o700)
         self._lock_datadir()
         self._start_logging()
         log.info("Coin version v{version}", version=__version__)
@@ -178,6 +182,10 @@ class NodeService(service.MultiService):
             chainstate, self.reactor, reindex=self.config.get_bool("reindex", False),
             reindex_chainstate=self.config.get_bool("reindex-chainstate", False))
         self.validation.setServiceParent(self)
+        self.clock.set_mock_time(self.config.get_int("mocktime"))
+        if self.config.get_int("stopatheight") > 0:
+            self.validation.subscribe(StopAtHeight(self.config.get_int("stopatheight"),
+                                                   self.request_shutdown))
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
         if txindex:
             # A child after validation: stops first, letting its current step finish.
@@ -201,6 +209,7 @@ class NodeService(service.MultiService):
         # Headers-first sync and transaction relay ride on the P2P service's hooks.
         self.block_sync = BlockSync(self.p2p, self.chain, self.validation.subscribe,
                                     now=self.clock.now)
+        self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
@@ -211,6 +220,7 @@ class NodeService(service.MultiService):
                                          now=self.clock.now,
                                          keypool_size=max(1, self.config.get_int("keypool")),
                                          reactor=self.reactor)
+            self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
@@ -273,7 +283,8 @@ class NodeService(service.MultiService):
             max_connections=max(0, config.get_int("maxconnections")),
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
-            allow_unroutable=self.params.name == "regtest")
+            allow_unroutable=self.params.name == "regtest",
+            allow_private=config.get_bool("allowprivatenet"))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""
@@ -372,7 +383,9 @@ class NodeService(service.MultiService):
             log_path = self.config.resolve_path(self.config.get("debuglogfile", "debug.log"))
         console_default = not self.config.get_bool("daemon", False)
         console = sys.stdout if self.config.get_bool("printtoconsole", console_default) else None
-        self._observers = build_observers(self.categories, log_path, console)
+        self._observers = build_observers(self.categories, log_path, console,
+                                          micros=self.config.get_bool("logtimemicros"),
+                                          timestamps=self.config.get_bool("logtimestamps"))
         for observer in self._observers:
             globalLogPublisher.addObserver(observer)
 

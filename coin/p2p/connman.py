@@ -154,6 +154,8 @@ class P2PSettings:
     #: inbound eviction, so loopback test networks (127.0.0.1, 127.0.0.2...) model distinct
     #: networks.  The address book takes routable addresses only, whatever this says.
     allow_unroutable: bool = False
+    #: -allowprivatenet (Dash): the address book keeps RFC1918 addresses too.
+    allow_private: bool = False
 
 
 class TimeData:
@@ -279,6 +281,7 @@ class P2PService(service.Service):
                              now, settings.bantime)
         self.addrman = AddrMan(
             os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now)
+        self.addrman.allow_private = settings.allow_private
         self.time_data = TimeData()
         self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}

@@ -226,6 +226,8 @@ class WalletService(service.Service):
         self.walletdir = walletdir
         self._now = now
         self.keypool_size = keypool_size
+        #: -spendzeroconfchange, given to every wallet loaded.
+        self.spend_zero_conf_change = True
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
@@ -284,6 +286,7 @@ class WalletService(service.Service):
         pool = self.mempool.pool
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
+        wallet.spend_zero_conf_change = self.spend_zero_conf_change
         try:
             wallet.open(created, disable_private_keys=disable_private_keys and created)
         except Exception as e:

@@ -121,11 +121,14 @@ def _pick(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
     return run
 
 
-def select_coins(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
-    """Core's tiers of SelectCoinsMinConf (see the module docstring)."""
-    tiers = (lambda c: c.depth >= (1 if c.wtx.from_me else 6),
-             lambda c: c.depth >= 1,
-             lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
+def select_coins(coins: Sequence[Output], target: int,
+                 zero_conf_change: bool = True) -> Optional[List[Output]]:
+    """Core's tiers of SelectCoinsMinConf (see the module docstring); the last one only
+    with ``zero_conf_change`` (-spendzeroconfchange)."""
+    tiers = [lambda c: c.depth >= (1 if c.wtx.from_me else 6),
+             lambda c: c.depth >= 1]
+    if zero_conf_change:
+        tiers.append(lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
     for accept in tiers:
         chosen = _pick([c for c in coins if accept(c)], target)
         if chosen is not None:
@@ -163,7 +166,8 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
         target = send_total + (0 if subtracting else fee)
         chosen = list(preset)
         if target > preset_value:
-            extra = select_coins(available, target - preset_value)
+            extra = select_coins(available, target - preset_value,
+                                 wallet.spend_zero_conf_change)
             if extra is None:
                 raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds", fee)
             chosen += extra

@@ -126,6 +126,8 @@ class Wallet:
         self.locked_coins: Set[Outpoint] = set()
         #: settxfee's rate in base units per kB (0: estimate).
         self.pay_tx_fee = 0
+        #: -spendzeroconfchange: coin selection may fall back to own unconfirmed change.
+        self.spend_zero_conf_change = True
         self.best_block: Optional[bytes] = None
         self._unsaved_blocks = 0
         self._next_order = 0
