@@ -2,9 +2,10 @@
 
 Each wallet is one SQLite file: the default (empty-named) wallet is
 ``<walletdir>/wallet.dat``, wallet ``w2`` is ``<walletdir>/w2/wallet.dat``;
-``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``.  A name
-becomes a path in one place, :func:`resolve_wallet_path`, which resolves
-symlinks and refuses anything that lands outside the wallet directory.  Loaded
+``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``; an absolute
+name is a directory anywhere, as in Core 0.17.  A name becomes a path in one
+place, :func:`resolve_wallet_path`, which resolves symlinks and refuses a
+relative name that lands outside the wallet directory.  Loaded
 wallets follow the chain through a validation worker hook (blocks connected
 and disconnected, in order, before the next submission) and the mempool
 through its acceptance listener.  A wallet behind the chain when it loads is
@@ -110,25 +111,28 @@ def _inside(root: str, path: str) -> bool:
 
 
 def resolve_wallet_path(walletdir: str, name: str) -> str:
-    """The real path of wallet ``name``'s database file, checked to lie inside ``walletdir``.
+    """The real path of wallet ``name``'s database file, checked as Core 0.17 checks it.
 
-    The one place a wallet name becomes a path (resolve, then check), so that
-    accepting absolute paths later, as Core 0.17 does, changes only this.  The
-    forms are Core's: a directory (existing, to be created, or a symlink to one)
-    holding wallet.dat, or the name of an existing data file in walletdir.
-    Symlinks are resolved before the check, so none leads out.  Raises
-    WalletLoadError: -8 for a name that is not UTF-8, -4 for a refused path.
+    The one place a wallet name becomes a path (resolve, then check).  The forms
+    are Core's: a directory (existing, to be created, or a symlink to one) holding
+    wallet.dat, or the name of an existing data file in walletdir.  A relative name
+    is taken inside ``walletdir`` and must stay there (symlinks are resolved before
+    the check, so none leads out); an absolute name, as Core accepts it, is the
+    directory exactly as written: no "." or ".." part, no decoding, never a file.
+    Raises WalletLoadError: -8 for a name that is not UTF-8, -4 for a refused path.
     """
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         raise WalletLoadError(RPC_INVALID_PARAMETER,
                               "Invalid wallet name: not a valid UTF-8 string") from None
-    parts = name.split("/") if name else []
-    if "\0" in name or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
+    absolute = os.path.isabs(name)
+    parts = name.split("/")[1 if absolute else 0:] if name else []
+    if "\0" in name or (absolute and parts == [""]) \
+            or any(p in ("", ".", "..") for p in parts):
         raise _invalid_path(name, walletdir)
     root = os.path.realpath(walletdir)
-    named = os.path.join(root, *parts)
+    named = os.path.join(os.sep if absolute else root, *parts)
     if any(len(p.encode("utf-8")) > NAME_MAX for p in parts) \
             or len(os.fsencode(os.path.join(named, WALLET_FILE))) >= PATH_MAX:
         raise _load_failed(name, os.strerror(errno.ENAMETOOLONG))
@@ -139,7 +143,8 @@ def resolve_wallet_path(walletdir: str, name: str) -> str:
     except OSError as e:
         raise _load_failed(name, e.strerror) from None
     if mode is not None and stat.S_ISREG(mode):
-        if len(parts) != 1 or any(name.endswith(suffix) for suffix in COMPANION_SUFFIXES[1:]):
+        if absolute or len(parts) != 1 \
+                or any(name.endswith(suffix) for suffix in COMPANION_SUFFIXES[1:]):
             raise _invalid_path(name, walletdir)  # nested, or some database's -wal/-shm
         path = named  # a data file directly in walletdir (Core's backwards-compatible form)
     elif mode is None or stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and os.path.isdir(named)):
@@ -148,9 +153,9 @@ def resolve_wallet_path(walletdir: str, name: str) -> str:
         raise _invalid_path(name, walletdir)
     real = os.path.realpath(path)
     # A folder called wallet.dat (or -wal, -shm) would stand where a wallet's file belongs.
-    folders = os.path.relpath(real, root).split(os.sep)[:-1]
-    if not _inside(root, real) or any(WALLET_FILE + suffix in folders
-                                      for suffix in COMPANION_SUFFIXES):
+    folders = (real if absolute else os.path.relpath(real, root)).split(os.sep)[:-1]
+    if (not absolute and not _inside(root, real)) or any(WALLET_FILE + suffix in folders
+                                                         for suffix in COMPANION_SUFFIXES):
         raise _invalid_path(name, walletdir)
     return real
 
