@@ -293,7 +293,11 @@ class Config:
                 continue
             values = (self.get_all(option.name) if option.repeatable
                       else [self.get(option.name)]) or ["0"]
-            if any(interpret_bool(value) != option.node_does for value in values):
+            if option.kind == "bool":
+                refused = any(interpret_bool(value) != option.node_does for value in values)
+            else:  # a text or number: only off ("0", empty, negated) is what the node does
+                refused = any(value not in ("", "0") for value in values)
+            if refused:
                 raise ConfigError("Error: -%s is not supported by this node: %s"
                                   % (option.name, option.refused))
 

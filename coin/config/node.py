@@ -245,7 +245,6 @@ def _add_core_options(r: OptionRegistry) -> None:
     A refused option parses, so a Core-era command line is not "Invalid parameter", but a
     value other than what the node already does stops start-up (see doc/config.md).
     """
-    c = "Options"
     r.add("alertnotify", "Execute command when a relevant alert is received or we see a "
           "really long fork (%s in cmd is replaced by message)", meta="=<cmd>",
           refused=_NO_NOTIFY)
@@ -379,12 +378,13 @@ def _add_core_options(r: OptionRegistry) -> None:
           "owner and payment request information, 2 = drop tx meta data)", kind="int",
           category=c, meta="=<mode>", refused="deleting and rescanning wallet transactions "
           "at start-up is not implemented (only -zapwallettxes=0)")
+    r.add("dblogsize", "Flush wallet database activity from memory to disk log every <n> "
+          "megabytes (default: 100)", kind="int", category=c, meta="=<n>", debug_only=True,
+          refused=_NO_BDB)
     for name, text in (
-            ("dblogsize", "Flush wallet database activity from memory to disk log every <n> "
-             "megabytes (default: 100)"),
             ("flushwallet", "Run a thread to flush wallet periodically (default: 1)"),
             ("privdb", "Sets the DB_PRIVATE flag in the wallet db environment (default: 1)")):
-        r.add(name, text, kind="int", category=c, debug_only=True, refused=_NO_BDB)
+        r.add(name, text, kind="bool", category=c, debug_only=True, refused=_NO_BDB)
     r.add("walletrejectlongchains", "Wallet will not create transactions that violate mempool "
           "chain limits (default: 0)", kind="bool", category=c, debug_only=True,
           refused="the wallet never checks mempool chain limits before sending")
@@ -466,7 +466,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("blockmaxweight", "Set maximum BIP141 block weight (default: 3996000)", kind="int",
           category=c, meta="=<n>", refused="this chain has no block weight")
     r.add("blockmaxsize", "Set maximum block size in bytes", kind="int", category=c,
-          meta="=<n>", refused="block templates are always filled to the consensus limit")
+          meta="=<n>", refused="the block size limit of templates is fixed")
     r.add("blockmintxfee", "Set lowest fee rate (in COIN/kB) for transactions to be included "
           "in block creation. (default: 0.00001)", category=c, meta="=<amt>",
           refused="the block minimum fee rate is fixed")

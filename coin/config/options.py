@@ -41,8 +41,9 @@ class Option:
         self.hidden = hidden
         #: Why this node refuses the option ("" if it implements it).
         self.refused = refused
-        #: For a refused option, the flag value the node already behaves as: that value
-        #: (``-upnp=0`` for a node without UPnP) is accepted, every other one refused.
+        #: For a refused flag, the value the node already behaves as: that value
+        #: (``-upnp=0`` for a node without UPnP) is accepted, the other refused.  A refused
+        #: text or number option is accepted only when off ("0", empty or negated).
         self.node_does = node_does
 
     def __repr__(self) -> str:

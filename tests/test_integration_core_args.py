@@ -1,0 +1,133 @@
+"""coind started the way Core-era tools start Core 0.17 (issue #13): the options it now
+accepts take effect, the ones it refuses say why, and the HTTP/REST answers are Core's.
+
+One node carries all the accepted options at once (suite time stays flat); refusals are
+checked by coind exiting at argument time, before anything is started."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.test_integration_daemon import run_coind
+
+MOCKTIME = 2_000_000_000
+
+#: What a Core-era harness passes, plus the options issue #13 names.
+ACCEPTED = [
+    "-logtimemicros", "-debug=1", "-debugexclude=net", "-debugexclude=rpc",
+    "-mocktime=%d" % MOCKTIME, "-stopatheight=3", "-addresstype=legacy", "-changetype=legacy",
+    "-deprecatedrpc=accounts", "-deprecatedrpc=signrawtransaction", "-maxtipage=86400",
+    "-allowprivatenet=1", "-spendzeroconfchange=0", "-disablewallet", "-connect=0",
+    "-listen=1", "-upnp=0", "-listenonion=0", "-discover=0", "-dnsseed=0", "-noproxy",
+    "-shrinkdebugfile=0", "-assumevalid=0", "-logtimestamps=1", "-feefilter=1",
+    "-zapwallettxes=0", "-maxuploadtarget=0",
+]
+
+
+class AcceptedOptionsTests(SynchronousTestCase):
+    def test_one_node_with_every_accepted_option(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ACCEPTED)
+        self.addCleanup(node.kill)
+        # Datadir layout: wallets/ is made with a new datadir even with -disablewallet.
+        self.assertTrue(os.path.isdir(os.path.join(node.net_datadir, "wallets")))
+        # -debug=1 less -debugexclude.
+        logging = node.rpc("logging")
+        self.assertEqual((logging["net"], logging["rpc"], logging["mempool"]),
+                         (False, False, True))
+        # -mocktime: the node's clock, so the next block's time.
+        first = node.rpc("generatetoaddress", 1, MINER_ADDRESS)[0]
+        self.assertEqual(node.rpc("getblockheader", first)["time"], MOCKTIME)
+        # -logtimemicros: debug.log stamps carry microseconds.
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            lines = f.read().splitlines()
+        self.assertTrue(lines)
+        self.assertTrue(all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ", line)
+                            for line in lines if line[:2] == "20"), lines[:3])
+        self._http_and_rest_as_core(node, first)
+        # -stopatheight=3: still serving at 2, stopped (cleanly) once 3 is the tip.
+        node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        self.assertEqual(node.rpc("getblockcount"), 2)
+        try:
+            node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        except OSError:
+            pass  # the reply may be lost to the shutdown
+        self.assertEqual(node.wait(60), 0)
+
+    def _http_and_rest_as_core(self, node: NodeProcess, block_hash: str) -> None:
+        # The query string is part of the hash (Core hands the whole target to REST).
+        status, _, body = node.post(b"", path="/rest/block/%s.json?x=y" % block_hash,
+                                    method="GET")
+        self.assertEqual((status, body), (400, b"Invalid hash: %s.json?x=y\r\n"
+                                          % block_hash.encode()))
+        # A very long request line: 400, as Core (libevent) answers, not 404.
+        status, _, _ = node.post(b"", path="/rest/" + "a" * 9000 + ".json", method="GET")
+        self.assertEqual(status, 400)
+        # POST getutxos with the outpoints in the body, read as Core 0.17 reads it.
+        block = node.rpc("getblock", block_hash)
+        coinbase = bytes.fromhex(block["tx"][0])[::-1] + (0).to_bytes(4, "little")
+        status, headers, body = node.post(b"\x01" + coinbase, path="/rest/getutxos.bin")
+        self.assertEqual((status, headers["content-type"]), (200, "application/octet-stream"))
+        self.assertEqual(body[:4], (1).to_bytes(4, "little"))
+        self.assertEqual(body[36:39], b"\x01\x01\x01")  # bitmap: found
+        status, _, hex_body = node.post((b"\x01" + coinbase).hex().encode(),
+                                        path="/rest/getutxos.hex")
+        self.assertEqual((status, hex_body), (200, body.hex().encode() + b"\n"))
+        status, _, text = node.post(b"\x01" + coinbase, path="/rest/getutxos.json")
+        self.assertEqual((status, text), (400, b"Error: empty request\r\n"))
+
+
+#: Refused options and the reason coind gives (the list is in doc/config.md).
+REFUSED = [
+    ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),
+    ("-onion=127.0.0.1:9050", "onion", "it has no SOCKS5 proxy support yet"),
+    ("-whitelist=127.0.0.1", "whitelist", "it has no whitelisted peers"),
+    ("-blocksonly", "blocksonly", "it always relays transactions"),
+    ("-maxuploadtarget=100", "maxuploadtarget", "it has no upload target (only "
+     "-maxuploadtarget=0)"),
+    ("-zapwallettxes=2", "zapwallettxes", "deleting and rescanning wallet transactions at "
+     "start-up is not implemented (only -zapwallettxes=0)"),
+    ("-loadblock=blk00000.dat", "loadblock", "importing external block files is not "
+     "implemented (copy them to blocks/ and use -reindex)"),
+]
+
+
+class RefusedOptionsTests(SynchronousTestCase):
+    def test_refused_options_say_why(self) -> None:
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        base = ["-regtest", "-datadir=" + datadir]
+        started = time.monotonic()
+        for arg, name, reason in REFUSED:
+            result = run_coind(*(base + [arg]))
+            self.assertEqual((result.returncode, result.stderr),
+                             (1, "Error: -%s is not supported by this node: %s\n"
+                              % (name, reason)), arg)
+        for args, message in (
+                (["-addresstype=bech32"], "Error: Unknown address type 'bech32' (this chain "
+                 "has no segwit: the only type is 'legacy')\n"),
+                (["-testnet", "-mocktime=5"], "Error: -mocktime is for regression testing "
+                 "(-regtest mode) only\n")):
+            result = run_coind(*(["-datadir=" + datadir] + args
+                                 + (["-regtest"] if "-testnet" not in args else [])))
+            self.assertEqual((result.returncode, result.stderr), (1, message), args)
+        self.assertEqual(os.listdir(datadir), [])  # refused before anything was created
+        self.assertLess(time.monotonic() - started, 60)
+
+    def test_help_lists_every_option(self) -> None:
+        plain = run_coind("-help").stdout
+        debug = run_coind("-help-debug").stdout
+        for option in ("-proxy=<ip:port>", "-allowprivatenet", "-spendzeroconfchange",
+                       "-whitelist=<IP address or network>", "-rpcthreads=<n>"):
+            self.assertIn("\n  %s\n" % option, plain)
+        for option in ("-mocktime=<n>", "-stopatheight=<n>", "-logtimemicros",
+                       "-checkblocks=<n>"):
+            self.assertNotIn("\n  %s\n" % option, plain)
+            self.assertIn("\n  %s\n" % option, debug)
+        self.assertIn("ZeroMQ notification options:", plain)
+        json.dumps(plain)  # text only

@@ -1,0 +1,66 @@
+"""What Core 0.17 options change inside the node (issue #13): log lines, -debugexclude,
+-stopatheight, -spendzeroconfchange."""
+
+from __future__ import annotations
+
+import io
+import re
+from types import SimpleNamespace
+
+from twisted.logger import LogLevel
+from twisted.trial.unittest import SynchronousTestCase
+
+from coin.chain.stop import StopAtHeight
+from coin.logs import CATEGORIES, CoreLineObserver, DebugCategories
+from coin.wallet.spend import select_coins
+
+
+class LogLineTests(SynchronousTestCase):
+    def line(self, **options) -> str:
+        stream = io.StringIO()
+        CoreLineObserver(stream, **options)({"log_format": "hello", "log_time": 1700000000.25,
+                                             "log_level": LogLevel.info})
+        return stream.getvalue()
+
+    def test_timestamps(self):
+        self.assertEqual(self.line(), "2023-11-14T22:13:20Z hello\n")
+        self.assertEqual(self.line(micros=True), "2023-11-14T22:13:20.250000Z hello\n")
+        self.assertEqual(self.line(timestamps=False), "hello\n")
+        self.assertRegex(self.line(micros=True, timestamps=True),
+                         re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z "))
+
+    def test_debugexclude(self):
+        categories = DebugCategories.parse(["1"], ["net", "rpc"])
+        self.assertEqual([c for c in CATEGORIES if not categories.is_enabled(c)], ["net", "rpc"])
+        self.assertFalse(DebugCategories.parse(["net"], ["net"]).is_enabled("net"))
+        with self.assertRaises(ValueError) as caught:
+            DebugCategories.parse(["1"], ["nosuch"])
+        self.assertEqual(str(caught.exception),
+                         "Unsupported logging category -debugexclude=nosuch.")
+
+
+class StopAtHeightTests(SynchronousTestCase):
+    def test_stops_at_the_height_not_before(self):
+        stops = []
+        subscriber = StopAtHeight(3, lambda: stops.append(True))
+        for height in (1, 2):
+            subscriber.tip_changed(SimpleNamespace(height=height))
+        self.assertEqual(stops, [])
+        subscriber.tip_changed(SimpleNamespace(height=3))
+        self.assertEqual(stops, [True])
+
+
+def _coin(value: int, depth: int, from_me: bool):
+    wtx = SimpleNamespace(from_me=from_me, txid=bytes([value % 256]) * 32,
+                          tx=SimpleNamespace(vout=[SimpleNamespace(value=value)]))
+    return SimpleNamespace(wtx=wtx, n=0, depth=depth, spendable=True,
+                           txout=wtx.tx.vout[0], outpoint=(wtx.txid, 0))
+
+
+class SpendZeroConfChangeTests(SynchronousTestCase):
+    def test_unconfirmed_change_only_when_allowed(self):
+        change = _coin(5_000_000, 0, True)
+        coins = [_coin(1_000_000, 3, False), change]
+        self.assertEqual(select_coins(coins, 4_000_000), [change])
+        self.assertIsNone(select_coins(coins, 4_000_000, zero_conf_change=False))
+        self.assertIsNotNone(select_coins(coins, 500_000, zero_conf_change=False))
