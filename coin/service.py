@@ -51,6 +51,7 @@ from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
     WalletLoadError, WalletService, default_walletdir, duplicate_wallet, resolve_wallet_path,
 )
+from coin.wallet.spend import WalletFeeSettings
 
 log = Logger()
 
@@ -221,6 +222,7 @@ class NodeService(service.MultiService):
                                          keypool_size=max(1, self.config.get_int("keypool")),
                                          reactor=self.reactor)
             self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
+            self.wallets.fee_settings = self._wallet_fees(policy)
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
@@ -314,6 +316,16 @@ class NodeService(service.MultiService):
             return parse_amount(text)
         except (AmountError, ValueError):
             raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
+
+    def _wallet_fees(self, policy: PoolPolicy) -> WalletFeeSettings:
+        """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
+        fees = WalletFeeSettings(self._fee_option("paytxfee"), self._fee_option("fallbackfee"),
+                                 self._fee_option("mintxfee"),
+                                 max(1, self.config.get_int("txconfirmtarget")))
+        if 0 < fees.pay_tx_fee < policy.min_relay_fee.sat_per_kb:
+            raise StartupError("Invalid amount for -paytxfee=<amount>: '%s' (must be at least %s)"
+                               % (self.config.get("paytxfee"), policy.min_relay_fee.to_string()))
+        return fees
 
     def _pool_policy(self) -> Tuple[PoolPolicy, int]:
         """The relay policy from -minrelaytxfee, -maxmempool, -limit*, ...; and -maxtxfee."""

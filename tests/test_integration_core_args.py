@@ -117,6 +117,15 @@ class RefusedOptionsTests(SynchronousTestCase):
                                  + (["-regtest"] if "-testnet" not in args else [])))
             self.assertEqual((result.returncode, result.stderr), (1, message), args)
         self.assertEqual(os.listdir(datadir), [])  # refused before anything was created
+        # Wallet fee options are checked as Core checks them.
+        result = run_coind("-regtest", "-datadir=" + datadir, "-paytxfee=0.000001",
+                           "-printtoconsole=0")
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "Error: Invalid amount for -paytxfee=<amount>: '0.000001' (must be "
+                          "at least 0.00001000 COIN/kB)\n"))
+        result = run_coind("-regtest", "-datadir=" + datadir, "-fallbackfee=x")
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "Error: Invalid amount for -fallbackfee=<amount>: 'x'\n"))
         self.assertLess(time.monotonic() - started, 60)
 
     def test_help_lists_every_option(self) -> None:

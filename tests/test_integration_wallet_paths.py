@@ -206,8 +206,10 @@ class StartupTests(WalletPathsTestCase):
     def test_absolute_wallet_paths_as_core_0_17(self):
         """-wallet=/abs/dir/w and createwallet "/abs/dir/w" land exactly there."""
         started = os.path.join(self.sandbox, "elsewhere", "%2e%2e", "w")
-        node = self.start("-wallet=" + started)
+        node = self.start("-wallet=" + started, "-paytxfee=0.0002", "-txconfirmtarget=2")
         self.assertEqual(node.rpc("listwallets"), [started])
+        # -paytxfee is each wallet's starting settxfee (a Core-era tool's argument).
+        self.assertEqual(node.rpc("getwalletinfo")["paytxfee"], 0.0002)
         self.assertTrue(os.path.isfile(os.path.join(started, "wallet.dat")))
         created = os.path.join(self.sandbox, "other place", "w2")
         self.assertEqual(node.rpc("createwallet", created), {"name": created, "warning": ""})

@@ -12,7 +12,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.stop import StopAtHeight
 from coin.logs import CATEGORIES, CoreLineObserver, DebugCategories
-from coin.wallet.spend import select_coins
+from coin.mempool.policy import FeeRate
+from coin.wallet.spend import FeePolicy, select_coins
 
 
 class LogLineTests(SynchronousTestCase):
@@ -64,3 +65,21 @@ class SpendZeroConfChangeTests(SynchronousTestCase):
         self.assertEqual(select_coins(coins, 4_000_000), [change])
         self.assertIsNone(select_coins(coins, 4_000_000, zero_conf_change=False))
         self.assertIsNotNone(select_coins(coins, 500_000, zero_conf_change=False))
+
+
+class WalletFeeOptionTests(SynchronousTestCase):
+    """-paytxfee (settxfee's start value), -fallbackfee, -mintxfee as Core's fee rate."""
+
+    def policy(self, **kw) -> FeePolicy:
+        base = dict(min_relay=FeeRate(1000), pool_floor=FeeRate(0), estimate=None,
+                    max_fee=10**7)
+        base.update(kw)
+        return FeePolicy(**base)
+
+    def test_fallback_and_minimum(self):
+        self.assertEqual(self.policy().rate(0), FeeRate(20_000))  # Core's default fallback
+        self.assertEqual(self.policy(fallback=FeeRate(30_000)).rate(0), FeeRate(30_000))
+        self.assertEqual(self.policy(estimate=FeeRate(1500), min_tx=FeeRate(5000)).rate(0),
+                         FeeRate(5000))
+        self.assertEqual(self.policy(min_tx=FeeRate(5000)).rate(2000), FeeRate(5000))
+        self.assertEqual(self.policy(fallback=FeeRate(30_000)).rate(7000), FeeRate(7000))

@@ -32,6 +32,8 @@ DEFAULT_DEBUG_LOG = "debug.log"
 DEFAULT_RPC_MAX_CONNECTIONS = 256
 DEFAULT_RPC_SERVER_TIMEOUT = 30  # seconds (Core's -rpcservertimeout)
 DEFAULT_MAX_TIP_AGE = 24 * 60 * 60  # seconds (Core's -maxtipage)
+DEFAULT_FALLBACK_FEE = "0.0002"      # coins per kB (Core's -fallbackfee)
+DEFAULT_MIN_TX_FEE = "0.00001"       # coins per kB (Core's -mintxfee)
 
 #: Reasons shared by several refused options.
 _NO_NOTIFY = "it runs no notification commands"
@@ -344,16 +346,17 @@ def _add_core_options(r: OptionRegistry) -> None:
           "segwit; default: legacy)", default="legacy", category=c, meta="=<type>")
     r.add("changetype", "What type of change to use (only \"legacy\": this chain has no "
           "segwit; default: legacy)", category=c, meta="=<type>")
-    for name, text in (
-            ("discardfee", "The fee rate (in COIN/kB) that indicates your tolerance for "
-             "discarding change by adding it to the fee"),
+    r.add("discardfee", "The fee rate (in COIN/kB) that indicates your tolerance for "
+          "discarding change by adding it to the fee", category=c, meta="=<amt>",
+          refused="change below the dust threshold is discarded, a fixed rule")
+    for name, text, default in (
             ("fallbackfee", "A fee rate (in COIN/kB) that will be used when fee estimation "
-             "has insufficient data"),
+             "has insufficient data", DEFAULT_FALLBACK_FEE),
             ("mintxfee", "Fees (in COIN/kB) smaller than this are considered zero fee for "
-             "transaction creation"),
-            ("paytxfee", "Fee (in COIN/kB) to add to transactions you send")):
-        r.add(name, text, category=c, meta="=<amt>",
-              refused="wallet fee rates are set with settxfee and the RPC's options")
+             "transaction creation", DEFAULT_MIN_TX_FEE),
+            ("paytxfee", "Fee (in COIN/kB) to add to transactions you send", "0.00")):
+        r.add(name, "%s (default: %s)" % (text, default), default=default, category=c,
+              meta="=<amt>")
     r.add("rescan", "Rescan the block chain for missing wallet transactions on startup",
           kind="bool", category=c, refused="wallets are rescanned from their last block at "
           "load; use the rescanblockchain RPC (only -rescan=0)")
@@ -363,8 +366,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 1)", kind="bool", default=True, category=c)
     r.add("txconfirmtarget", "If paytxfee is not set, include enough fee so transactions "
           "begin confirmation on average within n blocks (default: 6)", kind="int",
-          category=c, meta="=<n>", refused="the confirmation target is fixed at 6 blocks "
-          "unless an RPC names one")
+          default=6, category=c, meta="=<n>")
     r.add("upgradewallet", "Upgrade wallet to latest format on startup", kind="bool",
           category=c, refused="its wallets have a single format")
     r.add("walletbroadcast", "Make the wallet broadcast transactions (default: 1)",

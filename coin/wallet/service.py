@@ -49,7 +49,9 @@ from coin.wallet.errors import (
 )
 from coin.wallet.keystore import ISMINE_SPENDABLE
 from coin.wallet.rescan import Reservation, Rescanner, height_for_time
-from coin.wallet.spend import Created, FeePolicy, Recipient, SpendError, create_transaction
+from coin.wallet.spend import (
+    Created, FeePolicy, Recipient, SpendError, WalletFeeSettings, create_transaction,
+)
 from coin.wallet.wallet import Output, Wallet
 
 log = Logger()
@@ -233,6 +235,8 @@ class WalletService(service.Service):
         self.keypool_size = keypool_size
         #: -spendzeroconfchange, given to every wallet loaded.
         self.spend_zero_conf_change = True
+        #: -paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget.
+        self.fee_settings = WalletFeeSettings()
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
@@ -292,6 +296,7 @@ class WalletService(service.Service):
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
         wallet.spend_zero_conf_change = self.spend_zero_conf_change
+        wallet.pay_tx_fee = self.fee_settings.pay_tx_fee
         try:
             wallet.open(created, disable_private_keys=disable_private_keys and created)
         except Exception as e:
