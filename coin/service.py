@@ -214,6 +214,7 @@ class NodeService(service.MultiService):
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        self.tx_relay.orphans.max_count = max(0, self.config.get_int("maxorphantx"))
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)
@@ -286,7 +287,8 @@ class NodeService(service.MultiService):
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
             allow_unroutable=self.params.name == "regtest",
-            allow_private=config.get_bool("allowprivatenet"))
+            allow_private=config.get_bool("allowprivatenet"),
+            blocks_only=config.get_bool("blocksonly"))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""

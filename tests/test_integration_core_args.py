@@ -13,7 +13,9 @@ import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from coin.p2p.messages import MSG_TX, InvItem, InvMessage, PingMessage
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.p2pclient import RawPeer
 from tests.test_integration_daemon import run_coind
 
 MOCKTIME = 2_000_000_000
@@ -26,7 +28,7 @@ ACCEPTED = [
     "-allowprivatenet=1", "-spendzeroconfchange=0", "-disablewallet", "-connect=0",
     "-listen=1", "-upnp=0", "-listenonion=0", "-discover=0", "-dnsseed=0", "-noproxy",
     "-shrinkdebugfile=0", "-assumevalid=0", "-logtimestamps=1", "-feefilter=1",
-    "-zapwallettxes=0", "-maxuploadtarget=0",
+    "-zapwallettxes=0", "-maxuploadtarget=0", "-blocksonly", "-maxorphantx=5",
 ]
 
 
@@ -50,6 +52,7 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertTrue(all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ", line)
                             for line in lines if line[:2] == "20"), lines[:3])
         self._http_and_rest_as_core(node, first)
+        self._blocks_only(node)
         # -stopatheight=3: still serving at 2, stopped (cleanly) once 3 is the tip.
         node.rpc("generatetoaddress", 1, MINER_ADDRESS)
         self.assertEqual(node.rpc("getblockcount"), 2)
@@ -58,6 +61,17 @@ class AcceptedOptionsTests(SynchronousTestCase):
         except OSError:
             pass  # the reply may be lost to the shutdown
         self.assertEqual(node.wait(60), 0)
+
+    def _blocks_only(self, node: NodeProcess) -> None:
+        """-blocksonly: version relay=0; transaction invs are not asked for."""
+        peer = RawPeer(node.p2p_port)
+        self.addCleanup(peer.close)
+        self.assertFalse(peer.handshake().relay)
+        peer.send(InvMessage([InvItem(MSG_TX, bytes(range(32)))]))
+        peer.send(PingMessage(7))
+        self.assertEqual(peer.wait_for("pong").nonce, 7)
+        self.assertNotIn("getdata", [m.command for m in peer.received])
+        self.assertEqual(node.rpc("getmempoolinfo")["size"], 0)
 
     def _http_and_rest_as_core(self, node: NodeProcess, block_hash: str) -> None:
         # The query string is part of the hash (Core hands the whole target to REST).
@@ -87,7 +101,6 @@ REFUSED = [
     ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),
     ("-onion=127.0.0.1:9050", "onion", "it has no SOCKS5 proxy support yet"),
     ("-whitelist=127.0.0.1", "whitelist", "it has no whitelisted peers"),
-    ("-blocksonly", "blocksonly", "it always relays transactions"),
     ("-maxuploadtarget=100", "maxuploadtarget", "it has no upload target (only "
      "-maxuploadtarget=0)"),
     ("-zapwallettxes=2", "zapwallettxes", "deleting and rescanning wallet transactions at "

@@ -259,7 +259,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "block reconstructions (default: 100)", kind="int", meta="=<n>",
           refused="it has no compact blocks")
     r.add("blocksonly", "Whether to operate in a blocks only mode (default: 0)", kind="bool",
-          refused="it always relays transactions")
+          default=False)
     r.add("dbbatchsize", "Maximum database write batch size in bytes (default: 16777216)",
           kind="int", meta="=<n>", debug_only=True,
           refused="it writes each chain state flush as one database transaction")
@@ -270,7 +270,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           repeatable=True, meta="=<file>", refused="importing external block files is not "
           "implemented (copy them to blocks/ and use -reindex)")
     r.add("maxorphantx", "Keep at most <n> unconnectable transactions in memory (default: "
-          "100)", kind="int", meta="=<n>", refused="it keeps no orphan transactions")
+          "100)", kind="int", default=100, meta="=<n>")
     r.add("par", "Set the number of script verification threads (-2 to 16, 0 = auto, <0 = "
           "leave that many cores free, default: 0)", kind="int", meta="=<n>",
           refused="script verification threads are not configurable (only -par=0)")

@@ -156,6 +156,9 @@ class P2PSettings:
     allow_unroutable: bool = False
     #: -allowprivatenet (Dash): the address book keeps RFC1918 addresses too.
     allow_private: bool = False
+    #: -blocksonly: our version asks peers not to relay transactions; their transaction
+    #: announcements and transactions are ignored (ours are still announced).
+    blocks_only: bool = False
 
 
 class TimeData:

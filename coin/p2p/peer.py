@@ -411,7 +411,7 @@ class PeerProtocol(protocol.Protocol):
             addr_recv=NetAddress(self.services, addr_you.ip, addr_you.port),
             addr_from=NetAddress(connman.local_services, "0.0.0.0", 0),
             nonce=self.local_nonce, user_agent=connman.user_agent,
-            start_height=connman.start_height(), relay=True)
+            start_height=connman.start_height(), relay=not connman.settings.blocks_only)
         self.version_sent = True
         self.send(message)
         log.debug("send version message: version {version}, blocks={height}, us={us}, "
