@@ -34,7 +34,7 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
-from coin.p2p.banman import normalize_ip
+from coin.p2p.banman import normalize_ip, parse_subnet
 from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
 from coin.p2p.connman import (
@@ -288,7 +288,17 @@ class NodeService(service.MultiService):
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
             allow_unroutable=self.params.name == "regtest",
             allow_private=config.get_bool("allowprivatenet"),
-            blocks_only=config.get_bool("blocksonly"))
+            blocks_only=config.get_bool("blocksonly"),
+            whitelist=self._whitelist(), whitelist_relay=config.get_bool("whitelistrelay"))
+
+    def _whitelist(self) -> List[Any]:
+        networks = []
+        for net in self.config.get_all("whitelist"):
+            try:
+                networks.append(parse_subnet(net))
+            except ValueError:
+                raise StartupError("Invalid netmask specified in -whitelist: '%s'" % net) from None
+        return networks
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""

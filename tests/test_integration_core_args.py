@@ -29,6 +29,7 @@ ACCEPTED = [
     "-listen=1", "-upnp=0", "-listenonion=0", "-discover=0", "-dnsseed=0", "-noproxy",
     "-shrinkdebugfile=0", "-assumevalid=0", "-logtimestamps=1", "-feefilter=1",
     "-zapwallettxes=0", "-maxuploadtarget=0", "-blocksonly", "-maxorphantx=5",
+    "-whitelist=127.0.0.1", "-banscore=1",
 ]
 
 
@@ -52,7 +53,7 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertTrue(all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ", line)
                             for line in lines if line[:2] == "20"), lines[:3])
         self._http_and_rest_as_core(node, first)
-        self._blocks_only(node)
+        self._blocks_only_and_whitelist(node)
         # -stopatheight=3: still serving at 2, stopped (cleanly) once 3 is the tip.
         node.rpc("generatetoaddress", 1, MINER_ADDRESS)
         self.assertEqual(node.rpc("getblockcount"), 2)
@@ -62,15 +63,33 @@ class AcceptedOptionsTests(SynchronousTestCase):
             pass  # the reply may be lost to the shutdown
         self.assertEqual(node.wait(60), 0)
 
-    def _blocks_only(self, node: NodeProcess) -> None:
-        """-blocksonly: version relay=0; transaction invs are not asked for."""
-        peer = RawPeer(node.p2p_port)
-        self.addCleanup(peer.close)
-        self.assertFalse(peer.handshake().relay)
-        peer.send(InvMessage([InvItem(MSG_TX, bytes(range(32)))]))
-        peer.send(PingMessage(7))
-        self.assertEqual(peer.wait_for("pong").nonce, 7)
-        self.assertNotIn("getdata", [m.command for m in peer.received])
+    def _blocks_only_and_whitelist(self, node: NodeProcess) -> None:
+        """-blocksonly: version relay=0, transaction invs not asked for, except from a
+        -whitelist peer (-whitelistrelay); a whitelisted peer is never banned."""
+        inv = InvMessage([InvItem(MSG_TX, bytes(range(32)))])
+        plain = RawPeer(node.p2p_port, bind="127.0.0.2")
+        self.addCleanup(plain.close)
+        self.assertFalse(plain.handshake().relay)
+        plain.send(inv)
+        plain.send(PingMessage(7))
+        self.assertEqual(plain.wait_for("pong").nonce, 7)
+        self.assertNotIn("getdata", [m.command for m in plain.received])
+        trusted = RawPeer(node.p2p_port, bind="127.0.0.1")
+        self.addCleanup(trusted.close)
+        trusted.handshake()
+        trusted.send(inv)
+        self.assertEqual(trusted.wait_for("getdata").items, inv.items)
+        # -banscore=1: a second version message bans the plain peer, not the trusted one.
+        for peer in (plain, trusted):
+            peer.send(peer.version_message())
+        self.assertTrue(plain.wait_closed())
+        trusted.send(PingMessage(8))
+        self.assertEqual(trusted.wait_for("pong").nonce, 8)
+        self.assertEqual([b["address"] for b in node.rpc("listbanned")], ["127.0.0.2/32"])
+        node.rpc("setban", "127.0.0.1", "add")
+        again = RawPeer(node.p2p_port, bind="127.0.0.1")  # banned, whitelisted: let in
+        self.addCleanup(again.close)
+        again.handshake()
         self.assertEqual(node.rpc("getmempoolinfo")["size"], 0)
 
     def _http_and_rest_as_core(self, node: NodeProcess, block_hash: str) -> None:
@@ -100,7 +119,6 @@ class AcceptedOptionsTests(SynchronousTestCase):
 REFUSED = [
     ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),
     ("-onion=127.0.0.1:9050", "onion", "it has no SOCKS5 proxy support yet"),
-    ("-whitelist=127.0.0.1", "whitelist", "it has no whitelisted peers"),
     ("-maxuploadtarget=100", "maxuploadtarget", "it has no upload target (only "
      "-maxuploadtarget=0)"),
     ("-zapwallettxes=2", "zapwallettxes", "deleting and rescanning wallet transactions at "

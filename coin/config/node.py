@@ -336,10 +336,9 @@ def _add_core_options(r: OptionRegistry) -> None:
           refused="it has no whitelisted peers")
     r.add("whitelist", "Whitelist peers connecting from the given IP address (e.g. 1.2.3.4) "
           "or CIDR notated network (e.g. 1.2.3.0/24). Can be specified multiple times. "
-          "Whitelisted peers cannot be DoS banned and their transactions are always relayed, "
-          "even if they are already in the mempool, useful e.g. for a gateway",
-          repeatable=True, category=c, meta="=<IP address or network>",
-          refused="it has no whitelisted peers")
+          "Whitelisted peers cannot be DoS banned or evicted, connect while their address is "
+          "banned, and with -whitelistrelay their transactions are taken under -blocksonly",
+          repeatable=True, category=c, meta="=<IP address or network>")
 
     c = "Wallet options"
     r.add("addresstype", "What type of addresses to use (only \"legacy\": this chain has no "
@@ -458,11 +457,12 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("mempoolreplacement", "Enable transaction replacement in the memory pool (default: "
           "0)", kind="bool", category=c, refused="this chain has no replace-by-fee")
     r.add("whitelistforcerelay", "Force relay of transactions from whitelisted peers even if "
-          "they violate local relay policy (default: 0)", kind="bool", category=c,
-          refused="it has no whitelisted peers")
+          "they violate local relay policy (Core's default: 1)", kind="bool", category=c,
+          refused="whitelisted peers' transactions are relayed only once the mempool accepts "
+          "them (only -whitelistforcerelay=0)")
     r.add("whitelistrelay", "Accept relayed transactions received from whitelisted peers even "
-          "when not relaying transactions (default: 1)", kind="bool", category=c,
-          node_does=True, refused="it has no whitelisted peers")
+          "when not relaying transactions (default: 1)", kind="bool", default=True,
+          category=c)
 
     c = "Block creation options"
     r.add("blockmaxweight", "Set maximum BIP141 block weight (default: 3996000)", kind="int",

@@ -353,7 +353,7 @@ class TxRelay(TxSource):
     # ------------------------------------------------------------ requesting
 
     def on_inv(self, peer: "PeerProtocol", items: List[InvItem]) -> None:
-        if self.p2p.settings.blocks_only:  # known to the peer, never asked for (Core)
+        if not self.p2p.relays_from(peer):  # -blocksonly: known, never asked for (Core)
             peer.known_inventory.update(item.hash for item in items)
             log.debug("transaction inv sent in violation of protocol peer={id}", id=peer.id)
             return
@@ -442,7 +442,7 @@ class TxRelay(TxSource):
         return st.unrequested <= self.unrequested_tx_allowance
 
     def _on_tx(self, peer: "PeerProtocol", message: TxMessage) -> Optional[Deferred]:
-        if self.p2p.settings.blocks_only:
+        if not self.p2p.relays_from(peer):  # -blocksonly
             log.debug("transaction sent in violation of protocol peer={id}", id=peer.id)
             return None
         tx = message.tx
