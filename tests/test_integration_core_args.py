@@ -13,9 +13,13 @@ import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from coin.chainparams import REGTEST
 from coin.p2p.messages import MSG_TX, InvItem, InvMessage, PingMessage
+from coin.primitives.address import encode_wif
+from coin.testing.chainbuilder import deterministic_key
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
 from tests.p2pclient import RawPeer
+from tests.test_integration_wallet_admin import p2pkh
 from tests.test_integration_daemon import run_coind
 
 MOCKTIME = 2_000_000_000
@@ -113,6 +117,21 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertEqual((status, hex_body), (200, body.hex().encode() + b"\n"))
         status, _, text = node.post(b"\x01" + coinbase, path="/rest/getutxos.json")
         self.assertEqual((status, text), (400, b"Error: empty request\r\n"))
+
+
+class WalletOptionsTests(SynchronousTestCase):
+    def test_rescan_at_start_finds_what_the_wallet_skipped(self) -> None:
+        datadir = self.mktemp()
+        node = NodeProcess.start(datadir)
+        self.addCleanup(node.kill)
+        key = deterministic_key("-rescan option")
+        node.rpc("generatetoaddress", 1, p2pkh(key))
+        node.rpc("importprivkey", encode_wif(key.secret, REGTEST), "", False)  # no rescan
+        self.assertEqual(node.rpc("getwalletinfo")["txcount"], 0)
+        self.assertEqual(node.stop(), 0)
+        node = NodeProcess.start(datadir, ["-rescan"])
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("getwalletinfo")["txcount"], 1)
 
 
 #: Refused options and the reason coind gives (the list is in doc/config.md).

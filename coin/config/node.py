@@ -357,8 +357,7 @@ def _add_core_options(r: OptionRegistry) -> None:
         r.add(name, "%s (default: %s)" % (text, default), default=default, category=c,
               meta="=<amt>")
     r.add("rescan", "Rescan the block chain for missing wallet transactions on startup",
-          kind="bool", category=c, refused="wallets are rescanned from their last block at "
-          "load; use the rescanblockchain RPC (only -rescan=0)")
+          kind="bool", default=False, category=c)
     r.add("salvagewallet", "Attempt to recover private keys from a corrupt wallet on startup",
           kind="bool", category=c, refused=_NO_BDB)
     r.add("spendzeroconfchange", "Spend unconfirmed change when sending transactions "

@@ -237,6 +237,9 @@ class WalletService(service.Service):
         self.spend_zero_conf_change = True
         #: -paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget.
         self.fee_settings = WalletFeeSettings()
+        #: -rescan: every wallet loaded is scanned from the genesis block (Core's
+        #: CreateWalletFromFile), not only from its last block.
+        self.rescan_on_load = False
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
@@ -317,6 +320,8 @@ class WalletService(service.Service):
         wallet = yield self.validation.call(self.open_wallet, name, create, must_create,
                                             disable_private_keys)
         start = yield self.validation.call(_catch_up_height, wallet)
+        if self.rescan_on_load:
+            start = 0
         if start is not None:
             yield self.rescan(wallet, start, None)
         yield self.validation.call(self._reaccept, wallet)
