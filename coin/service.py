@@ -26,6 +26,7 @@ from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
+from coin.chain.verify import verify_chain
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
@@ -477,6 +478,15 @@ class NodeService(service.MultiService):
     def _loaded(self, chainstate: ChainState):
         log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
                  hash=chainstate.tip.hash[::-1].hex())
+        # Core's start-up VerifyDB (-checklevel, -checkblocks).
+        verified = yield self.chain.call(verify_chain, self.config.get_int("checklevel"),
+                                         self.config.get_int("checkblocks"))
+        if not verified:
+            sys.stderr.write("Error: Corrupted block database detected.\nPlease restart with "
+                             "-reindex or -reindex-chainstate to recover.\n")
+            self.exit_code = 1
+            self._stop_reactor()
+            return
         if self.wallets is not None:
             self.warmup.set("Loading wallet...")
             names = self.config.get_all("wallet") or [""]

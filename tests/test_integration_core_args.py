@@ -119,6 +119,32 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertEqual((status, text), (400, b"Error: empty request\r\n"))
 
 
+class CheckBlocksTests(SynchronousTestCase):
+    def test_start_up_verifies_the_last_checkblocks_blocks(self) -> None:
+        """Core's start-up VerifyDB: the last 6 blocks at level 3 by default; a damaged
+        older block is found once -checkblocks=0 (all) asks for it."""
+        datadir = self.mktemp()
+        node = NodeProcess.start(datadir)
+        self.addCleanup(node.kill)
+        hashes = node.rpc("generatetoaddress", 10, MINER_ADDRESS)
+        raw = bytes.fromhex(node.rpc("getblock", hashes[0], 0))
+        self.assertEqual(node.stop(), 0)
+        path = os.path.join(node.net_datadir, "blocks", "blk00000.dat")
+        with open(path, "r+b") as f:
+            data = f.read()
+            at = data.index(raw) + len(raw) - 1  # the coinbase's lock time: a new merkle root
+            f.seek(at)
+            f.write(bytes([data[at] ^ 1]))
+        node = NodeProcess.start(datadir, ["-checklevel=3"])
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("getblockcount"), 10)
+        self.assertEqual(node.stop(), 0)
+        node = NodeProcess.start(datadir, ["-checkblocks=0"], wait=False)
+        self.addCleanup(node.kill)
+        self.assertEqual(node.wait(60), 1)
+        self.assertIn("Error: Corrupted block database detected.", node.stderr_text())
+
+
 class WalletOptionsTests(SynchronousTestCase):
     def test_rescan_at_start_finds_what_the_wallet_skipped(self) -> None:
         datadir = self.mktemp()

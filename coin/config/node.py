@@ -402,11 +402,9 @@ def _add_core_options(r: OptionRegistry) -> None:
           "1)", kind="bool", category=c, debug_only=True,
           refused="it has no periodic block index check")
     r.add("checkblocks", "How many blocks to check at startup (default: 6, 0 = all)",
-          kind="int", category=c, meta="=<n>", debug_only=True,
-          refused="it does not verify blocks at start-up; use the verifychain RPC")
+          kind="int", default=6, category=c, meta="=<n>", debug_only=True)
     r.add("checklevel", "How thorough the block verification of -checkblocks is (0-4, "
-          "default: 3)", kind="int", category=c, meta="=<n>", debug_only=True,
-          refused="it does not verify blocks at start-up; use the verifychain RPC")
+          "default: 3)", kind="int", default=3, category=c, meta="=<n>", debug_only=True)
     r.add("checkmempool", "Run checks every <n> transactions (default: 0, regtest: 1)",
           kind="int", category=c, meta="=<n>", debug_only=True,
           refused="it has no periodic mempool check (only -checkmempool=0)")
