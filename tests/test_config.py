@@ -526,7 +526,11 @@ class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
             self.assertEqual(shown in text, not option.debug_only, option.name)
         self.assertIn("Connect through SOCKS5 proxy (not supported by this node: it has no\n"
                       "       SOCKS5 proxy support yet)", debug)
-        self.assertLess(text.index("Wallet options:"), text.index("ZeroMQ notification options:"))
+        from coin.config.node import CATEGORY_ORDER
+
+        shown = [line[:-1] for line in debug.splitlines() if line.endswith("options:")
+                 or line == "Options:"]
+        self.assertEqual(shown, list(CATEGORY_ORDER))
 
     def test_address_types_and_mocktime(self):
         from coin.config.node import check_node_values

@@ -35,6 +35,13 @@ DEFAULT_MAX_TIP_AGE = 24 * 60 * 60  # seconds (Core's -maxtipage)
 DEFAULT_FALLBACK_FEE = "0.0002"      # coins per kB (Core's -fallbackfee)
 DEFAULT_MIN_TX_FEE = "0.00001"       # coins per kB (Core's -mintxfee)
 
+#: Core 0.17's -help sections, in its order.
+CATEGORY_ORDER = (
+    "Options", "Connection options", "Wallet options", "Wallet debugging/testing options",
+    "ZeroMQ notification options", "Debugging/Testing options", "Chain selection options",
+    "Node relay options", "Block creation options", "RPC server options",
+)
+
 #: Reasons shared by several refused options.
 _NO_NOTIFY = "it runs no notification commands"
 _NO_PROXY = "it has no SOCKS5 proxy support yet"
@@ -51,7 +58,7 @@ def _ports(attribute: str) -> str:
 
 def node_options() -> OptionRegistry:
     """A fresh registry of every option coind accepts."""
-    r = OptionRegistry()
+    r = OptionRegistry(CATEGORY_ORDER)
     r.add("?", "Print this help message and exit")
     r.add("h", "", hidden=True)
     r.add("help", "", hidden=True)
@@ -302,12 +309,10 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 0)", kind="bool", default=False, category=c)
     r.add("externalip", "Specify your own public address", repeatable=True, category=c,
           meta="=<ip>", refused="it does not advertise its own address")
-    r.add("maxreceivebuffer", "Maximum per-connection receive buffer, <n>*1000 bytes "
-          "(default: 5000)", kind="int", category=c, meta="=<n>",
-          refused="per-connection buffer limits are not implemented")
-    r.add("maxsendbuffer", "Maximum per-connection send buffer, <n>*1000 bytes (default: "
-          "1000)", kind="int", category=c, meta="=<n>",
-          refused="per-connection buffer limits are not implemented")
+    for direction, default in (("receive", 5000), ("send", 1000)):
+        r.add("max%sbuffer" % direction, "Maximum per-connection %s buffer, <n>*1000 bytes "
+              "(default: %d)" % (direction, default), kind="int", category=c, meta="=<n>",
+              refused="per-connection buffer limits are not implemented")
     r.add("maxtimeadjustment", "Maximum allowed median peer time offset adjustment. Local "
           "perspective of time may be influenced by peers forward or backward by this amount. "
           "(default: 4200 seconds)", kind="int", category=c, meta="=<n>",
@@ -378,6 +383,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "owner and payment request information, 2 = drop tx meta data)", kind="int",
           category=c, meta="=<mode>", refused="deleting and rescanning wallet transactions "
           "at start-up is not implemented (only -zapwallettxes=0)")
+    c = "Wallet debugging/testing options"
     r.add("dblogsize", "Flush wallet database activity from memory to disk log every <n> "
           "megabytes (default: 100)", kind="int", category=c, meta="=<n>", debug_only=True,
           refused=_NO_BDB)

@@ -53,8 +53,10 @@ class Option:
 class OptionRegistry:
     """Known options by name, in registration order."""
 
-    def __init__(self) -> None:
+    def __init__(self, category_order: tuple[str, ...] = ()) -> None:
         self._options: dict[str, Option] = {}
+        #: Categories -help shows first, in this order (Core's); others follow as registered.
+        self.category_order = category_order
 
     def add(self, name: str, help: str, *, default: object = None, kind: str = "str",
             repeatable: bool = False, category: str = "Options", meta: str = "",
@@ -95,8 +97,10 @@ class OptionRegistry:
             if option.hidden or (option.debug_only and not show_debug):
                 continue
             by_category.setdefault(option.category, []).append(option)
+        rank = {category: i for i, category in enumerate(self.category_order)}
         parts = []
-        for category, options in by_category.items():
+        for category, options in sorted(by_category.items(),
+                                        key=lambda item: rank.get(item[0], len(rank))):
             parts.append(category + ":\n\n")
             for option in sorted(options, key=lambda o: o.name):
                 shown = option.help
