@@ -226,6 +226,7 @@ class NodeService(service.MultiService):
             self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
             self.wallets.fee_settings = self._wallet_fees(policy)
             self.wallets.rescan_on_load = self.config.get_bool("rescan")
+            self.wallets.broadcast = self.config.get_bool("walletbroadcast")
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()

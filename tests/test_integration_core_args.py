@@ -160,6 +160,15 @@ class WalletOptionsTests(SynchronousTestCase):
         self.assertEqual(node.rpc("getwalletinfo")["txcount"], 1)
 
 
+    def test_walletbroadcast_0_keeps_payments_out_of_the_mempool(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ["-walletbroadcast=0"])
+        self.addCleanup(node.kill)
+        node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))
+        txid = node.rpc("sendtoaddress", MINER_ADDRESS, 1)
+        self.assertEqual(node.rpc("gettransaction", txid)["confirmations"], 0)
+        self.assertEqual(node.rpc("getrawmempool"), [])
+
+
 #: Refused options and the reason coind gives (the list is in doc/config.md).
 REFUSED = [
     ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),

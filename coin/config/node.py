@@ -373,7 +373,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("upgradewallet", "Upgrade wallet to latest format on startup", kind="bool",
           category=c, refused="its wallets have a single format")
     r.add("walletbroadcast", "Make the wallet broadcast transactions (default: 1)",
-          kind="bool", category=c, node_does=True, refused="the wallet always broadcasts")
+          kind="bool", default=True, category=c)
     r.add("walletnotify", "Execute command when a wallet transaction changes (%s in cmd is "
           "replaced by TxID)", category=c, meta="=<cmd>", refused=_NO_NOTIFY)
     r.add("walletrbf", "Send transactions with full-RBF opt-in enabled (default: 0)",

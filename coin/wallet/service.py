@@ -240,6 +240,9 @@ class WalletService(service.Service):
         #: -rescan: every wallet loaded is scanned from the genesis block (Core's
         #: CreateWalletFromFile), not only from its last block.
         self.rescan_on_load = False
+        #: -walletbroadcast: with False, wallet transactions are recorded but never given
+        #: to the mempool (so never relayed), at creation or again at load, as Core.
+        self.broadcast = True
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
@@ -441,7 +444,8 @@ class WalletService(service.Service):
         or TransactionRejected when the pool refuses it (it is then abandoned at once,
         giving its coins back).
         """
-        return self.validation.call(_send_on_worker, self.mempool, wallet, recipients, fees)
+        return self.validation.call(_send_on_worker, self.mempool, wallet, recipients, fees,
+                                    self.broadcast)
 
     def fund(self, wallet: Wallet, tx: Transaction, recipients: List[Recipient],
              fees: FeePolicy, change_script: Optional[bytes], watching: bool,
@@ -550,6 +554,8 @@ class WalletService(service.Service):
     def _reaccept(self, chainstate: ChainState, wallet: Wallet) -> int:
         """Offer the wallet's unconfirmed transactions to the mempool again."""
         count = 0
+        if not self.broadcast:
+            return count
         for wtx in wallet.ordered_txs():
             if wtx.abandoned or wtx.tx.is_coinbase() or wallet.depth(wtx) != 0:
                 continue
@@ -600,12 +606,14 @@ def _change_passphrase(wallet: Wallet, old: bytes, new: bytes) -> None:
 
 
 def _send_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wallet,
-                    recipients: List[Recipient], fees: FeePolicy) -> Created:
-    """Create, record, then submit: one turn of the validation worker."""
+                    recipients: List[Recipient], fees: FeePolicy, broadcast: bool) -> Created:
+    """Create, record, then submit (unless -walletbroadcast=0): one turn of the worker."""
     with wallet.lock:
         created = create_transaction(wallet, recipients, fees)
         # In the wallet file before the pool sees it: a crash never forgets the spend.
         wallet.sync_transaction(created.tx, None)
+    if not broadcast:
+        return created
     try:
         mempool.accept_on_worker(chainstate, created.tx, mempool.max_tx_fee)
         return created
