@@ -536,7 +536,7 @@ class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
         from coin.config.node import check_node_values
 
         for argv in (["-addresstype=legacy", "-changetype=legacy"], ["-regtest", "-mocktime=5"],
-                     ["-mocktime=0"]):
+                     ["-mocktime=0"], ["-rpcserialversion=0"], ["-rpcserialversion=1"]):
             check_node_values(self.load(argv))
         for argv, message in (
                 (["-addresstype=bech32"], "Error: Unknown address type 'bech32' (this chain has "
@@ -544,7 +544,9 @@ class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
                 (["-changetype=p2sh-segwit"], "Error: Unknown change type 'p2sh-segwit' (this "
                  "chain has no segwit: the only type is 'legacy')"),
                 (["-testnet", "-mocktime=5"], "Error: -mocktime is for regression testing "
-                 "(-regtest mode) only")):
+                 "(-regtest mode) only"),
+                (["-rpcserialversion=-1"], "Error: rpcserialversion must be non-negative."),
+                (["-rpcserialversion=2"], "Error: unknown rpcserialversion requested.")):
             with self.assertRaises(ConfigError) as caught:
                 check_node_values(self.load(argv))
             self.assertEqual(str(caught.exception), message)

@@ -237,7 +237,7 @@ def check_node_values(config: Config) -> None:
 
     Only legacy addresses exist without segwit, so ``-addresstype=bech32`` is Core's
     "Unknown address type" error with the reason; -mocktime pins the clock of test
-    chains only, as ``setmocktime`` does.
+    chains only, as ``setmocktime`` does; -rpcserialversion takes Core's 0 and 1.
     """
     for name, what in (("addresstype", "address"), ("changetype", "change")):
         value = config.get(name)
@@ -246,6 +246,10 @@ def check_node_values(config: Config) -> None:
                               "type is 'legacy')" % (what, value))
     if config.get_int("mocktime") and config.network != "regtest":
         raise ConfigError("Error: -mocktime is for regression testing (-regtest mode) only")
+    if config.get_int("rpcserialversion") < 0:
+        raise ConfigError("Error: rpcserialversion must be non-negative.")
+    if config.get_int("rpcserialversion") > 1:
+        raise ConfigError("Error: unknown rpcserialversion requested.")
 
 
 def _add_core_options(r: OptionRegistry) -> None:
@@ -480,9 +484,9 @@ def _add_core_options(r: OptionRegistry) -> None:
 
     c = "RPC server options"
     r.add("rpcserialversion", "Sets the serialization of raw transaction or block hex returned "
-          "in non-verbose mode, non-segwit(0) or segwit(1) (default: 1)", kind="int",
-          category=c, meta="=<n>", refused="this chain has no segwit, so there is one "
-          "serialization (only -rpcserialversion=0)")
+          "in non-verbose mode, non-segwit(0) or segwit(1) (default: 1; without segwit on "
+          "this chain both are the same bytes)", kind="int", default=1, category=c,
+          meta="=<n>")
     r.add("rpcthreads", "Set the number of threads to service RPC calls (default: 4)",
           kind="int", category=c, meta="=<n>",
           refused="RPC calls are served by the event loop, not a thread pool")
