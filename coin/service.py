@@ -35,12 +35,12 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
-from coin.p2p.banman import normalize_ip, parse_subnet
+from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
 from coin.p2p.connman import (
     P2PService, P2PSettings, P2PStartupError, check_user_agent, format_user_agent,
-    split_host_port,
+    parse_whitelist, split_host_port,
 )
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
@@ -278,6 +278,7 @@ class NodeService(service.MultiService):
         user_agent = format_user_agent("Coin", __version__, comments)
         try:
             check_user_agent(comments, user_agent)
+            whitelist = parse_whitelist(config.get_all("whitelist"))
         except P2PStartupError as e:
             raise StartupError(str(e)) from None
         timeout_ms = config.get_int("timeout")
@@ -292,16 +293,7 @@ class NodeService(service.MultiService):
             allow_unroutable=self.params.name == "regtest",
             allow_private=config.get_bool("allowprivatenet"),
             blocks_only=config.get_bool("blocksonly"),
-            whitelist=self._whitelist(), whitelist_relay=config.get_bool("whitelistrelay"))
-
-    def _whitelist(self) -> List[Any]:
-        networks = []
-        for net in self.config.get_all("whitelist"):
-            try:
-                networks.append(parse_subnet(net))
-            except ValueError:
-                raise StartupError("Invalid netmask specified in -whitelist: '%s'" % net) from None
-        return networks
+            whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""

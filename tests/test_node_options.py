@@ -83,3 +83,16 @@ class WalletFeeOptionTests(SynchronousTestCase):
                          FeeRate(5000))
         self.assertEqual(self.policy(min_tx=FeeRate(5000)).rate(2000), FeeRate(5000))
         self.assertEqual(self.policy(fallback=FeeRate(30_000)).rate(7000), FeeRate(7000))
+
+
+class WhitelistParseTests(SynchronousTestCase):
+    def test_networks_and_core_error(self):
+        from coin.p2p.connman import P2PStartupError, parse_whitelist
+
+        self.assertEqual([str(n) for n in parse_whitelist(["127.0.0.1", "10.1.2.3/8",
+                                                           "192.168.0.0/255.255.0.0", "::1"])],
+                         ["127.0.0.1/32", "10.0.0.0/8", "192.168.0.0/16", "::1/128"])
+        with self.assertRaises(P2PStartupError) as caught:
+            parse_whitelist(["1.2.3.4/99"])
+        self.assertEqual(str(caught.exception),
+                         "Invalid netmask specified in -whitelist: '1.2.3.4/99'")

@@ -58,6 +58,7 @@ from coin.p2p.banman import (
     BanMan,
     Network,
     normalize_ip,
+    parse_subnet,
 )
 from coin.p2p.eviction import EvictionCandidate, select_node_to_evict
 from coin.p2p.messages import (
@@ -109,6 +110,18 @@ def format_user_agent(name: str, version: str, comments: List[str]) -> str:
     if comments:
         text += "(%s)" % "; ".join(comments)
     return text + "/"
+
+
+def parse_whitelist(values: List[str]) -> List[Network]:
+    """-whitelist values as networks; P2PStartupError with Core's text for a bad one."""
+    networks = []
+    for value in values:
+        try:
+            networks.append(parse_subnet(value))
+        except ValueError:
+            raise P2PStartupError("Invalid netmask specified in -whitelist: '%s'"
+                                  % value) from None
+    return networks
 
 
 def check_user_agent(comments: List[str], user_agent: str) -> None:
