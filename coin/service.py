@@ -201,7 +201,9 @@ class NodeService(service.MultiService):
         # A child after validation: stops first, saving the pool before the chain closes.
         self.mempool = MempoolService(self.validation, pool, policy, now=self.clock.now,
                                       datadir=self.datadir,
-                                      persist=self.config.get_bool("persistmempool", True),
+                                      # -zapwallettxes implies -persistmempool=0 (Core).
+                                      persist=self.config.get_bool(
+                                          "persistmempool", not self._zap_mode()),
                                       max_tx_fee=max_tx_fee)
         self.mempool.setServiceParent(self)
         self.chain.mempool = pool
@@ -227,6 +229,7 @@ class NodeService(service.MultiService):
             self.wallets.fee_settings = self._wallet_fees(policy)
             self.wallets.rescan_on_load = self.config.get_bool("rescan")
             self.wallets.broadcast = self.config.get_bool("walletbroadcast")
+            self.wallets.zap_mode = self._zap_mode()
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
@@ -323,6 +326,12 @@ class NodeService(service.MultiService):
             return parse_amount(text)
         except (AmountError, ValueError):
             raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
+
+    def _zap_mode(self) -> int:
+        """-zapwallettxes as Core reads it: off, 2 (drop all), else 1 (keep metadata)."""
+        if not self.config.get_bool("zapwallettxes"):
+            return 0
+        return 2 if self.config.get("zapwallettxes") == "2" else 1
 
     def _wallet_fees(self, policy: PoolPolicy) -> WalletFeeSettings:
         """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""

@@ -17,7 +17,7 @@ from coin.chainparams import REGTEST
 from coin.p2p.messages import MSG_TX, InvItem, InvMessage, PingMessage
 from coin.primitives.address import encode_wif
 from coin.testing.chainbuilder import deterministic_key
-from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
 from tests.p2pclient import RawPeer
 from tests.test_integration_wallet_admin import p2pkh
 from tests.test_integration_daemon import run_coind
@@ -169,14 +169,41 @@ class WalletOptionsTests(SynchronousTestCase):
         self.assertEqual(node.rpc("getrawmempool"), [])
 
 
+    def test_zapwallettxes_forgets_and_rescans(self) -> None:
+        datadir = self.mktemp()
+        node = NodeProcess.start(datadir)
+        self.addCleanup(node.kill)
+        node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))
+        confirmed = node.rpc("sendtoaddress", MINER_ADDRESS, 1)
+        node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        received = node.rpc("gettransaction", confirmed)["timereceived"]
+        pending = node.rpc("sendtoaddress", MINER_ADDRESS, 2)
+        count = node.rpc("getwalletinfo")["txcount"]
+        self.assertEqual(node.stop(), 0)
+        # Mode 1: found again by the rescan with its metadata; the unconfirmed one is gone
+        # (and not brought back from mempool.dat: -persistmempool=0 is implied).
+        node = NodeProcess.start(datadir, ["-zapwallettxes=1"])
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("gettransaction", confirmed)["timereceived"], received)
+        self.assertEqual(node.rpc("getwalletinfo")["txcount"], count - 1)
+        with self.assertRaises(RPCFailure) as caught:
+            node.rpc("gettransaction", pending)
+        self.assertEqual(caught.exception.code, -5)
+        self.assertEqual(node.rpc("getrawmempool"), [])
+        self.assertEqual(node.stop(), 0)
+        result = run_coind("-regtest", "-datadir=" + os.path.abspath(datadir),
+                           "-zapwallettxes=2", "-wallet=a", "-wallet=b")
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "Error: -zapwallettxes is only allowed with a single wallet "
+                          "file\n"))
+
+
 #: Refused options and the reason coind gives (the list is in doc/config.md).
 REFUSED = [
     ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),
     ("-onion=127.0.0.1:9050", "onion", "it has no SOCKS5 proxy support yet"),
     ("-maxuploadtarget=100", "maxuploadtarget", "it has no upload target (only "
      "-maxuploadtarget=0)"),
-    ("-zapwallettxes=2", "zapwallettxes", "deleting and rescanning wallet transactions at "
-     "start-up is not implemented (only -zapwallettxes=0)"),
     ("-loadblock=blk00000.dat", "loadblock", "importing external block files is not "
      "implemented (copy them to blocks/ and use -reindex)"),
 ]

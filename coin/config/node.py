@@ -246,6 +246,8 @@ def check_node_values(config: Config) -> None:
                               "type is 'legacy')" % (what, value))
     if config.get_int("mocktime") and config.network != "regtest":
         raise ConfigError("Error: -mocktime is for regression testing (-regtest mode) only")
+    if config.get_bool("zapwallettxes") and len(config.get_all("wallet")) > 1:
+        raise ConfigError("Error: -zapwallettxes is only allowed with a single wallet file")
     if config.get_int("rpcserialversion") < 0:
         raise ConfigError("Error: rpcserialversion must be non-negative.")
     if config.get_int("rpcserialversion") > 1:
@@ -384,9 +386,8 @@ def _add_core_options(r: OptionRegistry) -> None:
           kind="bool", category=c, refused="this chain has no replace-by-fee")
     r.add("zapwallettxes", "Delete all wallet transactions and only recover those parts of "
           "the blockchain through -rescan on startup (1 = keep tx meta data e.g. account "
-          "owner and payment request information, 2 = drop tx meta data)", kind="int",
-          category=c, meta="=<mode>", refused="deleting and rescanning wallet transactions "
-          "at start-up is not implemented (only -zapwallettxes=0)")
+          "owner and payment request information, 2 = drop tx meta data)", category=c,
+          meta="=<mode>")
     c = "Wallet debugging/testing options"
     r.add("dblogsize", "Flush wallet database activity from memory to disk log every <n> "
           "megabytes (default: 100)", kind="int", category=c, meta="=<n>", debug_only=True,

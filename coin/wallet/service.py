@@ -240,6 +240,8 @@ class WalletService(service.Service):
         #: -rescan: every wallet loaded is scanned from the genesis block (Core's
         #: CreateWalletFromFile), not only from its last block.
         self.rescan_on_load = False
+        #: -zapwallettxes: 0 (off), 1 (zap, keep metadata) or 2 (zap all), as Core.
+        self.zap_mode = 0
         #: -walletbroadcast: with False, wallet transactions are recorded but never given
         #: to the mempool (so never relayed), at creation or again at load, as Core.
         self.broadcast = True
@@ -322,11 +324,15 @@ class WalletService(service.Service):
         """Load (or create) ``name``, catch it up with the chain, resubmit its pending txs."""
         wallet = yield self.validation.call(self.open_wallet, name, create, must_create,
                                             disable_private_keys)
+        zapped = (yield self.validation.call(lambda _cs: wallet.zap_transactions())
+                  ) if self.zap_mode else []
         start = yield self.validation.call(_catch_up_height, wallet)
-        if self.rescan_on_load:
+        if self.rescan_on_load or self.zap_mode:
             start = 0
         if start is not None:
             yield self.rescan(wallet, start, None)
+        if self.zap_mode == 1:
+            yield self.validation.call(lambda _cs: wallet.restore_metadata(zapped))
         yield self.validation.call(self._reaccept, wallet)
         return wallet
 
