@@ -344,7 +344,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           meta="=<pass>", refused=_NO_TOR)
     r.add("whitebind", "Bind to given address and whitelist peers connecting to it. Use "
           "[host]:port notation for IPv6", repeatable=True, category=c, meta="=<addr>",
-          refused="it has no whitelisted peers")
+          refused="a whitelisting listener is not implemented (use -bind and -whitelist)")
     r.add("whitelist", "Whitelist peers connecting from the given IP address (e.g. 1.2.3.4) "
           "or CIDR notated network (e.g. 1.2.3.0/24). Can be specified multiple times. "
           "Whitelisted peers cannot be DoS banned or evicted, connect while their address is "
@@ -398,7 +398,7 @@ def _add_core_options(r: OptionRegistry) -> None:
         r.add(name, text, kind="bool", category=c, debug_only=True, refused=_NO_BDB)
     r.add("walletrejectlongchains", "Wallet will not create transactions that violate mempool "
           "chain limits (default: 0)", kind="bool", category=c, debug_only=True,
-          refused="the wallet never checks mempool chain limits before sending")
+          refused="the wallet gives up any payment the mempool refuses, whatever the reason")
 
     c = "ZeroMQ notification options"
     for what in ("hashblock", "hashtx", "rawblock", "rawtx"):
