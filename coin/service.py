@@ -296,7 +296,9 @@ class NodeService(service.MultiService):
             allow_unroutable=self.params.name == "regtest",
             allow_private=config.get_bool("allowprivatenet"),
             blocks_only=config.get_bool("blocksonly"),
-            whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"))
+            whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"),
+            max_send_buffer=(config.get_int("maxsendbuffer") * 1000
+                             if config.is_set("maxsendbuffer") else None))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""

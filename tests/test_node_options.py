@@ -1,5 +1,5 @@
 """What Core 0.17 options change inside the node (issue #13): log lines, -debugexclude,
--stopatheight, -spendzeroconfchange."""
+-stopatheight, -spendzeroconfchange, wallet fees, -whitelist parsing, -maxsendbuffer."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ import io
 import re
 from types import SimpleNamespace
 
+from typing import Optional
+
+from twisted.internet.abstract import FileDescriptor
+from twisted.internet.address import IPv4Address
+from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import LogLevel
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.stop import StopAtHeight
+from coin.chainparams import REGTEST
+from coin.p2p.connman import P2PService, P2PSettings
+from coin.p2p.messages import PingMessage
+from coin.p2p.peer import PeerProtocol
 from coin.logs import CATEGORIES, CoreLineObserver, DebugCategories
 from coin.mempool.policy import FeeRate
 from coin.wallet.spend import FeePolicy, select_coins
@@ -96,3 +105,48 @@ class WhitelistParseTests(SynchronousTestCase):
             parse_whitelist(["1.2.3.4/99"])
         self.assertEqual(str(caught.exception),
                          "Invalid netmask specified in -whitelist: '1.2.3.4/99'")
+
+
+class _UnreadTransport(FileDescriptor):
+    """A TCP-like transport (Twisted's write buffer and producer calls) whose peer never
+    reads: every byte written stays in the buffer."""
+
+    def __init__(self) -> None:
+        super().__init__(reactor=MemoryReactorClock())
+        self.connected = True
+
+    def writeSomeData(self, data: bytes) -> int:
+        return 0
+
+    def abortConnection(self) -> None:
+        self.connected = False
+
+    def getPeer(self) -> IPv4Address:
+        return IPv4Address("TCP", "8.8.8.8", 5001)
+
+    def getHost(self) -> IPv4Address:
+        return IPv4Address("TCP", "10.0.0.1", 31932)
+
+
+class MaxSendBufferTests(SynchronousTestCase):
+    """-maxsendbuffer: past it the peer's messages wait (Core's fPauseSend)."""
+
+    def peer(self, limit: Optional[int]) -> PeerProtocol:
+        reactor = MemoryReactorClock()
+        connman = P2PService(REGTEST, P2PSettings(port=31932, max_send_buffer=limit), reactor,
+                             now=reactor.seconds, start_height=lambda: 7,
+                             fee_filter_rate=lambda: 1000)
+        connman.startService()
+        self.addCleanup(connman.stopService)
+        connman.ready = True
+        peer = PeerProtocol(connman, True)
+        peer.makeConnection(_UnreadTransport())
+        return peer
+
+    def test_pause_at_the_limit(self):
+        big = PingMessage(1)
+        for limit, paused in ((2000, True), (None, False)):
+            peer = self.peer(limit)
+            for _ in range(100):  # 100 pings: 3,200 bytes unread
+                peer.send(big)
+            self.assertEqual(peer.send_paused, paused, limit)

@@ -315,10 +315,12 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 0)", kind="bool", default=False, category=c)
     r.add("externalip", "Specify your own public address", repeatable=True, category=c,
           meta="=<ip>", refused="it does not advertise its own address")
-    for direction, default in (("receive", 5000), ("send", 1000)):
-        r.add("max%sbuffer" % direction, "Maximum per-connection %s buffer, <n>*1000 bytes "
-              "(default: %d)" % (direction, default), kind="int", category=c, meta="=<n>",
-              refused="per-connection buffer limits are not implemented")
+    r.add("maxreceivebuffer", "Maximum per-connection receive buffer, <n>*1000 bytes "
+          "(default: 5000)", kind="int", category=c, meta="=<n>",
+          refused="the receive side has its own flow control (reading stops while a "
+          "message is processed)")
+    r.add("maxsendbuffer", "Maximum per-connection send buffer, <n>*1000 bytes (Core's "
+          "default: 1000; here 64 KiB unless given)", kind="int", category=c, meta="=<n>")
     r.add("maxtimeadjustment", "Maximum allowed median peer time offset adjustment. Local "
           "perspective of time may be influenced by peers forward or backward by this amount. "
           "(default: 4200 seconds)", kind="int", category=c, meta="=<n>",

@@ -176,6 +176,9 @@ class P2PSettings:
     #: their address is banned; with -whitelistrelay their transactions pass -blocksonly.
     whitelist: List[Network] = field(default_factory=list)
     whitelist_relay: bool = True
+    #: -maxsendbuffer in bytes: past it a peer's messages wait until it reads ours (Core's
+    #: fPauseSend); None keeps the transport's own 64 KiB.
+    max_send_buffer: Optional[int] = None
 
 
 class TimeData:

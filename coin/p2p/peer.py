@@ -17,7 +17,7 @@ Flow control and memory bounds
       ``pauseProducing``), so a peer cannot queue unbounded work.
     * Send: the peer registers itself as a streaming producer on its own
       transport.  When the transport's write buffer exceeds its ``bufferSize``
-      (64 KiB) Twisted calls :meth:`pauseProducing`: the peer then stops
+      (64 KiB, or ``-maxsendbuffer``) Twisted calls :meth:`pauseProducing`: the peer then stops
       reading (a peer that does not read gets no more answers, like Core's
       ``fPauseSend``) and counts the bytes written while paused.  More than
       ``MAX_SEND_BUFFER`` such bytes disconnects it.  :meth:`when_drained`
@@ -292,6 +292,8 @@ class PeerProtocol(protocol.Protocol):
         self.local_address = _net_address(self.transport.getHost())
         if not self.addr_name and not self.inbound and self.address is not None:
             self.addr_name = str(self.address)
+        if self.connman.settings.max_send_buffer is not None:
+            self.transport.bufferSize = self.connman.settings.max_send_buffer  # -maxsendbuffer
         self.transport.registerProducer(self, True)
         if not self.connman.peer_connected(self):
             self.disconnect("refused by connection manager", abort=True)
