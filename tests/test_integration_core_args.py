@@ -33,7 +33,7 @@ ACCEPTED = [
     "-listen=1", "-upnp=0", "-listenonion=0", "-discover=0", "-dnsseed=0", "-noproxy",
     "-shrinkdebugfile=0", "-assumevalid=0", "-logtimestamps=1", "-feefilter=1",
     "-zapwallettxes=0", "-maxuploadtarget=0", "-blocksonly", "-maxorphantx=5",
-    "-whitelist=127.0.0.1", "-banscore=1",
+    "-whitelist=127.0.0.1", "-banscore=1", "-maxsendbuffer=1000", "-checklevel=4",
 ]
 
 
