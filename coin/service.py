@@ -25,6 +25,8 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
+from coin.chain.stop import StopAtHeight
+from coin.chain.verify import verify_chain
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
@@ -41,7 +43,7 @@ from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
 from coin.p2p.connman import (
     P2PService, P2PSettings, P2PStartupError, check_user_agent, format_user_agent,
-    split_host_port,
+    parse_whitelist, split_host_port,
 )
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
@@ -54,6 +56,7 @@ from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
     WalletLoadError, WalletService, default_walletdir, duplicate_wallet, resolve_wallet_path,
 )
+from coin.wallet.spend import WalletFeeSettings
 
 log = Logger()
 
@@ -127,7 +130,8 @@ class NodeService(service.MultiService):
 
     def _parse_debug(self) -> DebugCategories:
         try:
-            return DebugCategories.parse(self.config.get_all("debug"))
+            return DebugCategories.parse(self.config.get_all("debug"),
+                                         self.config.get_all("debugexclude"))
         except ValueError as e:
             raise StartupError(str(e)) from None
 
@@ -154,7 +158,9 @@ class NodeService(service.MultiService):
             prune_mode, prune_target = prune_target_from_option(self.config.get_int("prune") or 0)
         except PruneConfigError as e:
             raise StartupError(str(e)) from None
-        os.makedirs(self.datadir, exist_ok=True)
+        if not os.path.isdir(self.datadir):
+            # Core's first run creates the wallets folder with the datadir, wallet or not.
+            os.makedirs(os.path.join(self.datadir, "wallets"), mode=0o700)
         self._lock_datadir()
         self._start_logging()
         log.info("Coin version v{version}", version=__version__)
@@ -189,6 +195,10 @@ class NodeService(service.MultiService):
             chainstate, self.reactor, reindex=self.config.get_bool("reindex", False),
             reindex_chainstate=self.config.get_bool("reindex-chainstate", False))
         self.validation.setServiceParent(self)
+        self.clock.set_mock_time(self.config.get_int("mocktime"))
+        if self.config.get_int("stopatheight") > 0:
+            self.validation.subscribe(StopAtHeight(self.config.get_int("stopatheight"),
+                                                   self.request_shutdown))
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
         if txindex:
             # A child after validation: stops first, letting its current step finish.
@@ -202,7 +212,9 @@ class NodeService(service.MultiService):
         # A child after validation: stops first, saving the pool before the chain closes.
         self.mempool = MempoolService(self.validation, pool, policy, now=self.clock.now,
                                       datadir=self.datadir,
-                                      persist=self.config.get_bool("persistmempool", True),
+                                      # -zapwallettxes implies -persistmempool=0 (Core).
+                                      persist=self.config.get_bool(
+                                          "persistmempool", not self._zap_mode()),
                                       max_tx_fee=max_tx_fee)
         self.mempool.setServiceParent(self)
         self.chain.mempool = pool
@@ -212,9 +224,11 @@ class NodeService(service.MultiService):
         # Headers-first sync and transaction relay ride on the P2P service's hooks.
         self.block_sync = BlockSync(self.p2p, self.chain, self.validation.subscribe,
                                     now=self.clock.now)
+        self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        self.tx_relay.orphans.max_count = max(0, self.config.get_int("maxorphantx"))
         try:
             self.sporks = SporkManager.for_node(self.params, self.p2p, self.config.get("sporkkey"),
                                                 self.config.get("sporkaddr"))
@@ -237,6 +251,11 @@ class NodeService(service.MultiService):
                                          now=self.clock.now,
                                          keypool_size=max(1, self.config.get_int("keypool")),
                                          reactor=self.reactor)
+            self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
+            self.wallets.fee_settings = self._wallet_fees(policy)
+            self.wallets.rescan_on_load = self.config.get_bool("rescan")
+            self.wallets.broadcast = self.config.get_bool("walletbroadcast")
+            self.wallets.zap_mode = self._zap_mode()
             self.wallets.setServiceParent(self)
         if self.config.get_bool("server", True):
             self._start_rpc()
@@ -288,6 +307,7 @@ class NodeService(service.MultiService):
         user_agent = format_user_agent("Coin", __version__, comments)
         try:
             check_user_agent(comments, user_agent)
+            whitelist = parse_whitelist(config.get_all("whitelist"))
         except P2PStartupError as e:
             raise StartupError(str(e)) from None
         timeout_ms = config.get_int("timeout")
@@ -299,7 +319,12 @@ class NodeService(service.MultiService):
             max_connections=max(0, config.get_int("maxconnections")),
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
-            allow_unroutable=self.params.name == "regtest")
+            allow_unroutable=self.params.name == "regtest",
+            allow_private=config.get_bool("allowprivatenet"),
+            blocks_only=config.get_bool("blocksonly"),
+            whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"),
+            max_send_buffer=(config.get_int("maxsendbuffer") * 1000
+                             if config.is_set("maxsendbuffer") else None))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""
@@ -325,6 +350,22 @@ class NodeService(service.MultiService):
             return parse_amount(text)
         except (AmountError, ValueError):
             raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
+
+    def _zap_mode(self) -> int:
+        """-zapwallettxes as Core reads it: off, 2 (drop all), else 1 (keep metadata)."""
+        if not self.config.get_bool("zapwallettxes"):
+            return 0
+        return 2 if self.config.get("zapwallettxes") == "2" else 1
+
+    def _wallet_fees(self, policy: PoolPolicy) -> WalletFeeSettings:
+        """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
+        fees = WalletFeeSettings(self._fee_option("paytxfee"), self._fee_option("fallbackfee"),
+                                 self._fee_option("mintxfee"),
+                                 max(1, self.config.get_int("txconfirmtarget")))
+        if 0 < fees.pay_tx_fee < policy.min_relay_fee.sat_per_kb:
+            raise StartupError("Invalid amount for -paytxfee=<amount>: '%s' (must be at least %s)"
+                               % (self.config.get("paytxfee"), policy.min_relay_fee.to_string()))
+        return fees
 
     def _pool_policy(self) -> Tuple[PoolPolicy, int]:
         """The relay policy from -minrelaytxfee, -maxmempool, -limit*, ...; and -maxtxfee."""
@@ -394,7 +435,9 @@ class NodeService(service.MultiService):
             log_path = self.config.resolve_path(self.config.get("debuglogfile", "debug.log"))
         console_default = not self.config.get_bool("daemon", False)
         console = sys.stdout if self.config.get_bool("printtoconsole", console_default) else None
-        self._observers = build_observers(self.categories, log_path, console)
+        self._observers = build_observers(self.categories, log_path, console,
+                                          micros=self.config.get_bool("logtimemicros"),
+                                          timestamps=self.config.get_bool("logtimestamps"))
         for observer in self._observers:
             globalLogPublisher.addObserver(observer)
 
@@ -461,6 +504,15 @@ class NodeService(service.MultiService):
     def _loaded(self, chainstate: ChainState):
         log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
                  hash=chainstate.tip.hash[::-1].hex())
+        # Core's start-up VerifyDB (-checklevel, -checkblocks).
+        verified = yield self.chain.call(verify_chain, self.config.get_int("checklevel"),
+                                         self.config.get_int("checkblocks"))
+        if not verified:
+            sys.stderr.write("Error: Corrupted block database detected.\nPlease restart with "
+                             "-reindex or -reindex-chainstate to recover.\n")
+            self.exit_code = 1
+            self._stop_reactor()
+            return
         if self.wallets is not None:
             self.warmup.set("Loading wallet...")
             names = self.config.get_all("wallet") or [""]

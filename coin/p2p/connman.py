@@ -63,6 +63,7 @@ from coin.p2p.banman import (
     BanMan,
     Network,
     normalize_ip,
+    parse_subnet,
 )
 from coin.p2p.eviction import EvictionCandidate, select_node_to_evict
 from coin.p2p.messages import (
@@ -128,6 +129,18 @@ def format_user_agent(name: str, version: str, comments: List[str]) -> str:
     return text + "/"
 
 
+def parse_whitelist(values: List[str]) -> List[Network]:
+    """-whitelist values as networks; P2PStartupError with Core's text for a bad one."""
+    networks = []
+    for value in values:
+        try:
+            networks.append(parse_subnet(value))
+        except ValueError:
+            raise P2PStartupError("Invalid netmask specified in -whitelist: '%s'"
+                                  % value) from None
+    return networks
+
+
 def check_user_agent(comments: List[str], user_agent: str) -> None:
     """Core's start-up checks of -uacomment; raises P2PStartupError."""
     for comment in comments:
@@ -171,6 +184,18 @@ class P2PSettings:
     #: inbound eviction, so loopback test networks (127.0.0.1, 127.0.0.2...) model distinct
     #: networks.  The address book takes routable addresses only, whatever this says.
     allow_unroutable: bool = False
+    #: -allowprivatenet (Dash): the address book keeps RFC1918 addresses too.
+    allow_private: bool = False
+    #: -blocksonly: our version asks peers not to relay transactions; their transaction
+    #: announcements and transactions are ignored (ours are still announced).
+    blocks_only: bool = False
+    #: -whitelist networks: their peers are never banned or evicted, and connect while
+    #: their address is banned; with -whitelistrelay their transactions pass -blocksonly.
+    whitelist: List[Network] = field(default_factory=list)
+    whitelist_relay: bool = True
+    #: -maxsendbuffer in bytes: past it a peer's messages wait until it reads ours (Core's
+    #: fPauseSend); None keeps the transport's own 64 KiB.
+    max_send_buffer: Optional[int] = None
 
 
 class TimeData:
@@ -296,6 +321,7 @@ class P2PService(service.Service):
                              now, settings.bantime)
         self.addrman = AddrMan(
             os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now)
+        self.addrman.allow_private = settings.allow_private
         self.time_data = TimeData()
         self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}
@@ -438,7 +464,7 @@ class P2PService(service.Service):
                       addr=text)
             return None
         host = getattr(addr, "host", "")
-        if self.banman.is_banned(host):
+        if self.banman.is_banned(host) and not self.is_whitelisted(host):
             log.info("connection from {addr} dropped (banned)", addr=text)
             return None
         inbound = sum(1 for p in self.peers.values() if p.inbound and not p.disconnecting)
@@ -456,7 +482,8 @@ class P2PService(service.Service):
             last_block_time=p.last_block_time, last_tx_time=p.last_tx_time,
             relevant_services=bool(p.services & NODE_NETWORK), relay_txes=p.relay,
             keyed_net_group=self.keyed_net_group(p.address))
-            for p in self.peers.values() if p.inbound and not p.disconnecting]
+            for p in self.peers.values() if p.inbound and not p.disconnecting
+            and not self.is_whitelisted(p.address.ip if p.address is not None else "")]
         victim = select_node_to_evict(candidates)
         if victim is None:
             return False
@@ -701,8 +728,30 @@ class P2PService(service.Service):
         except OSError as e:
             log.error("Failed to write the ban list: {error}", error=e)
 
+    def is_whitelisted(self, ip: str) -> bool:
+        """Whether ``ip`` is in a -whitelist network (Core's fWhitelisted)."""
+        if not self.settings.whitelist or not ip:
+            return False
+        try:
+            addr = normalize_ip(ip)
+        except ValueError:
+            return False
+        return any(addr in net for net in self.settings.whitelist if addr.version == net.version)
+
+    def relays_from(self, peer: PeerProtocol) -> bool:
+        """Whether transactions from ``peer`` are taken: not with -blocksonly, unless it is
+        whitelisted and -whitelistrelay (Core's fBlocksOnly / fRelayTxes checks)."""
+        if not self.settings.blocks_only:
+            return True
+        return self.settings.whitelist_relay and peer.address is not None \
+            and self.is_whitelisted(peer.address.ip)
+
     def ban_misbehaving(self, peer: PeerProtocol) -> None:
-        """A peer crossed the ban threshold: ban its address (-bantime) and drop it."""
+        """A peer crossed the ban threshold: ban its address (-bantime) and drop it; a
+        whitelisted one is kept (Core: "not punishing whitelisted peer")."""
+        if peer.address is not None and self.is_whitelisted(peer.address.ip):
+            log.info("Warning: not punishing whitelisted peer {addr}!", addr=peer.addr)
+            return
         if peer.address is None:
             peer.disconnect("misbehaving", abort=True)
             return
