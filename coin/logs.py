@@ -21,11 +21,12 @@ from twisted.logger import (
 )
 from zope.interface import implementer
 
-#: Core 0.17's categories (plus `validation`), in the order `logging` lists them.
+#: Core 0.17's categories (plus `validation`, and Dash's `gobject`), in the order `logging` lists them.
 CATEGORIES: Sequence[str] = (
     "net", "tor", "mempool", "http", "bench", "zmq", "db", "rpc", "estimatefee", "addrman",
     "selectcoins", "reindex", "cmpctblock", "rand", "prune", "proxy", "mempoolrej",
     "libevent", "coindb", "qt", "leveldb", "validation",
+    "gobject",
 )
 
 #: Log namespace prefix -> category (longest prefix wins).
@@ -38,6 +39,7 @@ _NAMESPACE_CATEGORIES: Dict[str, str] = {
     "coin.mempool": "mempool",
     "coin.p2p": "net",
     "coin.wallet": "selectcoins",
+    "coin.governance": "gobject",
     "twisted.web": "http",
 }
 

@@ -25,6 +25,7 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
+from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
@@ -74,6 +75,8 @@ class NodeFacade:
         self.wallet_service = node.wallets
         #: The P2P service (coin.p2p.connman.P2PService).
         self.p2p = node.p2p
+        #: Governance objects and votes (coin.governance.service.GovernanceService).
+        self.governance = node.governance
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -110,6 +113,7 @@ class NodeService(service.MultiService):
         self.mempool: Optional[MempoolService] = None
         self.wallets: Optional[WalletService] = None
         self.p2p: Optional[P2PService] = None
+        self.governance: Optional[GovernanceService] = None
         self.block_sync: Optional[BlockSync] = None
         self.tx_relay: Optional[TxRelay] = None
 
@@ -205,6 +209,9 @@ class NodeService(service.MultiService):
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
+                                            self.reactor)
+        self.governance.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

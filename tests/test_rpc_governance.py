@@ -9,12 +9,20 @@ from __future__ import annotations
 from decimal import Decimal
 
 import simplejson
+from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 
+from coin.governance.service import GovernanceService
+
+from coin.chainparams import COIN
+from coin.governance.collateral import burn_script
+from coin.governance.object import NULL_HASH, GovernanceObject
 from coin.primitives.address import decode_wif
+from coin.primitives.hashes import hash_to_hex
 from coin.rpc.methods.governance import METHODS, SPORK_OFF, SPORKS
 
 from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
+from .govhelpers import proposal_hex, trigger_hex
 from .rpchelpers import transcript
 
 HASH = "ab" * 32
@@ -40,12 +48,25 @@ REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "comma
                         "== Masternode ==", 'masternode "command"...',
                         'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]",
                         "spork <name> [<value>]"]
+GET_KEYS = ["DataHex", "DataString", "Hash", "CollateralHash", "ObjectType", "CreationTime",
+            "FundingResult", "ValidResult", "DeleteResult", "EndorsedResult", "fLocalValidity",
+            "IsValidReason", "fCachedValid", "fCachedFunding", "fCachedDelete", "fCachedEndorsed"]
+LIST_KEYS = ["DataHex", "DataString", "Hash", "CollateralHash", "ObjectType", "CreationTime",
+             "AbsoluteYesCount", "YesCount", "NoCount", "AbstainCount", "fBlockchainValidity",
+             "IsValidReason", "fCachedValid", "fCachedFunding", "fCachedDelete", "fCachedEndorsed"]
 NO_WALLET = (404, -32601, "Method not found (wallet method is disabled because no wallet is "
                           "loaded)")
 
 
 class GovernanceTestCase(ChainRPCTestCase):
     methods = METHODS
+
+    def setUp(self):
+        ready = super().setUp()
+        self.governance = GovernanceService(self.access, self.mktemp(), self.clock.adjusted_time,
+                                            reactor)
+        self.node.governance = self.governance
+        return ready
 
     @inlineCallbacks
     def replay(self, name: str):
@@ -135,16 +156,105 @@ class GobjectTests(GovernanceTestCase):
                          (500, -8, "Correct usage is 'gobject deserialize <data-hex>'"))
 
     @inlineCallbacks
-    def test_creating_objects_is_not_supported(self):
-        unsupported = (500, -1, "Governance objects are not supported by this node")
-        self.assertEqual((yield self.error("gobject", "check", "00")), unsupported)
+    def test_check(self):
+        self.assertEqual((yield self.result("gobject", "check", proposal_hex(self.address()))),
+                         {"Object status": "OK"})
+        not_proposal = (500, -8, "Invalid object type, only proposals can be validated")
+        self.assertEqual((yield self.error("gobject", "check", "00")), not_proposal)
+        self.assertEqual((yield self.error("gobject", "check", "7b7d")), not_proposal)
+        self.assertEqual((yield self.error("gobject", "check",
+                                           proposal_hex(self.address(), name="a b"))),
+                         (500, -8, "Invalid proposal data, error messages:name contains invalid "
+                                   "characters;Invalid name;"))
         self.assertEqual((yield self.error("gobject", "check")),
                          (500, -8, "Correct usage is 'gobject check <data-hex>'"))
-        self.assertEqual((yield self.error("gobject", "submit", "0", "1", "2", "00")),
-                         unsupported)
+
+    @inlineCallbacks
+    def test_submit_arguments(self):
         self.assertEqual((yield self.error("gobject", "submit", "0")),
                          (500, -8, "Correct usage is 'gobject submit <parent-hash> <revision> "
                                    "<time> <data-hex> <fee-txid>'"))
+        data = proposal_hex(self.address())
+        for params, expected in (
+                (("0", "1", "2", data), (-8, "The fee-txid parameter must be included to submit "
+                                             "this type of object")),
+                (("0", "1", "2", data, "xyz"),
+                 (-8, "fee-txid, parameter 6 must be hexadecimal string (not 'xyz')")),
+                (("xyz", "1", "2", data, HASH),
+                 (-8, "parent object hash, parameter 2 must be hexadecimal string (not 'xyz')")),
+                (("0", "one", "2", data, HASH),
+                 (-1, "bad lexical cast: source type value could not be interpreted as target")),
+                (("0", "1", "99999999999", data, HASH),
+                 (-1, "bad lexical cast: source type value could not be interpreted as target")),
+                (("0", "1", "2", trigger_hex(), HASH),
+                 (-8, "Only valid masternodes can submit this type of object")),
+                (("0", "1", "2", proposal_hex(self.address(), payment_amount=0), HASH),
+                 (-8, "Invalid proposal data, error messages:payment_amount is negative;"
+                      "Invalid payment amount;"))):
+            self.assertEqual((yield self.error("gobject", "submit", *params)), (500,) + expected,
+                             params)
+        self.assertEqual((yield self.result("gobject", "count"))["objects_total"], 0)
+
+    @inlineCallbacks
+    def test_submit_checks_the_fee_transaction(self):
+        """Missing, unconfirmed, too small and uncommitted fees are refused; nothing is kept."""
+        data = proposal_hex(self.address())
+        obj = GovernanceObject(NULL_HASH, 1, 1700000000, NULL_HASH, data)
+        object_hash = hash_to_hex(obj.hash)
+        burn = burn_script(obj.hash)
+
+        def refused(txid, why):
+            return self.error("gobject", "submit", "0", "1", "1700000000", data, txid)
+
+        reason = yield refused(HASH, None)
+        self.assertEqual(reason, (500, -32603, "Governance object is not valid - %s - Can't find "
+                                               "collateral tx %s" % (object_hash, HASH)))
+        small = self.builder.spend(self.mature_coinbase(1), [(burn, 5 * COIN - 1),
+                                                             (self.builder.script_pubkey, COIN)])
+        other = self.builder.spend(self.mature_coinbase(2), [(burn_script(bytes(32)), 5 * COIN),
+                                                             (self.builder.script_pubkey, COIN)])
+        young = self.builder.spend(self.mature_coinbase(3), [(burn, 5 * COIN),
+                                                             (self.builder.script_pubkey, COIN)])
+        yield self.mine(1, txs=[small, other])
+        yield self.mempool.accept(young)
+        for tx in (small, other):
+            code, message = (yield refused(tx.txid_hex, None))[1:]
+            self.assertEqual(code, -32603)
+            self.assertTrue(message.startswith("Governance object is not valid - %s - Couldn't find "
+                                               "opReturn %s in CTransaction(hash=%s" % (
+                                                   object_hash, object_hash, tx.txid_hex[:10])),
+                            message)
+        self.assertEqual((yield refused(young.txid_hex, None)),
+                         (500, -32603, "Governance object is not valid - %s - Collateral requires "
+                                       "at least 1 confirmations to be relayed throughout the "
+                                       "network (it has only 0), rejected -- try again later"
+                                       % object_hash))
+        self.assertEqual((yield self.result("gobject", "count"))["objects_total"], 0)
+        self.assertEqual((yield self.result("gobject", "list")), {})
+        yield self.mine(1, txs=[young])
+        self.assertEqual((yield self.result("gobject", "submit", "0", "1", "1700000000", data,
+                                            young.txid_hex)), object_hash)
+        got = yield self.result("gobject", "get", object_hash)
+        self.assertEqual(got["CollateralHash"], young.txid_hex)
+        self.assertEqual(got["DataString"], bytes.fromhex(data).decode())
+        self.assertEqual((got["ObjectType"], got["CreationTime"], got["fLocalValidity"],
+                          got["IsValidReason"], got["fCachedValid"], got["fCachedFunding"]),
+                         (1, 1700000000, True, "", True, False))
+        self.assertEqual(list(got), GET_KEYS)
+        listed = yield self.result("gobject", "list", "all", "proposals")
+        self.assertEqual(list(listed), [object_hash])
+        self.assertEqual(list(listed[object_hash]), LIST_KEYS)
+        self.assertEqual((yield self.result("gobject", "list", "funding")), {})
+        self.assertEqual((yield self.result("gobject", "list", "all", "triggers")), {})
+        self.assertEqual((yield self.result("gobject", "getvotes", object_hash)), {})
+        self.assertEqual((yield self.result("gobject", "getcurrentvotes", object_hash)), {})
+        self.assertEqual((yield self.result("gobject", "count")),
+                         {"objects_total": 1, "proposals": 1, "triggers": 0, "other": 0,
+                          "erased": 0, "votes": 0})
+        self.assertEqual(list((yield self.result("gobject", "diff"))), [])
+
+    @inlineCallbacks
+    def test_prepare_needs_a_wallet(self):
         self.assertEqual((yield self.error("gobject", "prepare", "0", "1", "2", "00")),
                          NO_WALLET)
 
@@ -180,14 +290,25 @@ class GobjectTests(GovernanceTestCase):
 
     @inlineCallbacks
     def test_getgovernanceinfo(self):
+        """This chain's regtest parameters (design.md §6), seen from height 110."""
         info = yield self.result("getgovernanceinfo")
         self.assertEqual(list(info), GOVERNANCE_KEYS)
-        self.assertEqual(info, {"governanceminquorum": 10, "masternodewatchdogmaxseconds": 7200,
-                                "proposalfee": Decimal("5.00000000"), "superblockcycle": 43200,
-                                "lastsuperblock": 0, "nextsuperblock": 43200,
+        self.assertEqual(info, {"governanceminquorum": 1, "masternodewatchdogmaxseconds": 7200,
+                                "proposalfee": Decimal("5.00000000"), "superblockcycle": 10,
+                                "lastsuperblock": 110, "nextsuperblock": 120,
                                 "maxgovobjdatasize": 16384})
         reply = yield self.send("getgovernanceinfo")
         self.assertIn(b'"proposalfee":5.00000000,', reply.body)
+
+    @inlineCallbacks
+    def test_getsuperblockbudget(self):
+        # Regtest halves every 150 blocks: 10% of 50 (then 25) coins x 10 blocks.
+        self.assertEqual((yield self.result("getsuperblockbudget", 120)), "50.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 150)), "25.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 121)), "0.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 0)), "0.00")
+        self.assertEqual((yield self.error("getsuperblockbudget", -1)),
+                         (500, -8, "Block height out of range"))
 
 
 class MasternodeTests(GovernanceTestCase):

@@ -77,15 +77,18 @@ def inner_object(data_hex: str) -> Any:
     return _at(_values(_at(_values(outer), 0)), 1)
 
 
-def data_object_type(data_hex: str) -> int:
-    """The ``type`` the data declares; OBJECT_UNKNOWN when the data cannot say (LoadData)."""
+def data_object_type(data_hex: str) -> Optional[int]:
+    """The ``type`` the data declares; None when the data cannot say (LoadData's
+    fUnparsable). Empty data declares nothing and is of OBJECT_UNKNOWN."""
+    if not data_hex:
+        return OBJECT_UNKNOWN
     try:
         inner = inner_object(data_hex)
     except DataError:
-        return OBJECT_UNKNOWN
+        return None
     value = inner.get("type") if isinstance(inner, dict) else None
     if isinstance(value, bool) or not isinstance(value, int) or not -2**31 <= value < 2**31:
-        return OBJECT_UNKNOWN
+        return None
     return value
 
 
@@ -118,7 +121,9 @@ class GovernanceObject:
         self.time = time
         self.collateral_hash = collateral_hash
         self.data_hex = data_hex
-        self.object_type = data_object_type(data_hex) if object_type is None else object_type
+        if object_type is None:
+            object_type = data_object_type(data_hex) or OBJECT_UNKNOWN
+        self.object_type = object_type
         self.masternode = masternode if masternode is not None else TxIn(OutPoint())
         self.signature = signature
         self._hash: Optional[bytes] = None
@@ -159,6 +164,11 @@ class GovernanceObject:
         return "|".join((hash_to_hex(self.parent_hash), str(self.revision), str(self.time),
                          self.data_hex, outpoint_short(self.masternode.prevout),
                          hash_to_hex(self.collateral_hash)))
+
+    @property
+    def parsable(self) -> bool:
+        """Whether the data is JSON of the reference's shape with an integer type."""
+        return data_object_type(self.data_hex) is not None
 
     @property
     def signed(self) -> bool:

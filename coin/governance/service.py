@@ -1,0 +1,178 @@
+"""The node's governance service: checks and keeps objects and votes, cleans up on a
+timer, and keeps ``governance.dat`` across restarts."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Protocol
+
+from twisted.application import service
+from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from coin.chainparams import ChainParams
+from coin.governance.collateral import CollateralError, check_collateral
+from coin.governance.object import (
+    OBJECT_TRIGGER, OBJECT_TYPES, OBJECT_WATCHDOG, GovernanceObject, outpoint_text,
+)
+from coin.governance.params import MAX_OBJECT_DATA_SIZE, GovernanceParams, governance_params
+from coin.governance.store import Entry, GovernanceStore
+from coin.governance.vote import MasternodeKeys, NoMasternodes, Vote, signature_key_id
+from coin.primitives.hashes import hash_to_hex
+
+log = Logger(namespace="coin.governance")
+
+#: How often flags are refreshed and expired objects cleaned (the reference: every 5 minutes).
+UPDATE_INTERVAL = 5 * 60
+
+
+class ObjectError(ValueError):
+    """An object this node does not keep; ``str()`` is the reference's reason."""
+
+
+class ChainReader(Protocol):
+    """What governance reads of the chain (coin.chain.access.ChainAccess)."""
+
+    params: ChainParams
+
+    def snapshot(self) -> Any:
+        """The active chain: ``height`` and ``contains(entry)``."""
+
+    def get_transaction(self, txid: bytes) -> Deferred:
+        """``(tx, block entry or None)`` or None, without needing -txindex."""
+
+
+class GovernanceService(service.Service):
+    """Holds the governance store; objects come in through :meth:`submit`, votes through
+    :meth:`add_vote`."""
+
+    name = "governance"
+
+    def __init__(self, chain: ChainReader, datadir: str, now: Callable[[], int], reactor: Any,
+                 keys: Optional[MasternodeKeys] = None) -> None:
+        self.chain = chain
+        self.datadir = datadir
+        self.now = now
+        self.reactor = reactor
+        #: The masternode list; none until the masternode network is wired in.
+        self.keys: MasternodeKeys = keys if keys is not None else NoMasternodes()
+        self.store = GovernanceStore()
+        #: Objects whose fee is good but not yet deep enough, kept until it is.
+        self.postponed: Dict[bytes, GovernanceObject] = {}
+        self.rate_checks = True
+        self._loop: Optional[LoopingCall] = None
+
+    @property
+    def params(self) -> GovernanceParams:
+        return governance_params(self.chain.params)
+
+    def startService(self) -> None:
+        super().startService()
+        self.store = GovernanceStore.load(self.datadir)
+        self._loop = LoopingCall(self.update)
+        self._loop.clock = self.reactor
+        self._loop.start(UPDATE_INTERVAL, now=False).addErrback(
+            lambda f: log.failure("Governance update failed", f))
+
+    def stopService(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self.store.save(self.datadir)
+        super().stopService()
+
+    # ------------------------------------------------------------------ objects
+
+    def check_signer(self, obj: GovernanceObject) -> None:
+        """A trigger or watchdog must be signed by a known masternode's key."""
+        outpoint = obj.masternode.prevout
+        key_id = self.keys.key_id(outpoint)
+        if key_id is None:
+            raise ObjectError("Masternode not found: " + outpoint_text(outpoint))
+        if signature_key_id(obj.signature, obj.signature_message()) != key_id:
+            raise ObjectError("Invalid masternode signature for: %s, pubkey id = %s"
+                              % (outpoint_text(outpoint), hash_to_hex(key_id)))
+
+    def check_locally(self, obj: GovernanceObject) -> None:
+        """The checks that need no chain (IsValidLocally without the collateral)."""
+        if len(obj.data_hex) > MAX_OBJECT_DATA_SIZE:
+            raise ObjectError("Object data exceeds %d bytes" % MAX_OBJECT_DATA_SIZE)
+        if not obj.parsable:
+            raise ObjectError("Object data unparseable")
+        if obj.object_type not in OBJECT_TYPES:
+            raise ObjectError("Invalid object type %d" % obj.object_type)
+
+    def local_validity(self, obj: GovernanceObject) -> str:
+        """``""`` or why the object is not valid locally (``gobject get``'s IsValidReason)."""
+        try:
+            self.check_locally(obj)
+        except ObjectError as e:
+            return str(e)
+        return ""
+
+    @inlineCallbacks
+    def check(self, obj: GovernanceObject) -> Any:
+        """Raise ObjectError or CollateralError unless ``obj`` may be kept (IsValidLocally
+        with the collateral)."""
+        self.check_locally(obj)
+        if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
+            self.check_signer(obj)
+            return
+        found = yield self.chain.get_transaction(obj.collateral_hash)
+        tx, confirmations = None, 0
+        if found is not None:
+            tx, entry = found
+            view = self.chain.snapshot()
+            if entry is not None and view.contains(entry):
+                confirmations = view.height - entry.height + 1
+        check_collateral(obj, tx, confirmations, self.params)
+
+    @inlineCallbacks
+    def submit(self, obj: GovernanceObject) -> Any:
+        """Check and keep ``obj``; one whose fee lacks only confirmations is kept aside and
+        added once it has them (AddPostponedObject). Fires with the object's Entry (None
+        when postponed)."""
+        if obj.hash in self.store:
+            return self.store.get(obj.hash)
+        try:
+            yield self.check(obj)
+        except CollateralError as e:
+            if not e.missing_confirmations:
+                raise
+            self.postponed[obj.hash] = obj
+            log.info("Governance object {hash} postponed: {why}", hash=hash_to_hex(obj.hash), why=e)
+            return None
+        self.postponed.pop(obj.hash, None)
+        return self._keep(obj)
+
+    def _keep(self, obj: GovernanceObject) -> Entry:
+        entry = self.store.add(obj, self.keys, self.now())
+        entry.flags = entry.book.flags(self.params.min_quorum, self.keys.enabled_count(), entry.flags)
+        log.info("Added governance object {hash}", hash=hash_to_hex(obj.hash))
+        return entry
+
+    def add_vote(self, vote: Vote) -> Entry:
+        """Count ``vote`` or raise VoteError; refreshes its object's flags."""
+        entry = self.store.add_vote(vote, self.keys, int(self.now()), self.rate_checks)
+        entry.flags = entry.book.flags(self.params.min_quorum, self.keys.enabled_count(), entry.flags)
+        return entry
+
+    # ------------------------------------------------------------------ upkeep
+
+    @inlineCallbacks
+    def update(self) -> Any:
+        """Flags, expiry and deletion (UpdateCachesAndClean), and postponed objects whose
+        fee is now deep enough."""
+        for obj in list(self.postponed.values()):
+            try:
+                yield self.submit(obj)
+            except (ObjectError, CollateralError) as e:
+                del self.postponed[obj.hash]
+                log.info("Governance object {hash} dropped: {why}", hash=hash_to_hex(obj.hash), why=e)
+        chain = self.chain.params
+        erased = self.store.update(self.keys, self.params, chain.name, int(self.now()),
+                                   self.chain.snapshot().height, chain.target_spacing)
+        for object_hash in erased:
+            log.info("Erased governance object {hash}", hash=hash_to_hex(object_hash))
+
+    def objects(self) -> List[Entry]:
+        return list(self.store)
