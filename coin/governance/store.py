@@ -179,7 +179,8 @@ class GovernanceStore:
                 entry.book.restore(vote, r.read_i64())
             entry.flags = Flags(*(bool(r.read_u8()) for _ in Flags._fields))
         for _ in range(r.read_compact_size()):
-            store.erased[r.read(32)] = r.read_i64()
+            erased = r.read(32)
+            store.erased[erased] = r.read_i64()
         store.last_diff_time = r.read_i64()
         r.assert_end()
         return store
