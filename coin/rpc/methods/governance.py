@@ -53,6 +53,7 @@ from coin.rpc.errors import (
     RPC_MISC_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError,
 )
 from coin.rpc.jsonrpc import encode_json, parse_json
+from coin.rpc.methods.wallet import wallet_service
 from coin.rpc.methods.wallet.spending import _fee_policy
 from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
@@ -192,7 +193,7 @@ async def _gobject_prepare(ctx: RPCContext, *rest: Any) -> str:
     if len(rest) != 4:
         raise _invalid("Correct usage is 'gobject prepare <parent-hash> <revision> <time> "
                        "<data-hex>'")
-    obj = _new_object(ctx, _parent_hash(rest[0], "fee-txid, parameter 1"), *rest[1:])
+    obj = _new_object(ctx, _parent_hash(rest[0], "fee-txid, parameter 1"), rest[1], rest[2], rest[3])
     if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
         raise _invalid("Trigger and watchdog objects need not be prepared (however only "
                        "masternodes can create them)")
@@ -204,7 +205,7 @@ async def _gobject_prepare(ctx: RPCContext, *rest: Any) -> str:
     fee = minimum_fee(obj.object_type, governance.params)
     try:
         ensure_unlocked(wallet)
-        created = await ctx.node.wallet_service.send(
+        created = await wallet_service(ctx).send(
             wallet, [Recipient(burn_script(obj.hash), fee)], _fee_policy(ctx, None, "UNSET", None))
     except (WalletLocked, SpendError, TransactionRejected):
         raise RPCError(RPC_INTERNAL_ERROR, _COLLATERAL_FAILED) from None
@@ -217,7 +218,7 @@ async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
                        "<data-hex> <fee-txid>'")
     fee_txid = parse_hash_v(rest[4], "fee-txid, parameter 6") if len(rest) == 5 else NULL_HASH
     parent = _parent_hash(rest[0], "parent object hash, parameter 2")
-    obj = _new_object(ctx, parent, *rest[1:4], fee_txid=fee_txid)
+    obj = _new_object(ctx, parent, rest[1], rest[2], rest[3], fee_txid)
     if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
         # Only a masternode signs these; this node is none.
         raise _invalid("Only valid masternodes can submit this type of object")
