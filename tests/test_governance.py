@@ -465,3 +465,18 @@ class ServiceTests(SynchronousTestCase):
         self.clock.advance(300)
         self.assertIn(self.obj.hash, self.service.store)
         self.assertEqual(self.service.postponed, {})
+
+    def test_a_failed_update_does_not_stop_the_timer(self):
+        self.service.startService()
+        self.addCleanup(self.service.stopService)
+        self.successResultOf(self.service.submit(self.obj))
+        broken = self.chain.snapshot
+        self.chain.snapshot = lambda: 1 / 0
+        self.clock.advance(300)
+        self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+        self.chain.snapshot = broken
+        for n in range(2):
+            self.service.add_vote(self.mns.vote(n, self.obj.hash, SIGNAL_DELETE, OUTCOME_YES))
+        self.clock.advance(300)
+        self.clock.advance(600)
+        self.assertNotIn(self.obj.hash, self.service.store)

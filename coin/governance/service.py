@@ -16,7 +16,7 @@ from coin.governance.object import (
     OBJECT_TRIGGER, OBJECT_TYPES, OBJECT_WATCHDOG, GovernanceObject, outpoint_text,
 )
 from coin.governance.params import MAX_OBJECT_DATA_SIZE, GovernanceParams, governance_params
-from coin.governance.store import Entry, GovernanceStore
+from coin.governance.store import FILE_NAME, Entry, GovernanceStore
 from coin.governance.vote import MasternodeKeys, NoMasternodes, Vote, signature_key_id
 from coin.primitives.hashes import hash_to_hex
 
@@ -69,16 +69,22 @@ class GovernanceService(service.Service):
     def startService(self) -> None:
         super().startService()
         self.store = GovernanceStore.load(self.datadir)
-        self._loop = LoopingCall(self.update)
+        self._loop = LoopingCall(self._tick)
         self._loop.clock = self.reactor
-        self._loop.start(UPDATE_INTERVAL, now=False).addErrback(
-            lambda f: log.failure("Governance update failed", f))
+        self._loop.start(UPDATE_INTERVAL, now=False)
 
     def stopService(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        self.store.save(self.datadir)
+        try:
+            self.store.save(self.datadir)
+        except OSError:
+            log.failure("Could not save {file}", file=FILE_NAME)  # a cache: rebuilt from peers
         super().stopService()
+
+    def _tick(self) -> Deferred:
+        """One timed update; a failure is logged and the timer goes on."""
+        return self.update().addErrback(lambda f: log.failure("Governance update failed", f))
 
     # ------------------------------------------------------------------ objects
 
