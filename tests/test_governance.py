@@ -8,7 +8,6 @@ import json
 import os
 from typing import Dict, Optional
 
-import coincurve
 from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.defer import succeed
@@ -31,43 +30,20 @@ from coin.governance.vote import (
     OUTCOME_ABSTAIN, OUTCOME_NO, OUTCOME_YES, SIGNAL_DELETE, SIGNAL_FUNDING, SIGNAL_VALID, Flags,
     Vote, VoteBook, VoteError, vote_threshold,
 )
-from coin.primitives.hashes import hash160, hash_to_hex, hex_to_hash
+from coin.primitives.hashes import hash_to_hex, hex_to_hash
 from coin.primitives.message import sign_message
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 
-from .govhelpers import object_hex, proposal_hex, trigger_hex
+from .govhelpers import NOW, FakeMasternodes, object_hex, proposal_hex, trigger_hex
 
 ADDRESS = "mipcBbFg9gMiCh81Kj8tqqdgoZub1ZJRfn"  # regtest P2PKH
 REGTEST_GOV = governance_params(REGTEST)
-NOW = 1_800_000_000
 
 hashes = st.binary(min_size=32, max_size=32)
 int32 = st.integers(-2**31, 2**31 - 1)
 int64 = st.integers(-2**63, 2**63 - 1)
 outpoints = st.builds(OutPoint, hashes, st.integers(0, 2**32 - 1))
-
-
-class FakeMasternodes:
-    """A masternode list of generated keys (the MasternodeKeys protocol)."""
-
-    def __init__(self, count: int, enabled: Optional[int] = None) -> None:
-        self.keys: Dict[OutPoint, coincurve.PrivateKey] = {
-            OutPoint(bytes([n + 1]) * 32, n): coincurve.PrivateKey() for n in range(count)}
-        self.enabled = count if enabled is None else enabled
-
-    def key_id(self, outpoint: OutPoint) -> Optional[bytes]:
-        key = self.keys.get(outpoint)
-        return hash160(key.public_key.format()) if key is not None else None
-
-    def enabled_count(self) -> int:
-        return self.enabled
-
-    def vote(self, n: int, parent: bytes, signal: int, outcome: int, time: int = NOW) -> Vote:
-        outpoint = list(self.keys)[n]
-        vote = Vote(outpoint, parent, signal, outcome, time)
-        vote.signature = base64.b64decode(sign_message(self.keys[outpoint], vote.signature_message()))
-        return vote
 
 
 class ObjectTests(SynchronousTestCase):
@@ -219,7 +195,7 @@ class VoteTests(SynchronousTestCase):
         self.assertEqual(vote.signature_message(), "%s-0|%s|1|1|%d" % (
             hash_to_hex(vote.masternode.txid), hash_to_hex(self.parent), NOW))
         self.assertEqual(vote.text(), "CTxIn(COutPoint(%s, 0), scriptSig=):%d:YES:FUNDING"
-                         % (hash_to_hex(vote.masternode.txid)[:10], NOW))
+                         % (hash_to_hex(vote.masternode.txid), NOW))
 
     def test_newer_vote_wins_and_older_is_obsolete(self):
         self.book.add(self.mns.vote(0, self.parent, SIGNAL_FUNDING, OUTCOME_YES, NOW), self.mns, NOW)

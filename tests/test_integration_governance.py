@@ -62,6 +62,25 @@ class ProposalLifeTests(SynchronousTestCase):
         self.assertEqual(list(node.rpc("gobject", "list")), [object_hash])
         self.assertEqual(node.rpc("gobject", "get", object_hash)["CollateralHash"], fee_txid)
 
+    def test_fee_found_through_the_wallet_once_its_change_is_spent(self) -> None:
+        """Without -txindex the chain finds a transaction by an unspent output; the wallet
+        that paid the fee still has it."""
+        node = self.node
+        data = proposal_hex(self.address)
+        fee_txid = node.rpc("gobject", "prepare", "0", "1", TIME, data)
+        change = [out for out in node.rpc("getrawtransaction", fee_txid, True)["vout"]
+                  if out["scriptPubKey"]["type"] != "nulldata"]
+        self.assertEqual(len(change), 1)
+        spend = node.rpc("createrawtransaction", [{"txid": fee_txid, "vout": change[0]["n"]}],
+                         {self.address: float(change[0]["value"]) - 0.001})
+        signed = node.rpc("signrawtransactionwithwallet", spend)
+        node.rpc("sendrawtransaction", signed["hex"])
+        node.rpc("generatetoaddress", 1, self.address)
+        with self.assertRaises(RPCFailure):
+            node.rpc("getrawtransaction", fee_txid)
+        object_hash = node.rpc("gobject", "submit", "0", "1", TIME, data, fee_txid)
+        self.assertEqual(list(node.rpc("gobject", "list")), [object_hash])
+
     def test_bad_input_is_refused_and_nothing_is_kept(self) -> None:
         data = proposal_hex(self.address)
         other = proposal_hex(self.address, name="someone-else")

@@ -6,6 +6,7 @@ byte; the short recorded bodies that are not there are quoted inline with their 
 
 from __future__ import annotations
 
+import base64
 from decimal import Decimal
 
 import simplejson
@@ -17,12 +18,13 @@ from coin.governance.service import GovernanceService
 from coin.chainparams import COIN
 from coin.governance.collateral import burn_script
 from coin.governance.object import NULL_HASH, GovernanceObject
+from coin.governance.vote import OUTCOME_NO, OUTCOME_YES, SIGNAL_FUNDING
 from coin.primitives.address import decode_wif
 from coin.primitives.hashes import hash_to_hex
 from coin.rpc.methods.governance import METHODS, SPORK_OFF, SPORKS
 
 from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
-from .govhelpers import proposal_hex, trigger_hex
+from .govhelpers import FakeMasternodes, proposal_hex, trigger_hex
 from .rpchelpers import transcript
 
 HASH = "ab" * 32
@@ -280,13 +282,87 @@ class GobjectTests(GovernanceTestCase):
                  (-8, "Object hash must be hexadecimal string (not 'xyz')")),
                 (("vote-conf", HASH, "fund", "yes"),
                  (-8, "Invalid vote signal. Please using one of the following: "
-                      "(funding|valid|delete|endorsed)")),
+                      "(funding|valid|delete|endorsed) OR `custom sentinel code` ")),
                 (("vote-conf", HASH, "funding", "maybe"),
                  (-8, "Invalid vote outcome. Please use one of the following: 'yes', 'no' or "
                       "'abstain'")),
                 (("vote-alias", HASH, "funding", "yes", 5),
                  (-1, "JSON value is not a string as expected"))):
             self.assertEqual((yield self.error("gobject", *params)), (500,) + expected, params)
+
+    @inlineCallbacks
+    def test_voteraw_with_no_masternodes_as_the_reference_answers(self):
+        for params, expected in (
+                ((HASH, 0, HASH, "funding", "maybe", 5, "AAAA"),
+                 (-8, "Invalid vote outcome. Please use one of the following: 'yes', 'no' or "
+                      "'abstain'")),
+                ((HASH, 0, HASH, "fund", "yes", 5, "AAAA"),
+                 (-8, "Invalid vote signal. Please using one of the following: "
+                      "(funding|valid|delete|endorsed) OR `custom sentinel code` ")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AA!A"), (-5, "Malformed base64 encoding")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AAA"), (-5, "Malformed base64 encoding")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AAAA"),
+                 (-32603, "Failure to find masternode in list : COutPoint(%s, 0)" % HASH)),
+                ((HASH, -1, HASH, "funding", "yes", 5, ""),
+                 (-32603, "Failure to find masternode in list : COutPoint(%s, 4294967295)" % HASH)),
+                ((HASH, "0", HASH, "funding", "yes", 5, "AAAA"),
+                 (-1, "JSON value is not an integer as expected")),
+                ((HASH, 1.5, HASH, "funding", "yes", 5, "AAAA"), (-1, "JSON integer out of range")),
+                ((HASH, 0, HASH, 5, "yes", 5, "AAAA"), (-1, "JSON value is not a string as expected")),
+                ((HASH, 0, "zz", "fund", "yes", 5, 7),
+                 (-8, "Governance hash must be hexadecimal string (not 'zz')")),
+                (("zz", 0, HASH, "funding", "yes", 5, "AAAA"),
+                 (-8, "mn tx hash must be hexadecimal string (not 'zz')")),
+                ((HASH, 0), (-1, "voteraw <masternode-tx-hash> <masternode-tx-index> "
+                                 "<governance-hash> <vote-signal> [yes|no|abstain] <time> "
+                                 "<vote-sig>\nCompile and relay a governance vote with provided "
+                                 "external signature instead of signing vote internally\n"))):
+            self.assertEqual((yield self.error("voteraw", *params)), (500,) + expected, params)
+
+    @inlineCallbacks
+    def test_voteraw_counts_a_masternode_vote(self):
+        """With a masternode known (a fake list: the masternode network is not here yet)."""
+        masternodes = FakeMasternodes(2)
+        self.governance.keys = masternodes
+        data = proposal_hex(self.address())
+        obj = GovernanceObject(NULL_HASH, 1, 1700000000, NULL_HASH, data)
+        tx = self.builder.spend(self.mature_coinbase(1), [(burn_script(obj.hash), 5 * COIN),
+                                                          (self.builder.script_pubkey, COIN)])
+        yield self.mine(1, txs=[tx])
+        object_hash = yield self.result("gobject", "submit", "0", "1", "1700000000", data,
+                                        tx.txid_hex)
+        now = self.clock.adjusted_time()
+
+        def raw(vote):
+            return (hash_to_hex(vote.masternode.txid), vote.masternode.n, hash_to_hex(vote.parent_hash),
+                    "funding", {1: "yes", 2: "no"}[vote.outcome], vote.time,
+                    base64.b64encode(vote.signature).decode())
+
+        vote = masternodes.vote(0, obj.hash, SIGNAL_FUNDING, OUTCOME_YES, now)
+        self.assertEqual((yield self.result("voteraw", *raw(vote))), "Voted successfully")
+        self.assertEqual((yield self.result("gobject", "getcurrentvotes", object_hash)),
+                         {hash_to_hex(vote.hash): vote.text()})
+        got = yield self.result("gobject", "get", object_hash)
+        self.assertEqual((got["FundingResult"]["YesCount"], got["fCachedFunding"]), (1, True))
+        # Replayed, or an older vote: refused, nothing changes.
+        replay = yield self.error("voteraw", *raw(vote))
+        self.assertTrue(replay[2].startswith("Error voting : CGovernanceObject::ProcessVote -- "
+                                             "Masternode voting too often"), replay)
+        older = masternodes.vote(0, obj.hash, SIGNAL_FUNDING, OUTCOME_NO, now - 10)
+        self.assertEqual((yield self.error("voteraw", *raw(older))),
+                         (500, -32603, "Error voting : CGovernanceObject::ProcessVote -- Obsolete vote"))
+        forged = masternodes.vote(1, obj.hash, SIGNAL_FUNDING, OUTCOME_NO, now)
+        forged.signature = vote.signature
+        self.assertEqual((yield self.error("voteraw", *raw(forged))),
+                         (500, -32603, "Failure to verify vote."))
+        unknown = masternodes.vote(1, b"\x01" * 32, SIGNAL_FUNDING, OUTCOME_YES, now)
+        self.assertEqual((yield self.error("voteraw", *raw(unknown))), (500, -32603, (
+            "Error voting : CGovernanceManager::ProcessVote -- Unknown parent object , MN outpoint "
+            "= COutPoint(%s, 1), governance object hash = %s")
+            % (hash_to_hex(unknown.masternode.txid), "01" * 32)))
+        self.assertEqual((yield self.result("gobject", "getvotes", object_hash)),
+                         {hash_to_hex(vote.hash): vote.text()})
+        self.assertEqual((yield self.result("gobject", "count"))["votes"], 1)
 
     @inlineCallbacks
     def test_getgovernanceinfo(self):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from coin.chainparams import MAX_MONEY
-from coin.governance.object import OBJECT_PROPOSAL, OBJECT_TRIGGER, OBJECT_WATCHDOG, GovernanceObject
+from coin.chainparams import COIN, MAX_MONEY
+from coin.governance.object import (
+    OBJECT_PROPOSAL, OBJECT_TRIGGER, OBJECT_WATCHDOG, GovernanceObject, txin_text,
+)
 from coin.governance.params import GovernanceParams
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import Transaction
@@ -42,9 +44,14 @@ def burn_script(object_hash: bytes) -> bytes:
 
 
 def tx_text(tx: Transaction) -> str:
-    """A short form of CTransaction::ToString's first line, for the error message."""
-    return "CTransaction(hash=%s, ver=%d, vin.size=%d, vout.size=%d, nLockTime=%d)" % (
-        hash_to_hex(tx.txid)[:10], tx.version, len(tx.vin), len(tx.vout), tx.locktime)
+    """CTransaction::ToString (Dash 0.12.3's), which the reference puts in its message."""
+    lines = ["CTransaction(hash=%s, ver=%d, vin.size=%d, vout.size=%d, nLockTime=%d)" % (
+        hash_to_hex(tx.txid)[:10], tx.version, len(tx.vin), len(tx.vout), tx.locktime)]
+    lines += ["    " + txin_text(txin) for txin in tx.vin]
+    lines += ["    CTxOut(nValue=%d.%08d, scriptPubKey=%s)" % (out.value // COIN, out.value % COIN,
+                                                             out.script_pubkey.hex()[:30])
+              for out in tx.vout]
+    return "".join(line + "\n" for line in lines)
 
 
 def check_collateral(obj: GovernanceObject, tx: Optional[Transaction], confirmations: int,

@@ -10,7 +10,7 @@ from typing import Any, Optional
 from coin.governance.params import MAX_OBJECT_DATA_SIZE
 from coin.primitives.hashes import hash_to_hex, sha256d
 from coin.primitives.serialize import ByteReader, DeserializationError, i32, i64, var_bytes
-from coin.primitives.transaction import OutPoint, TxIn
+from coin.primitives.transaction import SEQUENCE_FINAL, OutPoint, TxIn
 
 NULL_HASH = bytes(32)
 
@@ -103,8 +103,18 @@ def outpoint_short(outpoint: OutPoint) -> str:
 
 
 def outpoint_text(outpoint: OutPoint) -> str:
-    """COutPoint::ToString: ``COutPoint(<10 hex digits>, n)``."""
-    return "COutPoint(%s, %d)" % (hash_to_hex(outpoint.txid)[:10], outpoint.n)
+    """COutPoint::ToString as the reference prints it: ``COutPoint(<txid>, n)``."""
+    return "COutPoint(%s, %d)" % (hash_to_hex(outpoint.txid), outpoint.n)
+
+
+def txin_text(txin: TxIn) -> str:
+    """CTxIn::ToString."""
+    if txin.prevout.is_null():
+        script = ", coinbase " + txin.script_sig.hex()
+    else:
+        script = ", scriptSig=" + txin.script_sig.hex()[:24]
+    sequence = ", nSequence=%d" % txin.sequence if txin.sequence != SEQUENCE_FINAL else ""
+    return "CTxIn(%s%s%s)" % (outpoint_text(txin.prevout), script, sequence)
 
 
 class GovernanceObject:

@@ -3,7 +3,7 @@ timer, and keeps ``governance.dat`` across restarts."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, inlineCallbacks
@@ -19,11 +19,16 @@ from coin.governance.params import MAX_OBJECT_DATA_SIZE, GovernanceParams, gover
 from coin.governance.store import FILE_NAME, Entry, GovernanceStore
 from coin.governance.vote import MasternodeKeys, NoMasternodes, Vote, signature_key_id
 from coin.primitives.hashes import hash_to_hex
+from coin.primitives.transaction import Transaction
 
 log = Logger(namespace="coin.governance")
 
 #: How often flags are refreshed and expired objects cleaned (the reference: every 5 minutes).
 UPDATE_INTERVAL = 5 * 60
+
+
+#: A transaction and the hash of the block it is in (None: not in a block).
+KnownTx = Tuple[Transaction, Optional[bytes]]
 
 
 class ObjectError(ValueError):
@@ -36,7 +41,7 @@ class ChainReader(Protocol):
     params: ChainParams
 
     def snapshot(self) -> Any:
-        """The active chain: ``height`` and ``contains(entry)``."""
+        """The active chain: ``height``, ``lookup(hash)`` and ``contains(entry)``."""
 
     def get_transaction(self, txid: bytes) -> Deferred:
         """``(tx, block entry or None)`` or None, without needing -txindex."""
@@ -116,31 +121,34 @@ class GovernanceService(service.Service):
         return ""
 
     @inlineCallbacks
-    def check(self, obj: GovernanceObject) -> Any:
+    def check(self, obj: GovernanceObject, known: Optional[KnownTx] = None) -> Any:
         """Raise ObjectError or CollateralError unless ``obj`` may be kept (IsValidLocally
-        with the collateral)."""
+        with the collateral). ``known`` is the fee transaction and its block hash as a
+        wallet has it, used when the chain cannot find it (no -txindex and no unspent
+        output of it left)."""
         self.check_locally(obj)
         if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
             self.check_signer(obj)
             return
         found = yield self.chain.get_transaction(obj.collateral_hash)
-        tx, confirmations = None, 0
-        if found is not None:
-            tx, entry = found
-            view = self.chain.snapshot()
-            if entry is not None and view.contains(entry):
-                confirmations = view.height - entry.height + 1
+        view = self.chain.snapshot()
+        tx, entry = found if found is not None else (None, None)
+        if found is None and known is not None:
+            tx, entry = known[0], view.lookup(known[1]) if known[1] is not None else None
+        confirmations = 0
+        if entry is not None and view.contains(entry):
+            confirmations = view.height - entry.height + 1
         check_collateral(obj, tx, confirmations, self.params)
 
     @inlineCallbacks
-    def submit(self, obj: GovernanceObject) -> Any:
+    def submit(self, obj: GovernanceObject, known: Optional[KnownTx] = None) -> Any:
         """Check and keep ``obj``; one whose fee lacks only confirmations is kept aside and
         added once it has them (AddPostponedObject). Fires with the object's Entry (None
         when postponed)."""
         if obj.hash in self.store:
             return self.store.get(obj.hash)
         try:
-            yield self.check(obj)
+            yield self.check(obj, known)
         except CollateralError as e:
             if not e.missing_confirmations:
                 raise

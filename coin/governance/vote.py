@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Optional, Protocol
 
-from coin.governance.object import outpoint_short, outpoint_text
+from coin.governance.object import outpoint_short, outpoint_text, txin_text
 from coin.primitives.hashes import hash160, hash_to_hex, sha256d
 from coin.primitives.message import recover_message_pubkey
 from coin.primitives.serialize import ByteReader, i32, i64, var_bytes
@@ -128,15 +128,22 @@ class Vote:
 
     def text(self) -> str:
         """CGovernanceVote::ToString, as getvotes shows it."""
-        return "CTxIn(%s, scriptSig=):%d:%s:%s" % (outpoint_text(self.masternode), self.time,
-                                                    outcome_name(self.outcome),
-                                                    signal_name(self.signal))
+        return "%s:%d:%s:%s" % (txin_text(TxIn(self.masternode)), self.time,
+                                outcome_name(self.outcome), signal_name(self.signal))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Vote) and self.serialize() == other.serialize()
 
     def __hash__(self) -> int:
         return hash(self.hash)
+
+
+def vote_is_valid(vote: Vote, key_id: bytes, now: int) -> bool:
+    """CGovernanceVote::IsValid for a known masternode: not from the future, a known
+    outcome, signed by the masternode's key."""
+    if vote.time > now + MAX_FUTURE_SECONDS or not OUTCOME_YES <= vote.outcome <= OUTCOME_ABSTAIN:
+        return False
+    return signature_key_id(vote.signature, vote.signature_message()) == key_id
 
 
 class VoteError(ValueError):
@@ -213,7 +220,7 @@ class VoteBook:
                             "outpoint = %s, governance object hash = %s, time delta = %d"
                             % (outpoint_text(vote.masternode), hash_to_hex(vote.parent_hash),
                                now - previous.accepted))
-        if not self._valid(vote, key_id, now):
+        if not vote_is_valid(vote, key_id, now):
             raise VoteError("CGovernanceObject::ProcessVote -- Invalid vote, MN outpoint = %s, "
                             "governance object hash = %s, vote hash = %s"
                             % (outpoint_text(vote.masternode), hash_to_hex(vote.parent_hash),
@@ -224,13 +231,6 @@ class VoteBook:
     def restore(self, vote: Vote, accepted: int) -> None:
         """Make a saved vote current again, as it was when the node stopped."""
         self.current.setdefault(vote.masternode, {})[vote.signal] = Instance(vote, accepted)
-
-    @staticmethod
-    def _valid(vote: Vote, key_id: bytes, now: int) -> bool:
-        """CGovernanceVote::IsValid: not from the future, a known outcome, the right key."""
-        if vote.time > now + MAX_FUTURE_SECONDS or not OUTCOME_YES <= vote.outcome <= OUTCOME_ABSTAIN:
-            return False
-        return signature_key_id(vote.signature, vote.signature_message()) == key_id
 
     def tally(self, signal: int) -> Tally:
         counts = [0, 0, 0, 0]

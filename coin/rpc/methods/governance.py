@@ -26,7 +26,9 @@ rpcm_30..rpcm_42). Choices:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+import base64
+import binascii
+from typing import Any, Callable, Dict, Optional
 
 import coincurve
 
@@ -40,24 +42,27 @@ from coin.governance.params import (
     MAX_OBJECT_DATA_SIZE, WATCHDOG_MAX_SECONDS, governance_params, superblock_budget,
     superblocks_around,
 )
-from coin.governance.service import GovernanceService, ObjectError
+from coin.governance.service import GovernanceService, KnownTx, ObjectError
 from coin.governance.store import Entry
 from coin.governance.validator import ProposalError, validate_proposal
-from coin.governance.vote import SIGNAL_DELETE, SIGNAL_ENDORSED, SIGNAL_FUNDING, SIGNAL_VALID
+from coin.governance.vote import (
+    OUTCOMES, SIGNAL_DELETE, SIGNAL_ENDORSED, SIGNAL_FUNDING, SIGNAL_VALID, SIGNALS, Vote, VoteError,
+    vote_is_valid,
+)
 from coin.primitives.address import encode_wif
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import OutPoint
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_CLIENT_P2P_DISABLED, RPC_INTERNAL_ERROR, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
-    RPC_MISC_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError,
+    RPC_CLIENT_P2P_DISABLED, RPC_INTERNAL_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER,
+    RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError,
 )
 from coin.rpc.jsonrpc import encode_json, parse_json
 from coin.rpc.methods.wallet import wallet_service
 from coin.rpc.methods.wallet.spending import _fee_policy
 from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
-    ANY, INT, REAL, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc,
+    ANY, INT, INT64, REAL, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc,
     rpc_method,
 )
 from coin.views.amounts import amount_to_json
@@ -212,6 +217,16 @@ async def _gobject_prepare(ctx: RPCContext, *rest: Any) -> str:
     return created.tx.txid_hex
 
 
+def _wallet_copy(ctx: RPCContext, txid: bytes) -> Optional[KnownTx]:
+    """A loaded wallet's copy of the fee transaction (``prepare`` made it there), for when
+    the chain cannot find it without -txindex."""
+    for wallet in ctx.node.wallets.values():
+        wtx = wallet.txs.get(txid)
+        if wtx is not None:
+            return wtx.tx, wtx.block.hash if wtx.block is not None else None
+    return None
+
+
 async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
     if not 4 <= len(rest) <= 5:
         raise _invalid("Correct usage is 'gobject submit <parent-hash> <revision> <time> "
@@ -225,7 +240,7 @@ async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
     if len(rest) != 5:
         raise _invalid("The fee-txid parameter must be included to submit this type of object")
     try:
-        await _governance(ctx).submit(obj)
+        await _governance(ctx).submit(obj, _wallet_copy(ctx, fee_txid))
     except (ObjectError, CollateralError) as e:
         raise _not_valid(obj, e) from None
     return hash_to_hex(obj.hash)
@@ -357,10 +372,6 @@ def _gobject_diff(ctx: RPCContext, *rest: Any) -> Any:
     return _gobject_list(ctx, "diff", *rest)
 
 
-_VOTE_SIGNALS = ("funding", "valid", "delete", "endorsed")
-_VOTE_OUTCOMES = ("yes", "no", "abstain")
-
-
 def _read_vote(rest: tuple, count: int, usage: str) -> None:
     """A vote's hash, signal, outcome (and alias), checked in Dash's order."""
     if len(rest) != count:
@@ -369,10 +380,14 @@ def _read_vote(rest: tuple, count: int, usage: str) -> None:
     signal, outcome = (_text(value) for value in rest[1:3])
     for value in rest[3:]:
         _text(value)
-    if signal not in _VOTE_SIGNALS:
+    _check_signal_and_outcome(signal, outcome)
+
+
+def _check_signal_and_outcome(signal: str, outcome: str) -> None:
+    if signal not in SIGNALS:
         raise _invalid("Invalid vote signal. Please using one of the following: "
-                       "(funding|valid|delete|endorsed)")
-    if outcome not in _VOTE_OUTCOMES:
+                       "(funding|valid|delete|endorsed) OR `custom sentinel code` ")
+    if outcome not in OUTCOMES:
         raise _invalid("Invalid vote outcome. Please use one of the following: "
                        "'yes', 'no' or 'abstain'")
 
@@ -436,6 +451,45 @@ gobject = command_family(
                      "Vote on a governance object by all masternodes (using masternode.conf "
                      "setup)"),
     ])
+
+
+_VOTERAW_HELP = ("voteraw <masternode-tx-hash> <masternode-tx-index> <governance-hash> "
+                 "<vote-signal> [yes|no|abstain] <time> <vote-sig>\n"
+                 "Compile and relay a governance vote with provided external signature instead of "
+                 "signing vote internally\n")
+_INT, _INT64 = Arg("value", INT), Arg("value", INT64)
+
+
+def _voteraw(ctx: RPCContext, *params: Any) -> str:
+    """A vote signed elsewhere (by the masternode's key), checked and counted here."""
+    if len(params) != 7:
+        raise RPCError(RPC_MISC_ERROR, _VOTERAW_HELP)
+    masternode = OutPoint(parse_hash_v(params[0], "mn tx hash"), _INT.convert(params[1]) & 0xFFFFFFFF)
+    object_hash = parse_hash_v(params[2], "Governance hash")
+    signal, outcome = _text(params[3]), _text(params[4])
+    _check_signal_and_outcome(signal, outcome)
+    time = _INT64.convert(params[5])
+    try:
+        signature = base64.b64decode(_text(params[6]), validate=True)
+    except binascii.Error:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Malformed base64 encoding") from None
+    governance = _governance(ctx)
+    key_id = governance.keys.key_id(masternode)
+    if key_id is None:
+        raise RPCError(RPC_INTERNAL_ERROR, "Failure to find masternode in list : "
+                       + outpoint_text(masternode))
+    vote = Vote(masternode, object_hash, SIGNALS[signal], OUTCOMES[outcome], time, signature)
+    if not vote_is_valid(vote, key_id, int(governance.now())):
+        raise RPCError(RPC_INTERNAL_ERROR, "Failure to verify vote.")
+    try:
+        governance.add_vote(vote)
+    except VoteError as e:
+        raise RPCError(RPC_INTERNAL_ERROR, "Error voting : %s" % e) from None
+    return "Voted successfully"
+
+
+voteraw = RPCMethod(name="voteraw", category="governance", handler=_voteraw,
+                    help_text=_VOTERAW_HELP, args=(Arg("args", ANY, variadic=True),))
 
 
 @rpc_method(
@@ -703,4 +757,5 @@ spork = RPCMethod(name="spork", category="coin", handler=_spork, help_text=_SPOR
 
 
 #: What the ``governance`` entry point registers.
-METHODS = [gobject, getgovernanceinfo, getsuperblockbudget, masternode, masternodelist, mnsync, spork]
+METHODS = [gobject, voteraw, getgovernanceinfo, getsuperblockbudget, masternode, masternodelist,
+           mnsync, spork]
