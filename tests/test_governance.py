@@ -32,7 +32,7 @@ from coin.governance.vote import (
 )
 from coin.primitives.hashes import hash_to_hex, hex_to_hash
 from coin.primitives.message import sign_message
-from coin.primitives.serialize import DeserializationError
+from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 
 from .govhelpers import NOW, FakeMasternodes, object_hex, proposal_hex, trigger_hex
@@ -68,14 +68,16 @@ class ObjectTests(SynchronousTestCase):
            st.binary(max_size=80))
     def test_serialization_round_trip(self, parent, revision, time, fee, data, kind, mn, sig):
         obj = GovernanceObject(parent, revision, time, fee, data, kind, TxIn(mn), sig)
-        again = GovernanceObject.deserialize(obj.serialize())
+        reader = ByteReader(obj.serialize())
+        again = GovernanceObject.read(reader)
+        reader.assert_end()
         self.assertEqual(again, obj)
         self.assertEqual((again.hash, again.data_hex, again.object_type),
                          (obj.hash, data, kind))
 
     def test_oversized_data_is_refused_on_read(self):
         obj = GovernanceObject(NULL_HASH, 1, 1, NULL_HASH, "0" * 16385, OBJECT_PROPOSAL)
-        self.assertRaises(DeserializationError, GovernanceObject.deserialize, obj.serialize())
+        self.assertRaises(DeserializationError, GovernanceObject.read, ByteReader(obj.serialize()))
 
     def test_object_type_from_data(self):
         self.assertEqual(data_object_type(proposal_hex(ADDRESS)), OBJECT_PROPOSAL)
@@ -182,7 +184,6 @@ class VoteTests(SynchronousTestCase):
 
     @given(outpoints, hashes, st.integers(0, 35), st.integers(0, 3), int64, st.binary(max_size=70))
     def test_serialization_round_trip(self, mn, parent, signal, outcome, time, sig):
-        from coin.primitives.serialize import ByteReader
         vote = Vote(mn, parent, signal, outcome, time, sig)
         again = Vote.read(ByteReader(vote.serialize()))
         self.assertEqual(again, vote)

@@ -112,3 +112,4 @@ class ProposalLifeTests(SynchronousTestCase):
         self.assertEqual(self.node.rpc("getsuperblockbudget", 110), "50.00")
         info = self.node.rpc("getgovernanceinfo")
         self.assertEqual((info["superblockcycle"], info["nextsuperblock"]), (10, 110))
+        self.assertIs(self.node.rpc("logging", ["gobject"])["gobject"], True)

@@ -162,13 +162,6 @@ class GovernanceObject:
         return cls(parent, revision, time, collateral, data, r.read_i32(), TxIn.read(r),
                    r.read_var_bytes())
 
-    @classmethod
-    def deserialize(cls, data: bytes) -> "GovernanceObject":
-        r = ByteReader(data)
-        obj = cls.read(r)
-        r.assert_end()
-        return obj
-
     def signature_message(self) -> str:
         """What the masternode signs (GetSignatureMessage)."""
         return "|".join((hash_to_hex(self.parent_hash), str(self.revision), str(self.time),
