@@ -24,7 +24,7 @@ from coin.governance.params import (
     DELETION_DELAY, governance_params, is_superblock_height, superblock_budget, superblocks_around,
 )
 from coin.governance.service import GovernanceService, ObjectError
-from coin.governance.store import FILE_NAME, GovernanceStore
+from coin.governance.store import FILE_NAME, Entry, GovernanceStore
 from coin.governance.validator import ProposalError, url_parses, validate_proposal
 from coin.governance.vote import (
     OUTCOME_ABSTAIN, OUTCOME_NO, OUTCOME_YES, SIGNAL_DELETE, SIGNAL_FUNDING, SIGNAL_VALID, Flags,
@@ -313,6 +313,23 @@ class StoreTests(SynchronousTestCase):
         late = self.mns.vote(0, self.obj.hash, SIGNAL_FUNDING, OUTCOME_NO, NOW + 5)
         self.assertRaises(VoteError, loaded.add_vote, late, self.mns, NOW + 5)  # rate limit kept
 
+    @given(st.lists(st.tuples(st.builds(GovernanceObject, hashes, int32, int64, hashes,
+                                        st.text(max_size=50), int32, st.builds(TxIn, outpoints)),
+                              st.lists(st.builds(Vote, outpoints, hashes, st.integers(1, 4),
+                                                 st.integers(1, 3), int64), max_size=4),
+                              st.booleans(), int64), max_size=5),
+           st.dictionaries(hashes, int64, max_size=3))
+    def test_file_format_round_trip(self, entries, erased):
+        store = GovernanceStore()
+        for obj, votes, expired, deletion_time in entries:
+            entry = store.entries[obj.hash] = Entry(obj, expired=expired, deletion_time=deletion_time)
+            for vote in votes:
+                entry.book.votes[vote.hash] = vote
+                entry.book.restore(vote, NOW)
+        store.erased = erased
+        data = store.serialize()
+        self.assertEqual(GovernanceStore.deserialize(data).serialize(), data)
+
     def test_corrupt_or_foreign_file_is_ignored(self):
         self.store.add(self.obj, self.mns, NOW)
         good = self.store.serialize()
@@ -371,7 +388,7 @@ class FakeChain:
         return succeed(self.txs.get(txid))
 
 
-class Entry:
+class BlockEntry:
     def __init__(self, height: int) -> None:
         self.height = height
 
@@ -388,7 +405,7 @@ class ServiceTests(SynchronousTestCase):
                                          self.clock, self.mns)
         self.obj = GovernanceObject(NULL_HASH, 1, NOW, b"\x03" * 32, proposal_hex(ADDRESS))
         self.chain.txs[b"\x03" * 32] = (Transaction([], [TxOut(5 * COIN, burn_script(self.obj.hash))]),
-                                        Entry(100))
+                                        BlockEntry(100))
 
     def test_submit_keeps_and_stop_saves(self):
         self.service.startService()
@@ -433,7 +450,7 @@ class ServiceTests(SynchronousTestCase):
 
     def test_postponed_until_the_fee_is_deep_enough(self):
         self.chain.params = MAIN
-        self.chain.txs[b"\x03" * 32] = (self.chain.txs[b"\x03" * 32][0], Entry(98))
+        self.chain.txs[b"\x03" * 32] = (self.chain.txs[b"\x03" * 32][0], BlockEntry(98))
         self.service.startService()
         self.addCleanup(self.service.stopService)
         self.assertIsNone(self.successResultOf(self.service.submit(self.obj)))
