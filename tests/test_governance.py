@@ -116,6 +116,8 @@ class ValidatorTests(SynchronousTestCase):
                 ({"start_epoch": 1.5}, "JSON integer out of range;start_epoch field not found;"
                                        "Invalid start:end range;"),
                 ({"end_epoch": "2"}, "end_epoch field not found;Invalid start:end range;"),
+                ({"end_epoch": 2**63}, "JSON integer out of range;end_epoch field not found;"
+                                       "Invalid start:end range;"),
                 ({"end_epoch": 1700000000}, "end_epoch <= start_epoch;Invalid start:end range;"),
                 ({"payment_amount": "x"}, "payment_amount field not found;Invalid payment amount;"),
                 ({"payment_amount": -1}, "payment_amount is negative;Invalid payment amount;"),
@@ -130,6 +132,17 @@ class ValidatorTests(SynchronousTestCase):
                 ({"url": 5}, "JSON value is not a string as expected;url field not found;"
                              "Invalid URL;")):
             self.assertEqual(self.refused(proposal_hex(ADDRESS, **overrides)), expected, overrides)
+
+    def test_json_as_univalue_reads_it(self):
+        """The first of repeated keys counts; NaN is not JSON; a null object has no fields."""
+        repeated = ('[["proposal", {"name": "a b", "name": "ok", "start_epoch": 1, "end_epoch": 2, '
+                    '"payment_amount": 1, "payment_address": "%s", "url": "http://x"}]]' % ADDRESS)
+        self.assertEqual(self.refused(repeated.encode().hex()),
+                         "name contains invalid characters;Invalid name;")
+        self.assertEqual(self.refused(b'[["proposal", NaN]]'.hex()),
+                         "JSON value is not an object or array as expected;JSON parsing error;")
+        self.assertEqual(self.refused(b'[["proposal", null]]'.hex()),
+                         "JSON value is not a string as expected;name field not found;Invalid name;")
 
     def test_data_that_is_not_a_proposal_shape(self):
         self.assertEqual(self.refused("7a7a"), "JSON value is not an object or array as expected;"

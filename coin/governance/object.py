@@ -63,10 +63,23 @@ def _at(items: list, index: int) -> Any:
     return items[index]
 
 
+def _first_keys(pairs: list) -> dict:
+    """An object as UniValue looks keys up: the first of repeated keys wins."""
+    found: dict = {}
+    for key, value in pairs:
+        found.setdefault(key, value)
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN and Infinity are not JSON
+
+
 def parse_json_text(text: str) -> Any:
     """JSON as UniValue reads it (numbers with a fraction kept exact); DataError if not JSON."""
     try:
-        return json.loads(text, parse_float=Decimal)
+        return json.loads(text, parse_float=Decimal, parse_constant=_no_constant,
+                          object_pairs_hook=_first_keys)
     except ValueError:
         raise DataError("JSON value is not an object or array as expected") from None
 

@@ -26,8 +26,10 @@ class _Checker:
         self.chain = chain
         self.errors: List[str] = []
         self.fields: Any = None
+        self.parsed = False
         try:
             self.fields = inner_object(data_hex)
+            self.parsed = True
         except DataError as e:
             self.errors.append(str(e))
 
@@ -46,11 +48,14 @@ class _Checker:
         return value
 
     def integer(self, key: str) -> Any:
+        """get_int64 of a number; a fraction or more than 64 bits is "out of range"."""
         value = self.value(key)
-        if isinstance(value, Decimal):
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            return None
+        if isinstance(value, Decimal) or not -2**63 <= value < 2**63:
             self.errors.append("JSON integer out of range")
             return None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value
 
     def number(self, key: str) -> Any:
         value = self.value(key)
@@ -59,7 +64,7 @@ class _Checker:
         return value
 
     def json(self) -> bool:
-        return self.fields is not None or self.fail("") or False
+        return self.parsed
 
     def name(self) -> bool:
         name = self.string("name")
@@ -145,5 +150,5 @@ def validate_proposal(data_hex: str, chain: ChainParams) -> None:
     step: Callable[[_Checker], bool]
     for step, summary in _STEPS:
         if not step(checker):
-            messages = [m for m in checker.errors if m] + [summary]
+            messages = checker.errors + [summary]
             raise ProposalError("".join(m + ";" for m in messages))
