@@ -3,7 +3,7 @@ timer, and keeps ``governance.dat`` across restarts."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, inlineCallbacks
@@ -187,6 +187,3 @@ class GovernanceService(service.Service):
                                    self.chain.snapshot().height, chain.target_spacing)
         for object_hash in erased:
             log.info("Erased governance object {hash}", hash=hash_to_hex(object_hash))
-
-    def objects(self) -> List[Entry]:
-        return list(self.store)
