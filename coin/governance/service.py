@@ -64,6 +64,7 @@ class GovernanceService(service.Service):
         self.store = GovernanceStore()
         #: Objects whose fee is good but not yet deep enough, kept until it is.
         self.postponed: Dict[bytes, GovernanceObject] = {}
+        #: The reference's fRateChecksEnabled: a masternode may change a vote once an hour.
         self.rate_checks = True
         self._loop: Optional[LoopingCall] = None
 
