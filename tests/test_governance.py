@@ -19,6 +19,7 @@ from coin.chainparams import COIN, MAIN, REGTEST
 from coin.governance.collateral import CollateralError, burn_script, check_collateral
 from coin.governance.object import (
     NULL_HASH, OBJECT_PROPOSAL, OBJECT_TRIGGER, OBJECT_UNKNOWN, GovernanceObject, data_object_type,
+    parse_hex_prefix,
 )
 from coin.governance.params import (
     DELETION_DELAY, governance_params, is_superblock_height, superblock_budget, superblocks_around,
@@ -86,6 +87,11 @@ class ObjectTests(SynchronousTestCase):
         for data in ("zz", "7b7d", "5b5d", object_hex("p", {"type": 1.5}),
                      json.dumps([["p"]]).encode().hex(), object_hex("p", {"type": True})):
             self.assertIsNone(data_object_type(data), data)
+
+    def test_hex_read_as_core_parsehex(self):
+        for text, expected in (("7b7d", b"{}"), ("7b 7d ", b"{}"), ("7b7d zz", b"{}"),
+                               ("7b7", b"{"), ("7 b", b""), ("zz", b""), ("\t7b\n7d", b"{}")):
+            self.assertEqual(parse_hex_prefix(text), expected, text)
 
     def test_signature_message(self):
         obj = GovernanceObject(NULL_HASH, 1, 5, b"\x02" * 32, "00", OBJECT_TRIGGER,
