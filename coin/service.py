@@ -27,6 +27,7 @@ from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
+from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
 from coin.index.txindex import TxIndex, drop_txindex
@@ -85,6 +86,8 @@ class NodeFacade:
         self.sporks = node.sporks
         #: Masternodes (coin.masternode.service.MasternodeService).
         self.masternodes = node.masternodes
+        #: Governance objects and votes (coin.governance.service.GovernanceService).
+        self.governance = node.governance
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
 
@@ -121,6 +124,7 @@ class NodeService(service.MultiService):
         self.mempool: Optional[MempoolService] = None
         self.wallets: Optional[WalletService] = None
         self.p2p: Optional[P2PService] = None
+        self.governance: Optional[GovernanceService] = None
         self.block_sync: Optional[BlockSync] = None
         self.tx_relay: Optional[TxRelay] = None
         self.sporks: Optional[SporkManager] = None
@@ -244,6 +248,9 @@ class NodeService(service.MultiService):
             self.validation.subscribe, chainstate.adjusted_time, self.reactor, self.datadir,
             self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
         self.masternodes.setServiceParent(self)
+        self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
+                                            self.reactor)
+        self.governance.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

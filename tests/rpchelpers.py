@@ -89,6 +89,7 @@ class FakeNode:
     mempool: Any = None
     wallet_service: Any = None
     p2p: Any = None
+    governance: Any = None
     shutdowns: int = 0
 
     def shutdown(self) -> None:
