@@ -27,6 +27,7 @@ from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
+from coin.governance.masternodes import MasternodeList
 from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
@@ -249,7 +250,7 @@ class NodeService(service.MultiService):
             self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
         self.masternodes.setServiceParent(self)
         self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
-                                            self.reactor)
+                                            self.reactor, MasternodeList(self.masternodes.manager))
         self.governance.setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
