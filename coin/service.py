@@ -28,6 +28,7 @@ from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
 from coin.governance.masternodes import MasternodeList
+from coin.governance.relay import GovernanceRelay
 from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
@@ -252,6 +253,7 @@ class NodeService(service.MultiService):
         self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
                                             self.reactor, MasternodeList(self.masternodes.manager))
         self.governance.setServiceParent(self)
+        GovernanceRelay(self.p2p, self.governance, self.masternodes.sync, self.params.name)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, List
 
 from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks

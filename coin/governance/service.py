@@ -57,6 +57,11 @@ class ObjectError(ValueError):
     """An object this node does not keep; ``str()`` is the reference's reason."""
 
 
+class MissingMasternode(ObjectError):
+    """A trigger or watchdog signed by a masternode this node does not know (yet): the
+    reference's fMissingMasternode, kept until the masternode arrives."""
+
+
 class ChainReader(Protocol):
     """What governance reads of the chain (coin.chain.access.ChainAccess)."""
 
@@ -126,7 +131,7 @@ class GovernanceService(service.Service):
         outpoint = obj.masternode.prevout
         key_id = self.keys.key_id(outpoint)
         if key_id is None:
-            raise ObjectError("Masternode not found: " + outpoint_text(outpoint))
+            raise MissingMasternode("Masternode not found: " + outpoint_text(outpoint))
         if signature_key_id(obj.signature, obj.signature_message()) != key_id:
             raise ObjectError("Invalid masternode signature for: %s, pubkey id = %s"
                               % (outpoint_text(outpoint), hash_to_hex(key_id)))
