@@ -29,6 +29,8 @@ from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
 from coin.governance.masternodes import MasternodeList
 from coin.governance.relay import GovernanceRelay
+from coin.governance.sentinel import Sentinel
+from coin.governance.superblock import Superblocks
 from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import Config, ConfigError
@@ -254,6 +256,9 @@ class NodeService(service.MultiService):
                                             self.reactor, MasternodeList(self.masternodes.manager))
         self.governance.setServiceParent(self)
         GovernanceRelay(self.p2p, self.governance, self.masternodes.sync, self.params.name)
+        Superblocks(self.governance, chainstate, self.sporks, self.masternodes.sync)
+        if self.config.get_bool("sentinel", active is not None):
+            Sentinel(self.governance, self.masternodes, self.reactor).setServiceParent(self)
         if not self.config.get_bool("disablewallet", False):
             walletdir = default_walletdir(self.config, self.datadir)
             os.makedirs(walletdir, mode=0o700, exist_ok=True)

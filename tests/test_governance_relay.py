@@ -186,11 +186,13 @@ class RelayTests(SynchronousTestCase):
         have = BloomFilter.sized(1, 0.001, 5)
         have.insert(votes[0].hash)
         asker.sent.clear()
+        # Announced to it before (ignored while it was syncing): sent again when it asks.
+        asker.known_inventory.add(votes[1].hash)
         self.receive("govsync", GovernanceSyncMessage(obj.hash, have), asker)
         announced = [item for inv in asker.of("inv") for item in inv.items]
-        self.assertEqual(sorted(announced, key=lambda i: i.hash),
-                         sorted((InvItem(MSG_GOVERNANCE_OBJECT_VOTE, v.hash) for v in votes[1:]),
-                                key=lambda i: i.hash))
+        self.assertEqual(sorted(announced, key=lambda i: i.hash), sorted(
+            [InvItem(MSG_GOVERNANCE_OBJECT, obj.hash)]
+            + [InvItem(MSG_GOVERNANCE_OBJECT_VOTE, v.hash) for v in votes[1:]], key=lambda i: i.hash))
         self.assertEqual(asker.of("ssc")[1].item_id, SYNC_GOVOBJ_VOTE)
         self.assertEqual(self.p2p.inventory[MSG_GOVERNANCE_OBJECT_VOTE].lookup(votes[1].hash).body,
                          votes[1].serialize())

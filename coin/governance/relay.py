@@ -115,9 +115,10 @@ class GovernanceRelay:
             self._send_inv(peer, [InvItem(inv_type, item_hash)])
 
     @staticmethod
-    def _send_inv(peer: Any, items: List[InvItem]) -> int:
-        """Announce the items ``peer`` does not know; returns how many."""
-        fresh = [item for item in items if item.hash not in peer.known_inventory]
+    def _send_inv(peer: Any, items: List[InvItem], asked: bool = False) -> int:
+        """Announce the items ``peer`` does not know (all of them when it ``asked``: it may
+        have ignored an announcement before its sync); returns how many."""
+        fresh = items if asked else [item for item in items if item.hash not in peer.known_inventory]
         for start in range(0, len(fresh), MAX_INV_SZ):
             peer.send(InvMessage(fresh[start:start + MAX_INV_SZ]))
         _know(peer, fresh)
@@ -183,10 +184,10 @@ class GovernanceRelay:
             entry = self.store.get(message.object_hash)
             if not self._live(entry):
                 return
-            self._send_inv(peer, [InvItem(MSG_GOVERNANCE_OBJECT, entry.obj.hash)])
+            self._send_inv(peer, [InvItem(MSG_GOVERNANCE_OBJECT, entry.obj.hash)], asked=True)
             votes = [InvItem(MSG_GOVERNANCE_OBJECT_VOTE, vote_hash) for vote_hash in entry.book.votes
                      if vote_hash not in message.bloom]
-            sent = self._send_inv(peer, votes)
+            sent = self._send_inv(peer, votes, asked=True)
             peer.send(SyncStatusCountMessage(SYNC_GOVOBJ, 1))
             peer.send(SyncStatusCountMessage(SYNC_GOVOBJ_VOTE, sent))
             return
@@ -195,13 +196,9 @@ class GovernanceRelay:
                 peer.misbehaving(GOVSYNC_REPEAT_BAN, "govsync: peer already asked me for the list")
                 return
             self._govsync_asked[peer.ip] = self.now() + GOVSYNC_INTERVAL
-        # Every live object, even one the peer was told of: it asks, so it lacks them.
         objects = [InvItem(MSG_GOVERNANCE_OBJECT, entry.obj.hash)
                    for entry in self.store if self._live(entry)]
-        for start in range(0, len(objects), MAX_INV_SZ):
-            peer.send(InvMessage(objects[start:start + MAX_INV_SZ]))
-        _know(peer, objects)
-        peer.send(SyncStatusCountMessage(SYNC_GOVOBJ, len(objects)))
+        peer.send(SyncStatusCountMessage(SYNC_GOVOBJ, self._send_inv(peer, objects, asked=True)))
 
     def _tick(self, now: float) -> None:
         """Start the sync with each new peer once the masternode list is synced; retry

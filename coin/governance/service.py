@@ -96,6 +96,8 @@ class GovernanceService(service.Service):
         #: Run with each object and each vote newly kept, to relay them (coin.governance.relay).
         self.on_object: List[Callable[[GovernanceObject], None]] = []
         self.on_vote: List[Callable[[Vote], None]] = []
+        #: Run after each timed update (flags and expiry may have changed).
+        self.on_update: List[Callable[[], None]] = []
         #: Creation times of each masternode's recent triggers (the reference's triggerBuffer).
         self._trigger_times: Dict[OutPoint, List[int]] = {}
         self._loop: Optional[LoopingCall] = None
@@ -259,3 +261,5 @@ class GovernanceService(service.Service):
                                    self.chain.snapshot().height, chain.target_spacing)
         for object_hash in erased:
             log.info("Erased governance object {hash}", hash=hash_to_hex(object_hash))
+        for hook in self.on_update:
+            hook()
