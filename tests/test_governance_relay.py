@@ -98,15 +98,25 @@ class Synced:
         return True
 
 
-class RelayTests(SynchronousTestCase):
+class GovernanceCase(SynchronousTestCase):
+    """A governance service on a fake clock, chain and masternode list."""
+
+    masternodes = 3
+
     def setUp(self):
         self.clock = Clock()
         self.clock.advance(NOW)
         datadir = self.mktemp()
         os.makedirs(datadir)
-        self.mns = FakeMasternodes(3)
-        self.governance = GovernanceService(FakeChain(), datadir, lambda: int(self.clock.seconds()),
+        self.mns = FakeMasternodes(self.masternodes)
+        self.chain = FakeChain()
+        self.governance = GovernanceService(self.chain, datadir, lambda: int(self.clock.seconds()),
                                             self.clock, self.mns)
+
+
+class RelayTests(GovernanceCase):
+    def setUp(self):
+        super().setUp()
         self.peer, self.other = FakePeer(1), FakePeer(2)
         self.p2p = FakeP2P(self.clock, [self.peer, self.other])
         self.relay = GovernanceRelay(self.p2p, self.governance, Synced(), "regtest")
@@ -146,6 +156,17 @@ class RelayTests(SynchronousTestCase):
         self.assertIn("Invalid masternode signature", self.peer.scores[0][1])
         self.assertIn("String length limit exceeded", self.peer.scores[1][1])
         self.assertEqual(list(self.governance.store), [])
+
+    def test_trigger_of_an_unknown_masternode_waits_for_it(self):
+        obj = self.trigger(2)
+        key = self.mns.keys.pop(obj.masternode.prevout)
+        self.receive("govobj", GovernanceObjectMessage(obj.serialize()))
+        self.assertNotIn(obj.hash, self.governance.store)
+        self.assertIn(obj.hash, self.relay.orphan_objects)
+        self.mns.keys[obj.masternode.prevout] = key
+        self.p2p.on_tick[0](self.clock.seconds())
+        self.assertIn(obj.hash, self.governance.store)
+        self.assertEqual((self.relay.orphan_objects, self.peer.scores), ({}, []))
 
     def test_votes_orphaned_until_object_and_masternode_arrive(self):
         obj = self.trigger()

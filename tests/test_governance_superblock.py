@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 
-from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import COIN, REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.governance.object import NULL_HASH, GovernanceObject, data_as_string
 from coin.governance.sentinel import funded_proposals, trigger_data
-from coin.governance.service import GovernanceService
 from coin.governance.superblock import (
     Superblocks, TriggerError, chosen_triggers, pays, trigger_payments,
 )
@@ -22,8 +19,8 @@ from coin.primitives.address import Destination, encode_address
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.script.standard import p2pkh_script
 
-from .govhelpers import NOW, FakeMasternodes, object_hex, proposal_hex
-from .test_governance import FakeChain
+from .govhelpers import NOW, object_hex, proposal_hex
+from .test_governance_relay import GovernanceCase
 
 A = encode_address(Destination("pubkeyhash", b"\x01" * 20), REGTEST)
 B = encode_address(Destination("pubkeyhash", b"\x02" * 20), REGTEST)
@@ -65,17 +62,12 @@ class TriggerTests(SynchronousTestCase):
         self.assertFalse(pays(coinbase((SCRIPT_A, 6), (SCRIPT_A, 5)), owed))
 
 
-class GovernanceCase(SynchronousTestCase):
+class VotedCase(GovernanceCase):
+    masternodes = 20
+
     def setUp(self):
-        self.clock = Clock()
-        self.clock.advance(NOW)
-        datadir = self.mktemp()
-        os.makedirs(datadir)
-        self.mns = FakeMasternodes(20)
-        self.chain = FakeChain()
+        super().setUp()
         self.chain.height = 165
-        self.governance = GovernanceService(self.chain, datadir, lambda: int(self.clock.seconds()),
-                                            self.clock, self.mns)
         self.governance.rate_checks = False
 
     def keep(self, obj: GovernanceObject, yes: int, no: int = 0) -> GovernanceObject:
@@ -86,7 +78,7 @@ class GovernanceCase(SynchronousTestCase):
         return obj
 
 
-class ChoiceTests(GovernanceCase):
+class ChoiceTests(VotedCase):
     def test_most_net_yes_above_the_threshold_wins(self):
         # 20 enabled masternodes: max(quorum 1, 20 / 10) = 2 net yes votes needed.
         weak = self.keep(trigger(revision=1), yes=3, no=2)
@@ -124,7 +116,7 @@ class Switch:
         return self.on
 
 
-class RuleTests(GovernanceCase):
+class RuleTests(VotedCase):
     def test_the_rule_on_the_chain_state(self):
         state, spork, synced = FakeState(), Switch(), Switch()
         superblocks = Superblocks(self.governance, state, spork, synced)
@@ -142,7 +134,7 @@ class RuleTests(GovernanceCase):
         self.assertEqual(state.superblock_check(170, coinbase()), 0)
 
 
-class SentinelTests(GovernanceCase):
+class SentinelTests(VotedCase):
     def proposal(self, name: str, address: str, amount: float, revision: int = 1) -> GovernanceObject:
         return GovernanceObject(NULL_HASH, revision, NOW, b"\x03" * 32,
                                 proposal_hex(address, name=name, payment_amount=amount))

@@ -238,6 +238,13 @@ def _longpoll_id(mining: MiningService, longpollid: Any) -> LongPollId:
     return LongPollId(watched, seen)
 
 
+#: One payment in the template help's masternode and superblock arrays (Dash's text).
+_PAYMENT_HELP = """      {
+         "payee" : "xxxx",              (string) payee address
+         "script" : "xxxx",             (string) payee scriptPubKey
+         "amount": n                    (numeric) required amount to pay
+      }
+"""
 _TEMPLATE_HELP = """\
 getblocktemplate ( TemplateRequest )
 
@@ -319,22 +326,12 @@ seconds since epoch (Jan 1 1970 GMT)
   "height" : n,                     (numeric) The height of the next block
   "masternode" : [                  (array) required masternode payments that must be included in the \
 next block
-      {
-         "payee" : "xxxx",              (string) payee address
-         "script" : "xxxx",             (string) payee scriptPubKey
-         "amount": n                    (numeric) required amount to pay
-      }
-  ],
+""" + _PAYMENT_HELP + """  ],
   "masternode_payments_started" :  true|false, (boolean) true, if masternode payments started
   "masternode_payments_enforced" : true|false, (boolean) true, if masternode payments are enforced
   "superblock" : [                  (array) required superblock payees that must be included in the \
 next block
-      {
-         "payee" : "xxxx",              (string) payee address
-         "script" : "xxxx",             (string) payee scriptPubKey
-         "amount": n                    (numeric) required amount to pay
-      }
-      ,...
+""" + _PAYMENT_HELP + """      ,...
   ],
   "superblocks_started" : true|false, (boolean) true, if superblock payments started
   "superblocks_enabled" : true|false  (boolean) true, if superblock payments are enabled
