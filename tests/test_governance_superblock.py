@@ -11,6 +11,7 @@ from coin.chainparams import COIN, REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.governance.object import NULL_HASH, GovernanceObject, data_as_string
 from coin.governance.sentinel import funded_proposals, trigger_data
+from coin.governance.service import GovernanceService
 from coin.governance.superblock import (
     Superblocks, TriggerError, chosen_triggers, pays, trigger_payments,
 )
@@ -127,6 +128,13 @@ class RuleTests(VotedCase):
         self.assertEqual(state.superblock_check(170, coinbase((SCRIPT_A, 1250000000))), 1250000000)
         self.assertIsNone(state.superblock_check(170, coinbase((SCRIPT_A, 1250000001))))
         self.assertEqual(state.superblock_check(169, coinbase()), 0)
+        # Restarted, the saved trigger is owed at once (the superblock rule needs no new vote).
+        self.governance.store.save(self.governance.datadir)
+        again = GovernanceService(self.chain, self.governance.datadir, lambda: NOW, self.clock, self.mns)
+        Superblocks(again, state, spork, synced)
+        again.startService()
+        self.addCleanup(again.stopService)
+        self.assertEqual(state.superblock_check(170, coinbase((SCRIPT_A, 1250000000))), 1250000000)
         synced.on = False  # without the votes, anything within the budget
         self.assertEqual(state.superblock_check(170, coinbase()), BUDGET_170)
         spork.on = False  # SPORK_9 off: no superblock is paid nor required

@@ -96,7 +96,7 @@ class GovernanceService(service.Service):
         #: Run with each object and each vote newly kept, to relay them (coin.governance.relay).
         self.on_object: List[Callable[[GovernanceObject], None]] = []
         self.on_vote: List[Callable[[Vote], None]] = []
-        #: Run after each timed update (flags and expiry may have changed).
+        #: Run after the store is loaded and after each timed update.
         self.on_update: List[Callable[[], None]] = []
         #: Creation times of each masternode's recent triggers (the reference's triggerBuffer).
         self._trigger_times: Dict[OutPoint, List[int]] = {}
@@ -109,6 +109,8 @@ class GovernanceService(service.Service):
     def startService(self) -> None:
         super().startService()
         self.store = GovernanceStore.load(self.datadir)
+        for hook in self.on_update:  # the loaded objects count at once (superblocks)
+            hook()
         self._loop = LoopingCall(self._tick)
         self._loop.clock = self.reactor
         self._loop.start(UPDATE_INTERVAL, now=False)
