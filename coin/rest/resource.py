@@ -467,6 +467,7 @@ class RESTResource(resource.Resource):
     """The ``/rest`` tree; no authentication (Core serves REST to anyone allowed in)."""
 
     isLeaf = True
+    serves_lean_requests = True
 
     def __init__(self, chain: ChainAccess, mempool: MempoolService, *, warmup: Any = None,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
