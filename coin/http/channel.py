@@ -407,11 +407,11 @@ class LeanChannel(Protocol):
             if getattr(target, "serves_lean_requests", False):
                 target.render(request)
             else:
-                self._current = self._hand_to_twisted_web(message)
+                self._hand_to_twisted_web(message)
 
-    def _hand_to_twisted_web(self, message: _Message) -> http.Request:
+    def _hand_to_twisted_web(self, message: _Message) -> None:
         """A resource the node does not own gets a full twisted.web request."""
-        request = self.site.requestFactory(self)
+        request = self._current = self.site.requestFactory(self, False)
         for name, values in message.headers.items():
             request.requestHeaders.setRawHeaders(name, values)
         body = b"".join(message.body)
@@ -420,7 +420,6 @@ class LeanChannel(Protocol):
         if not message.persistent and message.version == b"HTTP/1.1":
             request.responseHeaders.setRawHeaders(b"Connection", [b"close"])
         request.requestReceived(message.method, message.uri, message.version)
-        return request
 
     def requestDone(self, request: Any) -> None:
         """Called by the finished request: next in line, or close (HTTP/1.0, ``close``)."""
