@@ -12,6 +12,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web import resource
 
+from coin.http.channel import SPOOL_BYTES
 from coin.rpc.resource import MAX_HEADER_BYTES
 
 from .rpchelpers import Server, post, split_response
@@ -115,6 +116,12 @@ class GarbageTests(SynchronousTestCase):
     def test_garbage_after_a_request_leaves_its_answer_first(self, garbage):
         replies, _ = answer(Server(), [post(COUNT % 1) + garbage])
         self.assertTrue(replies.startswith(b"HTTP/1.1 200 OK\r\n"), replies[:60])
+
+    def test_a_body_past_the_spool_size_is_answered(self):
+        body = b'{"method":"getblockcount","id":9,"pad":"%s"}' % (b"x" * (SPOOL_BYTES + 10))
+        replies, closed = answer(Server(), cut(post(body), [300, 70000]))
+        self.assertTrue(replies.endswith(b'{"result":111,"error":null,"id":9}\n'), replies[:80])
+        self.assertFalse(closed)
 
     def test_unknown_method_is_405_not_400(self):
         # llhttp refuses methods it does not know; twisted.web (and Core) answer 405.

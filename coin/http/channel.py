@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import functools
 import io
+import tempfile
 from collections import deque
-from typing import Any, Callable
+from typing import IO, Any, Callable
 from urllib.parse import unquote_to_bytes
 
 import httptools
@@ -35,6 +36,8 @@ from twisted.web.http_headers import Headers
 
 #: Seconds after the idle timeout closes a connection before it is aborted (twisted.web's).
 ABORT_TIMEOUT = 15
+#: Bodies larger than this are kept in a temporary file (twisted.web's threshold).
+SPOOL_BYTES = 100_000
 #: Parsed requests waiting for their turn before the channel stops reading.
 MAX_PIPELINED = 32
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\n\r\n"
@@ -72,7 +75,8 @@ class _Message:
         self.version = b"HTTP/1.1"
         #: lower-cased name -> values in arrival order
         self.headers: dict[bytes, list[bytes]] = {}
-        self.body: list[bytes] = []
+        #: The body's chunks, or a temporary file once it passes SPOOL_BYTES.
+        self.body: list[bytes] | IO[bytes] = []
         self.persistent = True
 
 
@@ -92,7 +96,7 @@ class LeanRequest:
         self.path = message.uri.split(b"?", 1)[0]
         self.prepath: list[bytes] = []
         self.postpath = [unquote_to_bytes(segment) for segment in self.path[1:].split(b"/")]
-        self.content = io.BytesIO(b"".join(message.body))
+        self.content = _content(message.body)
         self._message = message
         self._headers: dict[bytes, tuple[bytes, bytes]] = {}
         self._body: list[bytes] = []
@@ -360,10 +364,19 @@ class LeanChannel(Protocol):
             self.transport.write(CONTINUE)
 
     def on_body(self, body: bytes) -> None:
-        self._message.body.append(body)
+        message = self._message
         self._body_bytes += len(body)
         if self._body_bytes > self.site.max_body:
             raise _Refused(self._too_large())
+        if isinstance(message.body, list):
+            message.body.append(body)
+            if self._body_bytes > SPOOL_BYTES:
+                # As twisted.web: large bodies wait on disk, so memory stays bounded.
+                spool = tempfile.TemporaryFile()
+                spool.writelines(message.body)
+                message.body = spool
+        else:
+            message.body.write(body)
 
     def on_message_complete(self) -> None:
         self._queue.append(self._message)
@@ -414,7 +427,7 @@ class LeanChannel(Protocol):
         request = self._current = self.site.requestFactory(self, False)
         for name, values in message.headers.items():
             request.requestHeaders.setRawHeaders(name, values)
-        body = b"".join(message.body)
+        body = _content(message.body).read()
         request.gotLength(len(body))
         request.handleContentChunk(body)
         if not message.persistent and message.version == b"HTTP/1.1":
@@ -475,6 +488,14 @@ class LeanChannel(Protocol):
 def _asks_to_close_raw(request: http.Request) -> bool:
     connection = request.requestHeaders.getRawHeaders(b"Connection") or [b""]
     return b"close" in connection[0].lower().split(b" ")
+
+
+def _content(body: list[bytes] | IO[bytes]) -> IO[bytes]:
+    """A request body as the file ``request.content`` is, at its start."""
+    if isinstance(body, list):
+        return io.BytesIO(b"".join(body))
+    body.seek(0)
+    return body
 
 
 def _empty_reply(request: LeanRequest, code: int) -> None:
