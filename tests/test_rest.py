@@ -163,6 +163,20 @@ class BlockTests(RESTTestCase):
                              (200, b"application/octet-stream", raw))
 
     @inlineCallbacks
+    def test_block_hex_and_bin_are_the_stored_bytes_unparsed(self):
+        # .hex/.bin send the block file's bytes as they are: no parse, no re-serialize.
+        raw = self.spend_block.serialize()
+
+        def no_parse(data: bytes) -> Block:
+            raise AssertionError("block parsed for .hex/.bin")
+
+        self.patch(Block, "deserialize", staticmethod(no_parse))
+        r = yield self.get("/rest/block/%s.bin" % self.tip_hash())
+        self.assertEqual((r.status, r.body), (200, raw))
+        r = yield self.get("/rest/block/%s.hex" % self.tip_hash())
+        self.assertEqual((r.status, r.body), (200, raw.hex().encode() + b"\n"))
+
+    @inlineCallbacks
     def test_genesis_uppercase_and_query_string(self):
         genesis = self.state.at_height(0)
         r = yield self.get("/rest/block/%s.json" % hash_to_hex(genesis.hash))

@@ -267,13 +267,13 @@ class RESTHandlers:
 
         def read_and_render() -> Optional[Body]:
             try:
+                if fmt != JSON:
+                    # The stored bytes are the serialization: no parse and re-serialize.
+                    return binary_body(fmt, state.read_raw_block(entry))
                 block: Block = state.read_block(entry)
             except Exception:
                 return None
-            if fmt == JSON:
-                return block_json_body(block_json(block, entry, view, params,
-                                                  tx_detail=tx_detail))
-            return binary_body(fmt, block.serialize())
+            return block_json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
 
         body = yield self._in_thread(read_and_render)
         if body is None:
