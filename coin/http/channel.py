@@ -198,6 +198,7 @@ class LeanChannel(Protocol):
         self._idle: IDelayedCall | None = None
         self._headers_deadline: IDelayedCall | None = None
         self._abort: IDelayedCall | None = None
+        self._allowed: bool | None = None
         #: The start of a request whose first line is still incomplete.
         self._pending = b""
         self._real_method: bytes | None = None
@@ -411,7 +412,9 @@ class LeanChannel(Protocol):
         request = LeanRequest(self, message)
         self._current = request
         site = self.site
-        if not site.allow.allows(request.getClientAddress()):
+        if self._allowed is None:  # one peer per connection: ask the allow-list once
+            self._allowed = site.allow.allows(request.getClientAddress())
+        if not self._allowed:
             _empty_reply(request, http.FORBIDDEN)
         elif message.method not in site.known_methods:
             _empty_reply(request, http.NOT_ALLOWED)
