@@ -181,8 +181,9 @@ def _asks_to_close(message: _Message) -> bool:
 class LeanChannel(Protocol):
     """HTTP/1.1 over one connection, parsed by llhttp; see the module docstring."""
 
-    #: The Authorization value this connection has proved; its requests skip the throttle.
-    authorized: bytes | None = None
+    #: The Authorization value this connection has proved and its user; requests with the
+    #: same value skip the throttle and the check.
+    authorized: tuple[bytes, str] | None = None
 
     def __init__(self, site: Any) -> None:
         self.site = self.factory = site

@@ -269,19 +269,23 @@ class _JSONRPCEndpoint:
         def check() -> str | None:
             return self._authenticator.authenticate(authorization)
 
-        if authorization == getattr(channel, "authorized", None):
-            # This connection proved these credentials before: no turn to wait for.
-            users: Deferred[str | None] = succeed(check())
+        proved = getattr(channel, "authorized", None)
+        if proved is not None and proved[0] == authorization:
+            # This connection proved these credentials before: same user, no turn to wait for.
+            users: Deferred[str | None] = succeed(proved[1])
         else:
             users = self._throttle.authenticate(request.getClientAddress(), check)
 
         def authenticated(user: str | None) -> Reply | Deferred[Reply]:
             if user is None:
                 return Reply(HTTP_UNAUTHORIZED, b"", None)
-            channel.authorized = authorization
+            channel.authorized = (authorization, user)
             return self._core.handle(request.content.read(), user, wallet_name)
 
         answer: Deferred[Reply] = users.addCallback(authenticated)
+        if answer.called and isinstance(answer.result, Reply):
+            _send_reply(request, answer.result)  # answered at once, as most calls are
+            return server.NOT_DONE_YET
         lost: list[Failure] = []
 
         def connection_lost(reason: Failure) -> None:
@@ -291,11 +295,8 @@ class _JSONRPCEndpoint:
         request.notifyFinish().addErrback(connection_lost)
 
         def send(reply: Reply) -> None:
-            if lost:
-                return
-            headers = (((b"WWW-Authenticate", WWW_AUTHENTICATE),)
-                       if reply.status == HTTP_UNAUTHORIZED else ())
-            _respond(request, reply.status, reply.body, reply.content_type, headers)
+            if not lost:
+                _send_reply(request, reply)
 
         def failed(reason: Failure) -> None:
             # Cancelled: the client went away. Anything else is a bug in the core.
@@ -307,6 +308,12 @@ class _JSONRPCEndpoint:
 
         answer.addCallbacks(send, failed)
         return server.NOT_DONE_YET
+
+
+def _send_reply(request: server.Request, reply: Reply) -> None:
+    headers = (((b"WWW-Authenticate", WWW_AUTHENTICATE),)
+               if reply.status == HTTP_UNAUTHORIZED else ())
+    _respond(request, reply.status, reply.body, reply.content_type, headers)
 
 
 class _WalletEndpoint(resource.Resource):
