@@ -134,6 +134,20 @@ class GarbageTests(SynchronousTestCase):
         self.assertEqual(answer(Server(), [raw[:5], raw[5:]]), answer(Server(), [raw]))
 
 
+class DeadlineTests(SynchronousTestCase):
+    def test_trickled_headers_of_a_kept_alive_request_are_cut_off(self):
+        server = Server()
+        protocol, transport = server.connect()
+        protocol.dataReceived(post(COUNT % 1))
+        protocol.dataReceived(b"POST / HTTP/1.1\r\n")
+        for n in range(2):  # bytes keep the 30 s idle timer from firing
+            server.clock.advance(20 if n < 1 else 5)
+            protocol.dataReceived(b"X-%d: y\r\n" % n)
+        server.clock.advance(5.1)  # 30 s after the head's first byte
+        self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 1)
+        self.assertTrue(transport.disconnecting)
+
+
 class Page(resource.Resource):
     """A plugin's page: an ordinary twisted.web resource."""
 

@@ -383,6 +383,7 @@ class LeanChannel(Protocol):
     def on_message_complete(self) -> None:
         self._queue.append(self._message)
         self._message = None
+        self._head_bytes = 0  # the next bytes start a head (and its deadline)
         if len(self._queue) > MAX_PIPELINED and not self._paused:
             self._paused = True
             self.transport.pauseProducing()
