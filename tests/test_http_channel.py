@@ -12,7 +12,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web import resource
 
-from coin.http.channel import SPOOL_BYTES
+from coin.http.channel import MAX_HEADER_COUNT, SPOOL_BYTES
 from coin.rpc.resource import MAX_HEADER_BYTES
 
 from .rpchelpers import Server, post, split_response
@@ -76,6 +76,16 @@ class LimitTests(SynchronousTestCase):
         if head > MAX_HEADER_BYTES + 200:
             self.assertEqual((replies, closed), (b"HTTP/1.1 400 Bad Request\r\n\r\n", True))
         elif head < MAX_HEADER_BYTES - 200:
+            self.assertEqual((split_response(replies)[0], closed), (b"HTTP/1.1 200 OK", False))
+
+    @given(st.integers(MAX_HEADER_COUNT - 3, MAX_HEADER_COUNT + 3))
+    @settings(max_examples=10, deadline=None)
+    def test_more_than_500_headers_are_400_and_closed(self, count):
+        raw = post(COUNT % 1, extra=b"".join(b"X-%d: y\r\n" % n for n in range(count - 3)))
+        replies, closed = answer(Server(), [raw])  # post() adds Host, Authorization, Length
+        if count > MAX_HEADER_COUNT:
+            self.assertEqual((replies, closed), (b"HTTP/1.1 400 Bad Request\r\n\r\n", True))
+        else:
             self.assertEqual((split_response(replies)[0], closed), (b"HTTP/1.1 200 OK", False))
 
     @given(st.integers(-3, 3), st.booleans())

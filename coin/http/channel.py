@@ -38,6 +38,8 @@ from twisted.web.http_headers import Headers
 ABORT_TIMEOUT = 15
 #: Bodies larger than this are kept in a temporary file (twisted.web's threshold).
 SPOOL_BYTES = 100_000
+#: Headers in one request at most (twisted.web's maxHeaders).
+MAX_HEADER_COUNT = 500
 #: Parsed requests waiting for their turn before the channel stops reading.
 MAX_PIPELINED = 32
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\n\r\n"
@@ -191,7 +193,7 @@ class LeanChannel(Protocol):
         self.callLater: Callable[..., IDelayedCall] = site.reactor.callLater
         self._parser = self._new_parser()
         self._message: _Message | None = None
-        self._head_bytes = self._body_bytes = 0
+        self._head_bytes = self._body_bytes = self._header_count = 0
         self._queue: deque[_Message | bytes] = deque()
         self._current: Any = None
         self._closing = False
@@ -327,8 +329,7 @@ class LeanChannel(Protocol):
 
     def on_message_begin(self) -> None:
         self._message = _Message()
-        self._head_bytes = 0
-        self._body_bytes = 0
+        self._head_bytes = self._body_bytes = self._header_count = 0
 
     def on_url(self, url: bytes) -> None:
         message = self._message
@@ -338,6 +339,9 @@ class LeanChannel(Protocol):
             raise _Refused(BAD_REQUEST)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_count += 1
+        if self._header_count > MAX_HEADER_COUNT:
+            raise _Refused(BAD_REQUEST)
         self._message.headers.setdefault(name.lower(), []).append(value)
 
     def on_headers_complete(self) -> None:
