@@ -139,6 +139,11 @@ class GarbageTests(SynchronousTestCase):
         self.assertEqual(split_response(replies)[0], b"HTTP/1.1 405 Method Not Allowed")
         self.assertFalse(closed)
 
+    def test_versions_other_than_1_0_and_1_1_are_400(self):
+        for version in (b"HTTP/2.0", b"HTTP/0.9"):
+            replies, closed = answer(Server(), [b"GET / %s\r\nHost: x\r\n\r\n" % version])
+            self.assertEqual((replies, closed), (b"HTTP/1.1 400 Bad Request\r\n\r\n", True))
+
     def test_bare_lf_request_line_split_before_its_end(self):
         raw = post(COUNT % 1).replace(b"\r\n", b"\n")
         self.assertEqual(answer(Server(), [raw[:5], raw[5:]]), answer(Server(), [raw]))

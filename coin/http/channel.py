@@ -350,6 +350,8 @@ class LeanChannel(Protocol):
         message.method = self._real_method or parser.get_method()
         self._real_method = None
         message.version = b"HTTP/" + parser.get_http_version().encode("ascii")
+        if message.version not in (b"HTTP/1.1", b"HTTP/1.0"):
+            raise _Refused(BAD_REQUEST)  # as twisted.web: HTTP/0.9 or 2.0 here is a mistake
         size = len(message.method) + len(message.uri) + len(message.version) + 2 + sum(
             len(name) + len(value) + 2 for name, values in message.headers.items() for value in values)
         if size > self.site.max_header_bytes:
