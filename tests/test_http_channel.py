@@ -139,6 +139,20 @@ class GarbageTests(SynchronousTestCase):
         self.assertEqual(split_response(replies)[0], b"HTTP/1.1 405 Method Not Allowed")
         self.assertFalse(closed)
 
+    def test_request_lines_read_as_twisted_web_read_them(self):
+        # (request, status line, closed): what the twisted.web channel answered.
+        cases = [(b"\r\nGET / HTTP/1.1\r\n\r\n", b"HTTP/1.1 405 Method Not Allowed", False),
+                 (b"\r\n\r\nGET / HTTP/1.1\r\n\r\n", b"HTTP/1.1 400 Bad Request", True),
+                 (b"GET /  HTTP/1.1\r\n\r\n", b"HTTP/1.1 400 Bad Request", True),
+                 (b"GET / HTTP/1.1 x\r\n\r\n", b"HTTP/1.1 400 Bad Request", True),
+                 (b"GET * HTTP/1.1\r\n\r\n", b"HTTP/1.1 405 Method Not Allowed", False)]
+        for raw, status, closed in cases:
+            for split in (len(raw), 1):
+                replies, was_closed = answer(Server(), cut(raw, [split]))
+                self.assertEqual((split_response(replies)[0], was_closed), (status, closed), raw)
+        star, _ = answer(Server(), [b"GET * HTTP/1.1\r\n\r\n"])
+        self.assertIn(b"Allow: OPTIONS\r\n", star)
+
     def test_versions_other_than_1_0_and_1_1_are_400(self):
         for version in (b"HTTP/2.0", b"HTTP/0.9"):
             replies, closed = answer(Server(), [b"GET / %s\r\nHost: x\r\n\r\n" % version])

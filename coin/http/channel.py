@@ -47,7 +47,9 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Methods llhttp does not know are answered like twisted.web did (405, not 400): the
 #: request is parsed as this one, then given its own name back.
 _STAND_IN_METHOD = b"OPTIONS"
-_TOKEN = frozenset(b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: Bytes twisted.web allowed in a request target.
+_TARGET_BYTES = bytes(range(33, 177))
 
 
 class _Refused(Exception):
@@ -175,6 +177,16 @@ class LeanRequest:
         return b"".join(lines)
 
 
+def _valid_request_line(line: bytes) -> bool:
+    """twisted.web's rules: ``token SP target SP HTTP/1.x``, one space each, target printable."""
+    parts = line.split(b" ")
+    if len(parts) != 3:
+        return False
+    method, target, version = parts
+    return (bool(method) and not method.translate(None, _TOKEN_BYTES) and bool(target)
+            and not target.translate(None, _TARGET_BYTES) and version in (b"HTTP/1.1", b"HTTP/1.0"))
+
+
 def _asks_to_close(message: _Message) -> bool:
     connection = message.headers.get(b"connection")
     return bool(connection) and connection[0].strip().lower() == b"close"
@@ -202,6 +214,7 @@ class LeanChannel(Protocol):
         self._headers_deadline: IDelayedCall | None = None
         self._abort: IDelayedCall | None = None
         self._allowed: bool | None = None
+        self._skipped_empty_line = False
         #: The start of a request whose first line is still incomplete.
         self._pending = b""
         self._real_method: bytes | None = None
@@ -278,21 +291,28 @@ class LeanChannel(Protocol):
         self._serve_next()
 
     def _request_line_first(self, data: bytes) -> bytes:
-        """At a request's start, wait for its whole first line and end it with CRLF.
+        """At a request's start, wait for its whole first line, check it and end it with CRLF.
 
         llhttp accepts a bare LF after header lines (the leniency set above) but not
-        after the request line; the request line of a request pipelined behind another
-        in the same read is left to llhttp as it is.
+        after the request line, and is more lenient than twisted.web was about the line
+        itself (leading empty lines, repeated spaces). The request line of a request
+        pipelined behind another in the same read is left to llhttp as it is.
         """
+        if not self._skipped_empty_line and data.startswith((b"\n", b"\r\n")):
+            # One empty line before a request is let pass (twisted.web's, for old browsers
+            # that sent one after a POST body); a second one is a bad request line.
+            data = data[data.index(b"\n") + 1:]
+            self._skipped_empty_line = True
         end = data.find(b"\n")
         if end < 0:
             if len(data) > self.site.max_request_line:
                 raise _Refused(BAD_REQUEST)
             self._pending = data
             return b""
-        if end > self.site.max_request_line + 1:
+        line = data[:end - 1] if end > 0 and data[end - 1] == 0x0D else data[:end]
+        if len(line) > self.site.max_request_line or not _valid_request_line(line):
             raise _Refused(BAD_REQUEST)
-        if end > 0 and data[end - 1] != 0x0D:
+        if len(line) == end:
             return data[:end] + b"\r" + data[end:]
         return data
 
@@ -319,7 +339,7 @@ class LeanChannel(Protocol):
     def _retry_unknown_method(self, data: bytes) -> None:
         """twisted.web took any token as a method (405 later); llhttp refuses unknown ones."""
         token, space, rest = data.partition(b" ")
-        if not space or not token or not set(token) <= _TOKEN:
+        if not space or not token or token.translate(None, _TOKEN_BYTES):
             raise httptools.HttpParserError("bad method")
         self._parser = self._new_parser()
         self._real_method = token
@@ -330,6 +350,7 @@ class LeanChannel(Protocol):
     def on_message_begin(self) -> None:
         self._message = _Message()
         self._head_bytes = self._body_bytes = self._header_count = 0
+        self._skipped_empty_line = False
 
     def on_url(self, url: bytes) -> None:
         message = self._message
@@ -428,7 +449,7 @@ class LeanChannel(Protocol):
             _empty_reply(request, http.NOT_ALLOWED)
         else:
             target = site.getResourceFor(request)
-            if getattr(target, "serves_lean_requests", False):
+            if getattr(target, "serves_lean_requests", False) and message.uri != b"*":
                 target.render(request)
             else:
                 self._hand_to_twisted_web(message)
