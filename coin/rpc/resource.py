@@ -20,7 +20,7 @@ from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web import http, resource, server
+from twisted.web import resource, server
 from twisted.web.http import datetimeToString
 
 from coin.config.node import DEFAULT_RPC_MAX_CONNECTIONS, DEFAULT_RPC_SERVER_TIMEOUT
