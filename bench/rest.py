@@ -17,8 +17,9 @@ Prints one JSON object.
 
 ``--against http://USER:PASS@HOST:PORT/`` (a node with ``-rest``, credentials for its
 RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
-interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and hex of the block at height 1 (a
-coinbase-only block on both chains), and prints coind/other ratios.
+interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
+hex of the block at height 1 (a coinbase-only block on both chains), and prints
+coind/other ratios.
 """
 
 from __future__ import annotations
