@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from twisted.internet.error import ConnectionDone
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
-from twisted.web import resource
+from twisted.web import resource, static
 
 from coin.http.channel import MAX_HEADER_COUNT, SPOOL_BYTES
 from coin.rpc.resource import MAX_HEADER_BYTES
@@ -163,6 +163,20 @@ class GarbageTests(SynchronousTestCase):
         self.assertEqual(answer(Server(), [raw[:5], raw[5:]]), answer(Server(), [raw]))
 
 
+class SlowReaderTests(SynchronousTestCase):
+    def test_a_full_transport_stops_answers_and_reading_until_it_drains(self):
+        # A client that pipelines and never reads must not grow the server's buffers.
+        protocol, transport = Server().connect()
+        self.assertIs(transport.producer, protocol)
+        protocol.pauseProducing()  # what the transport does when its buffer is full
+        protocol.dataReceived(post(COUNT % 1) + post(COUNT % 2))
+        self.assertEqual((transport.value(), transport.producerState), (b"", "paused"))
+        protocol.resumeProducing()
+        self.assertEqual(re.findall(rb'"id":(\d+)\}', transport.value()), [b"1", b"2"])
+        self.assertEqual(transport.producerState, "producing")
+        protocol.connectionLost(Failure(ConnectionDone()))
+
+
 class DeadlineTests(SynchronousTestCase):
     def test_trickled_headers_of_a_kept_alive_request_are_cut_off(self):
         server = Server()
@@ -198,6 +212,25 @@ class HandOffTests(SynchronousTestCase):
         self.assertTrue(first.endswith(b"\r\n\r\npage at /plugin/x?y"))
         self.assertTrue(second.endswith(b'{"result":111,"error":null,"id":4}\n'))
         self.assertFalse(closed)
+
+    def test_a_handed_off_resource_with_a_producer(self):
+        # static.File streams through a producer registered on the channel, which then
+        # takes the transport back for the next request.
+        path = self.mktemp()
+        with open(path, "wb") as f:
+            f.write(b"x" * 5000)
+        server = Server()
+        server.root.putChild(b"file", static.File(path))
+        protocol, transport = server.connect()
+        protocol.dataReceived(b"GET /file HTTP/1.1\r\n\r\n" + post(COUNT % 5))
+        for _ in range(10):
+            if transport.producer is not None and transport.producer is not protocol:
+                transport.producer.resumeProducing()
+        replies = transport.value()
+        self.assertIn(b"\r\n\r\n" + b"x" * 5000 + b"HTTP/1.1 200 OK", replies)
+        self.assertTrue(replies.endswith(b'{"result":111,"error":null,"id":5}\n'))
+        self.assertIs(transport.producer, protocol)
+        protocol.connectionLost(Failure(ConnectionDone()))
 
     def test_http_1_0_is_closed_after_the_handed_off_answer(self):
         server = Server()

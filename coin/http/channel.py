@@ -209,7 +209,8 @@ class LeanChannel(Protocol):
         self._queue: deque[_Message | bytes] = deque()
         self._current: Any = None
         self._closing = False
-        self._paused = False
+        #: Reading paused: too many requests waiting, or the transport's buffer is full.
+        self._paused = self._transport_full = False
         self._idle: IDelayedCall | None = None
         self._headers_deadline: IDelayedCall | None = None
         self._abort: IDelayedCall | None = None
@@ -228,7 +229,23 @@ class LeanChannel(Protocol):
     # ------------------------------------------------------------------ connection
 
     def connectionMade(self) -> None:
+        # The transport tells us when its buffer is full (a client that sends and does
+        # not read): then nothing more is answered or read until it drains.
+        self.transport.registerProducer(self, True)
         self._restart_idle()
+
+    def pauseProducing(self) -> None:
+        self._transport_full = True
+        self.transport.pauseProducing()
+
+    def resumeProducing(self) -> None:
+        self._transport_full = False
+        if not self._paused and not self._closing:
+            self.transport.resumeProducing()
+        self._serve_next()
+
+    def stopProducing(self) -> None:
+        """The connection is going: connectionLost does the cleaning up."""
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._closing = True
@@ -424,7 +441,7 @@ class LeanChannel(Protocol):
     # ------------------------------------------------------------------ serving
 
     def _serve_next(self) -> None:
-        while self._current is None and self._queue and self.transport is not None:
+        while self._current is None and self._queue and not self._transport_full:
             item = self._queue.popleft()
             if isinstance(item, bytes):
                 self.transport.write(item)
@@ -435,7 +452,8 @@ class LeanChannel(Protocol):
             self._serve(item)
         if self._paused and len(self._queue) <= MAX_PIPELINED // 2 and not self._closing:
             self._paused = False
-            self.transport.resumeProducing()
+            if not self._transport_full:
+                self.transport.resumeProducing()
 
     def _serve(self, message: _Message) -> None:
         request = LeanRequest(self, message)
@@ -507,10 +525,13 @@ class LeanChannel(Protocol):
         self.transport.writeSequence(data)
 
     def registerProducer(self, producer: Any, streaming: bool) -> None:
+        """A handed-off request's producer takes the channel's place for a while."""
+        self.transport.unregisterProducer()
         self.transport.registerProducer(producer, streaming)
 
     def unregisterProducer(self) -> None:
         self.transport.unregisterProducer()
+        self.transport.registerProducer(self, True)
 
     def _respondToBadRequestAndDisconnect(self) -> None:
         self.transport.write(BAD_REQUEST)
