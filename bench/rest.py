@@ -1,6 +1,6 @@
 """REST throughput and latency of a real coind, and what REST load does to RPC latency.
 
-Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python]``
+Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python] [--against URL]``
 
 Builds (or reuses, under ``--workdir``) the chain of ``bench/chaindata.py`` (blocks of
 2,000 P2PKH spends), feeds it to a fresh regtest coind with ``submitblock``, then at 8
@@ -14,6 +14,12 @@ latency of the ``uptime`` RPC (one client, sequential) idle and while 8 connecti
 Load generator: ``wrk`` (GET requests; a Lua script written to the work directory prints
 one JSON line) when installed, else a Python keep-alive client in a separate process.
 Prints one JSON object.
+
+``--against http://USER:PASS@HOST:PORT/`` (a node with ``-rest``, credentials for its
+RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
+interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
+hex of the block at height 1 (a coinbase-only block on both chains), and prints
+coind/other ratios.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
-from bench.rpc import AUTHORIZATION, median_point, pick_client, wrk_version  # noqa: E402
+from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
+                       median_point, parse_against, pick_client, rpc_call, wrk_version)
 from tests.nodeharness import NodeProcess  # noqa: E402
 
 CONNECTIONS = 8
@@ -56,9 +63,9 @@ end
 
 
 def run_wrk(script: str, port: int, path: str, connections: int,
-            duration: float) -> Dict[str, Any]:
+            duration: float, host: str = "127.0.0.1") -> Dict[str, Any]:
     command = ["wrk", "-t1", "-c%d" % connections, "-d%ds" % max(1, round(duration)),
-               "--timeout", "30s", "-s", script, "http://127.0.0.1:%d%s" % (port, path), "--",
+               "--timeout", "30s", "-s", script, "http://%s:%d%s" % (host, port, path), "--",
                path]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
@@ -69,13 +76,14 @@ def run_wrk(script: str, port: int, path: str, connections: int,
             "non200": raw["status_errors"], "socket_errors": errors}
 
 
-def _python_load(port: int, path: str, connections: int, duration: float) -> Dict[str, Any]:
+def _python_load(port: int, path: str, connections: int, duration: float,
+                 host: str = "127.0.0.1") -> Dict[str, Any]:
     latencies: List[float] = []
     counts = {"non200": 0, "socket_errors": 0}
     deadline = time.perf_counter() + duration
 
     def client() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = http.client.HTTPConnection(host, port, timeout=60)
         try:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
@@ -103,10 +111,10 @@ def _python_load(port: int, path: str, connections: int, duration: float) -> Dic
 
 
 def run_python(script: str, port: int, path: str, connections: int,
-               duration: float) -> Dict[str, Any]:
+               duration: float, host: str = "127.0.0.1") -> Dict[str, Any]:
     code = ("import json, sys; sys.path.insert(0, %r); from bench.rest import _python_load; "
-            "print(json.dumps(_python_load(%d, %r, %d, %r)))"
-            % (REPO, port, path, connections, duration))
+            "print(json.dumps(_python_load(%d, %r, %d, %r, %r)))"
+            % (REPO, port, path, connections, duration, host))
     return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
                                      text=True, check=True).stdout)
 
@@ -117,8 +125,8 @@ def _pct(sorted_values: List[float], p: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p / 100))] * 1000
 
 
-def get(port: int, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+def get(port: int, path: str, host: str = "127.0.0.1") -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(host, port, timeout=120)
     try:
         conn.request("GET", path)
         response = conn.getresponse()
@@ -166,6 +174,38 @@ def rpc_latency(port: int, duration: float) -> Dict[str, Any]:
             "p99_ms": round(_pct(latencies, 99), 3), "max_ms": round(latencies[-1] * 1000, 3)}
 
 
+def against_paths(target: Target) -> Dict[str, str]:
+    """The REST rows of the comparison, on one node: its chain state and its block at height 1."""
+    one = rpc_call(target, "getblockhash", 1)
+    return {"chaininfo.json": "/rest/chaininfo.json", "block.json (height 1)":
+            "/rest/block/%s.json" % one, "block.hex (height 1)": "/rest/block/%s.hex" % one}
+
+
+def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
+            duration: float) -> Dict[str, Any]:
+    """Each row on each node at 1, 8 and 64 connections, interleaved run by run; with ratios."""
+    paths = {name: against_paths(target) for name, target in targets.items()}
+    for name, target in targets.items():
+        for path in paths[name].values():
+            status, body = get(target.port, path, target.host)
+            assert status == 200, (name, path, status, body[:200])
+    results: Dict[str, Any] = {name: {} for name in targets}
+    for row in paths["coind"]:
+        for connections in AGAINST_CONNECTIONS:
+            points: Dict[str, List[Dict[str, Any]]] = {name: [] for name in targets}
+            for _ in range(runs):
+                for name, target in targets.items():
+                    points[name].append(load(script, target.port, paths[name][row], connections,
+                                             duration, target.host))
+            for name in targets:
+                results[name].setdefault(row, {})[str(connections)] = median_point(points[name])
+    results["ratio_coind_to_against"] = {row: {c: {
+        "rps": round(point["rps"] / results["against"][row][c]["rps"], 2),
+        "p99": round(results["against"][row][c]["p99_ms"] / point["p99_ms"], 2)}
+        for c, point in per.items()} for row, per in results["coind"].items()}
+    return results
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--duration", type=float, default=3.0, help="seconds per run")
@@ -173,6 +213,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--client", choices=("wrk", "python"), default=None)
     parser.add_argument("--workdir", default=None,
                         help="keep the built chain here between runs (default: a temp dir)")
+    parser.add_argument("--against", metavar="URL", default=None,
+                        help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
@@ -228,6 +270,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         busy = rpc_latency(node.rpcport, args.duration)
         loader.join()
         height = node.rpc("getblockcount")
+        against = (compare(load, script, {"coind": Target(node.rpcport),
+                                          "against": parse_against(args.against)},
+                           args.runs, args.duration) if args.against else None)
     finally:
         if node is not None:
             node.stop()
@@ -250,6 +295,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "rpc_uptime_during_block_json_load": busy,
         "block_json_load_during_rpc_test": {k: round(v, 3) if isinstance(v, float) else v
                                             for k, v in under_load.items()},
+        **({"against": args.against, "against_comparison": against} if against else {}),
         "total_s": round(time.perf_counter() - started, 1),
     }
     sys.stdout.write(json.dumps(report, indent=2) + "\n")

@@ -1,6 +1,6 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
-Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio]``
+Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -18,6 +18,12 @@ Load generator: ``wrk`` when installed (Debian: ``apt-get install -y wrk``), one
 thread, driven by ``bench/wrk_post.lua``; otherwise a Python asyncio keep-alive client
 in a separate process (slower: on the constant servers it may be the bottleneck, the
 JSON says which was used). Prints one JSON object; about 2 minutes with the defaults on 2 cores.
+
+``--against http://USER:PASS@HOST:PORT/`` also measures another node (the reference node of
+``../shared/anchor/``, say) with the same requests, interleaved run by run with coind so both
+see the same machine load (``getblockhash`` heights cycle over the blocks both chains have),
+times the batch on it too, and prints coind/other ratios (requests/s; batch time other/coind,
+so above 1 means coind is faster everywhere).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+import urllib.parse
+from typing import Any, Dict, List, NamedTuple, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -50,6 +57,35 @@ INSTALL_WRK = "apt-get install -y wrk"
 
 
 # ------------------------------------------------------------------ servers
+
+
+class Target(NamedTuple):
+    """One server under load: where it listens, what credentials it takes, how high its chain is."""
+
+    port: int
+    authorization: str = AUTHORIZATION
+    top: int = BLOCKS - 1
+    host: str = "127.0.0.1"
+
+
+def parse_against(url: str) -> Target:
+    """``http://user:pass@host:port/`` -> a Target (the top height is filled in later)."""
+    parts = urllib.parse.urlsplit(url)
+    credentials = "%s:%s" % (urllib.parse.unquote(parts.username or ""),
+                             urllib.parse.unquote(parts.password or ""))
+    return Target(parts.port or 80, "Basic " + base64.b64encode(credentials.encode()).decode(),
+                  host=parts.hostname or "127.0.0.1")
+
+
+def rpc_call(target: Target, method: str, *params: Any) -> Any:
+    connection = http.client.HTTPConnection(target.host, target.port, timeout=60)
+    try:
+        connection.request("POST", "/", body=json.dumps({"method": method, "params": params,
+                                                          "id": 1}),
+                           headers={"Authorization": target.authorization})
+        return json.loads(connection.getresponse().read())["result"]
+    finally:
+        connection.close()
 
 
 def start_coind(workdir: str) -> tuple[NodeProcess, Dict[str, Any]]:
@@ -92,16 +128,16 @@ def start_constant(kind: str) -> tuple[subprocess.Popen, int]:
 # ------------------------------------------------------------------ load generators
 
 
-def request_bodies(method: str) -> List[bytes]:
+def request_bodies(method: str, top: int = BLOCKS - 1) -> List[bytes]:
     if method == "getblockhash":
-        return [b'{"method":"getblockhash","params":[%d],"id":1}' % h for h in range(BLOCKS)]
+        return [b'{"method":"getblockhash","params":[%d],"id":1}' % h for h in range(top + 1)]
     return [b'{"method":"%s","params":[],"id":1}' % method.encode()]
 
 
-def run_wrk(port: int, method: str, connections: int, duration: float) -> Dict[str, Any]:
+def run_wrk(target: Target, method: str, connections: int, duration: float) -> Dict[str, Any]:
     command = ["wrk", "-t1", "-c%d" % connections, "-d%ds" % max(1, round(duration)),
-               "--timeout", "10s", "-s", WRK_SCRIPT, "http://127.0.0.1:%d/" % port, "--",
-               AUTHORIZATION, method, str(BLOCKS - 1)]
+               "--timeout", "10s", "-s", WRK_SCRIPT, "http://%s:%d/" % (target.host, target.port),
+               "--", target.authorization, method, str(target.top)]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
     raw = json.loads(line[len("WRKJSON "):])
@@ -111,18 +147,18 @@ def run_wrk(port: int, method: str, connections: int, duration: float) -> Dict[s
             "non200": raw["status_errors"], "socket_errors": errors}
 
 
-async def _asyncio_load(port: int, bodies: List[bytes], connections: int,
-                        duration: float) -> Dict[str, Any]:
-    requests = [b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: %s\r\n"
+async def _asyncio_load(host: str, port: int, authorization: str, bodies: List[bytes],
+                        connections: int, duration: float) -> Dict[str, Any]:
+    requests = [b"POST / HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n"
                 b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
-                % (AUTHORIZATION.encode(), len(body), body) for body in bodies]
+                % (host.encode(), authorization.encode(), len(body), body) for body in bodies]
     latencies: List[float] = []
     counts = {"non200": 0, "socket_errors": 0}
     deadline = time.perf_counter() + duration
 
     async def client(offset: int) -> None:
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            reader, writer = await asyncio.open_connection(host, port)
         except OSError:
             counts["socket_errors"] += 1
             return
@@ -159,11 +195,13 @@ async def _asyncio_load(port: int, bodies: List[bytes], connections: int,
             **counts}
 
 
-def run_asyncio(port: int, method: str, connections: int, duration: float) -> Dict[str, Any]:
+def run_asyncio(target: Target, method: str, connections: int, duration: float) -> Dict[str, Any]:
     """The asyncio client in its own process, so it has a core to itself like wrk."""
     code = ("import asyncio, json, sys; sys.path.insert(0, %r); from bench.rpc import "
             "_asyncio_load, request_bodies; print(json.dumps(asyncio.run(_asyncio_load("
-            "%d, request_bodies(%r), %d, %r))))" % (REPO, port, method, connections, duration))
+            "%r, %d, %r, request_bodies(%r, %d), %d, %r))))"
+            % (REPO, target.host, target.port, target.authorization, method, target.top,
+               connections, duration))
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout
     return json.loads(output)
@@ -181,15 +219,17 @@ def median_point(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
 # ------------------------------------------------------------------ batch
 
 
-def time_batch(port: int, repeats: int = 5) -> Dict[str, Any]:
-    body = json.dumps([{"method": "getblockhash", "params": [h], "id": h}
+def time_batch(target: Target, repeats: int = 5) -> Dict[str, Any]:
+    """BLOCKS getblockhash calls in one batch (heights cycling over the target's chain)."""
+    body = json.dumps([{"method": "getblockhash", "params": [h % (target.top + 1)], "id": h}
                        for h in range(BLOCKS)]).encode()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    connection = http.client.HTTPConnection(target.host, target.port, timeout=120)
     times = []
     try:
         for _ in range(repeats):
             started = time.perf_counter()
-            connection.request("POST", "/", body=body, headers={"Authorization": AUTHORIZATION})
+            connection.request("POST", "/", body=body,
+                               headers={"Authorization": target.authorization})
             response = connection.getresponse()
             replies = json.loads(response.read())
             times.append(time.perf_counter() - started)
@@ -226,6 +266,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per point (median)")
     parser.add_argument("--client", choices=("wrk", "asyncio"), default=None,
                         help="load generator (default: wrk if installed)")
+    parser.add_argument("--against", metavar="URL", default=None,
+                        help="also measure this node, http://USER:PASS@HOST:PORT/, interleaved")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
@@ -239,18 +281,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         web, web_port = start_constant("web")
         raw, raw_port = start_constant("raw")
         constants += [web, raw]
-        servers = {"coind": node.rpcport, "twisted_web_constant": web_port,
-                   "raw_protocol_constant": raw_port}
-        results: Dict[str, Any] = {}
-        for name, port in servers.items():
-            results[name] = {}
-            for method in METHODS:
-                results[name][method] = {}
-                for connections in CONNECTIONS:
-                    runs = [load(port, method, connections, args.duration)
-                            for _ in range(args.runs)]
-                    results[name][method][str(connections)] = median_point(runs)
-        batch = time_batch(node.rpcport)
+        servers = {"coind": Target(node.rpcport), "twisted_web_constant": Target(web_port),
+                   "raw_protocol_constant": Target(raw_port)}
+        if args.against:
+            other = parse_against(args.against)
+            top = min(BLOCKS, rpc_call(other, "getblockcount")) - 1
+            servers = {name: target._replace(top=top) for name, target in servers.items()}
+            servers["against"] = other._replace(top=top)
+        results: Dict[str, Any] = {name: {} for name in servers}
+        for method in METHODS:
+            for connections in CONNECTIONS:
+                runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name in servers}
+                for _ in range(args.runs):
+                    for name, target in servers.items():
+                        runs[name].append(load(target, method, connections, args.duration))
+                for name in servers:
+                    results[name].setdefault(method, {})[str(connections)] = median_point(
+                        runs[name])
+        batch = time_batch(servers["coind"])
+        against_batch = time_batch(servers["against"]) if args.against else None
         still_up = node.rpc("getblockcount") == BLOCKS
     finally:
         for process in constants:
@@ -273,6 +322,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "chain": chain,
         "results": results,
         "batch_1000_getblockhash": batch,
+        **(against_report(args.against, results, batch, against_batch) if args.against else {}),
         "coind_alive_after": still_up,
         "total_s": round(time.perf_counter() - started, 1),
     }
@@ -280,9 +330,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def against_report(url: str, results: Dict[str, Any], batch: Dict[str, Any],
+                   against_batch: Dict[str, Any]) -> Dict[str, Any]:
+    """The other node's batch and coind/other ratios (rps; p99 and batch time other/coind)."""
+    ratios = {method: {connections: {
+        "rps": round(point["rps"] / results["against"][method][connections]["rps"], 2),
+        "p99": round(results["against"][method][connections]["p99_ms"] / point["p99_ms"], 2)}
+        for connections, point in points.items()} for method, points in results["coind"].items()}
+    return {"against": urllib.parse.urlsplit(url)._replace(netloc=urllib.parse.urlsplit(
+                url).netloc.rpartition("@")[2]).geturl(),
+            "against_batch_1000_getblockhash": against_batch,
+            "ratio_coind_to_against": {**ratios, "batch_time": round(
+                against_batch["median_ms"] / batch["median_ms"], 2)}}
+
+
 def dump(value: Any, indent: str = "") -> str:
     """JSON, indented down to the measured points, each point on one line."""
-    if isinstance(value, dict) and value and not {"rps", "median_ms"} & set(value):
+    if isinstance(value, dict) and value and not {"rps", "median_ms", "p99"} & set(value):
         inner = indent + "  "
         return "{\n" + ",\n".join("%s%s: %s" % (inner, json.dumps(key), dump(item, inner))
                                    for key, item in value.items()) + "\n" + indent + "}"

@@ -163,6 +163,42 @@ class BlockTests(RESTTestCase):
                              (200, b"application/octet-stream", raw))
 
     @inlineCallbacks
+    def test_block_hex_and_bin_are_the_stored_bytes_unparsed(self):
+        # .hex/.bin send the block file's bytes as they are: no parse, no re-serialize.
+        raw = self.spend_block.serialize()
+
+        def no_parse(data: bytes) -> Block:
+            raise AssertionError("block parsed for .hex/.bin")
+
+        self.patch(Block, "deserialize", staticmethod(no_parse))
+        r = yield self.get("/rest/block/%s.bin" % self.tip_hash())
+        self.assertEqual((r.status, r.body), (200, raw))
+        r = yield self.get("/rest/block/%s.hex" % self.tip_hash())
+        self.assertEqual((r.status, r.body), (200, raw.hex().encode() + b"\n"))
+
+    @inlineCallbacks
+    def test_block_json_is_cached_until_the_tip_moves(self):
+        parent = hash_to_hex(self.tip.prev.hash)
+        first = yield self.get("/rest/block/%s.json" % parent)
+        reads = []
+        real = self.state.read_block
+
+        def read_block(entry):
+            if entry is self.tip.prev:
+                reads.append(entry)
+            return real(entry)
+
+        self.patch(self.state, "read_block", read_block)
+        again = yield self.get("/rest/block/%s.json" % parent)
+        self.assertEqual((again.body, reads), (first.body, []))
+        # A new tip: confirmations change, so the body is rendered again, not served stale.
+        yield self.mine(1)
+        later = yield self.get("/rest/block/%s.json" % parent)
+        self.assertEqual(len(reads), 1)
+        self.assertEqual(later.json()["confirmations"], first.json()["confirmations"] + 1)
+        self.assertEqual(later.json()["nextblockhash"], self.tip_hash())
+
+    @inlineCallbacks
     def test_genesis_uppercase_and_query_string(self):
         genesis = self.state.at_height(0)
         r = yield self.get("/rest/block/%s.json" % hash_to_hex(genesis.hash))

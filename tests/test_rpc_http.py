@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import simplejson
+from hypothesis import given, settings, strategies as st
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import gatherResults
 from twisted.internet.error import ConnectionDone
@@ -205,6 +206,16 @@ class LargeBodyTests(TestCase):
                   {n: 1 for n in range(200)}, [], {}, ("a", 1), {"s": ["\ud800"] * 200}]
         for value in values:
             self.assertEqual(jsonrpc.encode_json_in_pieces(value), jsonrpc.encode_json(value))
+
+    @given(st.one_of(st.text(), st.integers(), st.none(), st.booleans(),
+                     st.text(alphabet=st.characters(max_codepoint=127))))
+    @settings(max_examples=500, deadline=None)
+    def test_scalars_skipping_the_encoder_are_encoded_as_by_it(self, value):
+        try:
+            expected = jsonrpc._ENCODER.encode(value).encode("utf-8")
+        except UnicodeEncodeError:
+            expected = jsonrpc._ASCII_ENCODER.encode(value).encode("ascii")
+        self.assertEqual(jsonrpc.encode_json(value), expected)
 
     def test_integers_past_4300_digits_are_out_of_range_not_a_parse_error(self):
         value = parse_json(b"[" + b"7" * 5000 + b"]")[0]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import string
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from twisted.internet.defer import (
@@ -61,6 +62,8 @@ POSITION_CACHE_BLOCKS = 16
 #: runs in the thread pool this many at a time. Python threads share one GIL: every extra
 #: busy thread delays the reactor (and so RPC) further, for no extra throughput.
 HEAVY_CONCURRENCY = 1
+#: Block JSON bodies kept for the current tip (a few MB each for full blocks).
+BLOCK_JSON_CACHE = 8
 HTTP_BAD_REQUEST = 400
 HTTP_NOT_FOUND = 404
 HTTP_BAD_METHOD = 405
@@ -229,6 +232,10 @@ class RESTHandlers:
         self._positions: Dict[bytes, Dict[bytes, int]] = {}
         self._positions_lock = threading.Lock()
         self._heavy = DeferredSemaphore(HEAVY_CONCURRENCY)
+        #: (block hash, tx detail) -> block JSON body, valid for the tip in _json_tip only:
+        #: confirmations and nextblockhash change with the active chain, nothing else does.
+        self._block_json: "OrderedDict[Tuple[bytes, bool], Body]" = OrderedDict()
+        self._json_tip: Optional[bytes] = None
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
@@ -264,16 +271,24 @@ class RESTHandlers:
         entry = yield self._block_entry(block_hash, param)
         check_format(fmt, ALL_FORMATS)
         state, params = self.chain.state, self.chain.params
+        tip = view.tip.hash if view.tip is not None else None
+        if tip != self._json_tip:
+            self._block_json.clear()  # a new tip or a reorg
+            self._json_tip = tip
+        key = (block_hash, tx_detail)
+        if fmt == JSON and key in self._block_json:
+            self._block_json.move_to_end(key)
+            return self._block_json[key]
 
         def read_and_render() -> Optional[Body]:
             try:
+                if fmt != JSON:
+                    # The stored bytes are the serialization: no parse and re-serialize.
+                    return binary_body(fmt, state.read_raw_block(entry))
                 block: Block = state.read_block(entry)
             except Exception:
                 return None
-            if fmt == JSON:
-                return block_json_body(block_json(block, entry, view, params,
-                                                  tx_detail=tx_detail))
-            return binary_body(fmt, block.serialize())
+            return block_json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
 
         body = yield self._in_thread(read_and_render)
         if body is None:
@@ -281,6 +296,10 @@ class RESTHandlers:
             pruned = yield self._is_pruned(entry)
             raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % param if pruned
                             else "%s not found" % param)
+        if fmt == JSON and tip == self._json_tip:
+            self._block_json[key] = body
+            if len(self._block_json) > BLOCK_JSON_CACHE:
+                self._block_json.popitem(last=False)
         return body
 
     def headers(self, part: str) -> Deferred:
@@ -467,6 +486,7 @@ class RESTResource(resource.Resource):
     """The ``/rest`` tree; no authentication (Core serves REST to anyone allowed in)."""
 
     isLeaf = True
+    serves_lean_requests = True
 
     def __init__(self, chain: ChainAccess, mempool: MempoolService, *, warmup: Any = None,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:

@@ -87,11 +87,24 @@ _ASCII_ENCODER = simplejson.JSONEncoder(separators=(",", ":"), ensure_ascii=True
                                         use_decimal=True, allow_nan=False)
 
 
+#: Integers this small are printed directly (larger ones meet Python's digit limit there).
+_INT_FAST = 1 << 64
+
+
 def encode_json(value: Any) -> bytes:
     """Compact JSON with Decimals printed exactly and non-ASCII text as UTF-8 (as Core).
 
-    Strings that cannot be UTF-8 (lone surrogates) fall back to ``\\u`` escapes.
+    Strings that cannot be UTF-8 (lone surrogates) fall back to ``\\u`` escapes. The
+    commonest results (hashes, heights, ids, null) skip the encoder's Python-level setup.
     """
+    kind = type(value)
+    if kind is str and value.isascii() and value.isprintable() and '"' not in value \
+            and "\\" not in value:
+        return b'"%s"' % value.encode("ascii")
+    if kind is int and -_INT_FAST < value < _INT_FAST:
+        return b"%d" % value
+    if value is None:
+        return b"null"
     try:
         return _ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError:
@@ -390,8 +403,12 @@ class JSONRPCCore:
             except RPCError as exc:
                 parts.append(_response(b"null", map_exception(exc)[1], request_id))
             else:
-                _, part = await self._call(request_id, method, params, user, wallet_name)
-                parts.append(part)
+                call = self._call(request_id, method, params, user, wallet_name)
+                if call.called and isinstance(call.result, tuple):
+                    # Answered already (most calls are): no coroutine round trip per call.
+                    parts.append(call.result[1])
+                else:
+                    parts.append((await call)[1])
             if self._clock.seconds() - slice_start >= BATCH_SLICE:
                 await deferLater(self._clock, 0, lambda: None)
                 slice_start = self._clock.seconds()

@@ -1,9 +1,9 @@
 """The twisted.web face of the RPC server: site, request, resource tree.
 
-``RPCSite`` + ``CoreHTTPChannel`` + ``CoreHTTPRequest`` give the HTTP behaviour of Core's
-libevent server (client address allow-list, body size limit, header set and order, bare-LF
-lines) and this node's limits on what a client may hold (connections, header deadline,
-header size); ``RPCRoot`` serves
+``RPCSite`` + :class:`~coin.http.channel.LeanChannel` (+ ``CoreHTTPRequest`` for resources
+mounted by others) give the HTTP behaviour of Core's libevent server (client address
+allow-list, body size limit, header set and order, bare-LF lines) and this node's limits on
+what a client may hold (connections, header deadline, header size); ``RPCRoot`` serves
 JSON-RPC on ``/`` and ``/wallet/<name>`` through :class:`~coin.rpc.jsonrpc.JSONRPCCore`
 and keeps the ``rest`` child slot for the REST resource. Everything returns
 NOT_DONE_YET and nothing blocks. See doc/rpc.md for why txjsonrpc-ng's resource is not
@@ -20,10 +20,11 @@ from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from twisted.web import http, resource, server
+from twisted.web import resource, server
 from twisted.web.http import datetimeToString
 
 from coin.config.node import DEFAULT_RPC_MAX_CONNECTIONS, DEFAULT_RPC_SERVER_TIMEOUT
+from coin.http.channel import LeanChannel
 from coin.rpc.auth import AllowList, Authenticator, AuthThrottle, describe_peer
 from coin.rpc.errors import (
     HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_PAYLOAD_TOO_LARGE, HTTP_UNAUTHORIZED,
@@ -142,61 +143,6 @@ class CoreHTTPRequest(server.Request):
             headers.setRawHeaders(b"Connection", [b"close"])
 
 
-class CoreHTTPChannel(http.HTTPChannel):
-    """twisted.web's HTTP/1.1 channel, read as libevent reads and bounded in time.
-
-    - lines end with LF, an optional CR before it dropped (libevent's EVBUFFER_EOL_CRLF),
-      so a bare-LF request is answered instead of waiting for a CRLF that never comes;
-    - a header line or a header block over MAX_HEADER_BYTES, or a request line over
-      MAX_REQUEST_LINE, is answered 400 and closed (Twisted's line reader would close
-      silently);
-    - a request's headers must be complete ``timeOut`` seconds after their first byte:
-      the idle timeout alone restarts with every byte, so a client trickling headers
-      would hold the connection for ever.
-    """
-
-    delimiter = b"\n"
-    MAX_LENGTH = MAX_HEADER_BYTES
-    totalHeadersSize = MAX_HEADER_BYTES
-    #: The Authorization value this connection has proved; its requests skip the throttle.
-    authorized: bytes | None = None
-    _headers_deadline: IDelayedCall | None = None
-
-    def dataReceived(self, data: bytes) -> None:
-        if (self._headers_deadline is None and self.timeOut and self.line_mode
-                and not self._handlingRequest):
-            self._headers_deadline = self.callLater(self.timeOut, self._headers_too_slow)
-        super().dataReceived(data)
-
-    def lineReceived(self, line: bytes) -> None:
-        line = line[:-1] if line.endswith(b"\r") else line
-        if self._receivedHeaderSize == 0 and len(line) > MAX_REQUEST_LINE:
-            self._respondToBadRequestAndDisconnect()  # the request line (no header yet)
-            return
-        super().lineReceived(line)
-
-    def lineLengthExceeded(self, line: bytes) -> None:
-        self._respondToBadRequestAndDisconnect()
-
-    def allHeadersReceived(self) -> None:
-        self._stop_headers_deadline()
-        super().allHeadersReceived()
-
-    def connectionLost(self, reason: Failure) -> None:
-        self._stop_headers_deadline()
-        self.site.connection_closed()
-        super().connectionLost(reason)
-
-    def _stop_headers_deadline(self) -> None:
-        if self._headers_deadline is not None and self._headers_deadline.active():
-            self._headers_deadline.cancel()
-        self._headers_deadline = None
-
-    def _headers_too_slow(self) -> None:
-        self._headers_deadline = None
-        self.timeoutConnection()
-
-
 class _Overloaded(Protocol):
     """A connection past the cap: ``503 Service Unavailable`` at once, then closed.
 
@@ -235,6 +181,9 @@ class RPCSite(server.Site):
 
     requestFactory = CoreHTTPRequest
     noisy = False
+    known_methods = KNOWN_METHODS
+    max_header_bytes = MAX_HEADER_BYTES
+    max_request_line = MAX_REQUEST_LINE
 
     def __init__(self, root: resource.IResource, *, allow: AllowList,
                  max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
@@ -249,9 +198,9 @@ class RPCSite(server.Site):
         #: Refused connections still open after their 503 (at most max_connections).
         self.lingering = 0
 
-    def protocol(self) -> CoreHTTPChannel:  # type: ignore[override]
+    def protocol(self) -> LeanChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
-        return CoreHTTPChannel()
+        return LeanChannel(self)
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
         if self.connections >= self.max_connections:
@@ -262,7 +211,7 @@ class RPCSite(server.Site):
             # Past twice the cap, not even a 503: the connection is closed at once.
             return _Overloaded(self) if self.lingering < self.max_connections else None
         self.connections += 1
-        return super().buildProtocol(addr)
+        return self.protocol()
 
     def connection_closed(self) -> None:
         self.connections -= 1
@@ -290,6 +239,7 @@ def _respond(request: server.Request, status: int, body: bytes = b"",
 
 class _NotFound(resource.Resource):
     isLeaf = True
+    serves_lean_requests = True
 
     def render(self, request: server.Request) -> int:
         _respond(request, HTTP_NOT_FOUND)
@@ -319,19 +269,23 @@ class _JSONRPCEndpoint:
         def check() -> str | None:
             return self._authenticator.authenticate(authorization)
 
-        if authorization == getattr(channel, "authorized", None):
-            # This connection proved these credentials before: no turn to wait for.
-            users: Deferred[str | None] = succeed(check())
+        proved = getattr(channel, "authorized", None)
+        if proved is not None and proved[0] == authorization:
+            # This connection proved these credentials before: same user, no turn to wait for.
+            users: Deferred[str | None] = succeed(proved[1])
         else:
             users = self._throttle.authenticate(request.getClientAddress(), check)
 
         def authenticated(user: str | None) -> Reply | Deferred[Reply]:
             if user is None:
                 return Reply(HTTP_UNAUTHORIZED, b"", None)
-            channel.authorized = authorization
+            channel.authorized = (authorization, user)
             return self._core.handle(request.content.read(), user, wallet_name)
 
         answer: Deferred[Reply] = users.addCallback(authenticated)
+        if answer.called and isinstance(answer.result, Reply):
+            _send_reply(request, answer.result)  # answered at once, as most calls are
+            return server.NOT_DONE_YET
         lost: list[Failure] = []
 
         def connection_lost(reason: Failure) -> None:
@@ -341,11 +295,8 @@ class _JSONRPCEndpoint:
         request.notifyFinish().addErrback(connection_lost)
 
         def send(reply: Reply) -> None:
-            if lost:
-                return
-            headers = (((b"WWW-Authenticate", WWW_AUTHENTICATE),)
-                       if reply.status == HTTP_UNAUTHORIZED else ())
-            _respond(request, reply.status, reply.body, reply.content_type, headers)
+            if not lost:
+                _send_reply(request, reply)
 
         def failed(reason: Failure) -> None:
             # Cancelled: the client went away. Anything else is a bug in the core.
@@ -359,10 +310,17 @@ class _JSONRPCEndpoint:
         return server.NOT_DONE_YET
 
 
+def _send_reply(request: server.Request, reply: Reply) -> None:
+    headers = (((b"WWW-Authenticate", WWW_AUTHENTICATE),)
+               if reply.status == HTTP_UNAUTHORIZED else ())
+    _respond(request, reply.status, reply.body, reply.content_type, headers)
+
+
 class _WalletEndpoint(resource.Resource):
     """``/wallet/<name>``: the rest of the raw URI, URL-decoded, names the wallet."""
 
     isLeaf = True
+    serves_lean_requests = True
     _PREFIX = b"/wallet/"
 
     def __init__(self, endpoint: _JSONRPCEndpoint) -> None:
@@ -380,6 +338,8 @@ class _WalletEndpoint(resource.Resource):
 class RPCRoot(resource.Resource):
     """``/`` (JSON-RPC), ``/wallet/`` and ``/wallet/<name>``; ``putChild(b"rest", ...)``
     adds the REST tree. Any other path is 404 with an empty body, like Core."""
+
+    serves_lean_requests = True
 
     def __init__(self, core: JSONRPCCore, authenticator: Authenticator,
                  clock: IReactorTime) -> None:

@@ -1,0 +1,1 @@
+"""The node's HTTP server: the lean HTTP/1.1 channel (:mod:`coin.http.channel`)."""
