@@ -12,7 +12,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from coin.governance.object import NULL_HASH, GovernanceObject
 from coin.governance.params import MAX_OBJECT_DATA_SIZE
-from coin.governance.relay import SYNC_GOVOBJ, SYNC_GOVOBJ_VOTE, GovernanceRelay
+from coin.governance.relay import (
+    MASTERNODE_ORPHAN_SECONDS, SYNC_GOVOBJ, SYNC_GOVOBJ_VOTE, GovernanceRelay,
+)
 from coin.governance.service import GovernanceService
 from coin.governance.vote import OUTCOME_YES, SIGNAL_FUNDING, SIGNAL_VALID
 from coin.p2p.bloom import BloomFilter, murmur3
@@ -167,6 +169,20 @@ class RelayTests(GovernanceCase):
         self.p2p.on_tick[0](self.clock.seconds())
         self.assertIn(obj.hash, self.governance.store)
         self.assertEqual((self.relay.orphan_objects, self.peer.scores), ({}, []))
+
+    def test_a_masternode_that_never_appears_costs_the_sender(self):
+        obj = self.trigger(2)
+        del self.mns.keys[obj.masternode.prevout]
+        self.receive("govobj", GovernanceObjectMessage(obj.serialize()))
+        self.clock.advance(MASTERNODE_ORPHAN_SECONDS - 1)
+        self.p2p.on_tick[0](self.clock.seconds())
+        self.assertEqual((list(self.relay.orphan_objects), self.peer.scores), ([obj.hash], []))
+        self.clock.advance(2)
+        self.p2p.on_tick[0](self.clock.seconds())
+        self.assertEqual(self.relay.orphan_objects, {})
+        self.assertEqual(self.peer.scores,
+                         [(20, "governance object of an unknown masternode")])
+        self.assertNotIn(obj.hash, self.governance.store)
 
     def test_votes_orphaned_until_object_and_masternode_arrive(self):
         obj = self.trigger()

@@ -287,13 +287,21 @@ class GovernanceRelay:
                 peer.misbehaving(e.score, str(e))
 
     def _retry_orphans(self, now: float) -> None:
-        """Accept what waited for a masternode that is now known; drop what waited too long."""
-        for table, outpoint_of, accept in (
-                (self.orphan_objects, lambda obj: obj.masternode.prevout, self.accept_object),
-                (self.orphan_votes, lambda vote: vote.masternode, self.accept_vote)):
+        """Accept what waited for a masternode that is now known; what waited too long is
+        refused and its sender scored: the masternode never appeared (a list still syncing
+        gets the whole wait, so honest peers are not punished for a race)."""
+        for table, outpoint_of, accept, what in (
+                (self.orphan_objects, lambda obj: obj.masternode.prevout, self.accept_object,
+                 "governance object"),
+                (self.orphan_votes, lambda vote: vote.masternode, self.accept_vote,
+                 "governance vote")):
             for item_hash, (item, peer, until) in list(table.items()):
                 known = self.governance.keys.key_id(outpoint_of(item)) is not None
                 if until < now or known:
                     del table[item_hash]
+                live_peer = peer if peer is not None and peer.is_open else None
                 if until >= now and known:
-                    accept(item, peer if peer is not None and peer.is_open else None)
+                    accept(item, live_peer)
+                elif until < now and live_peer is not None:
+                    live_peer.misbehaving(BAD_OBJECT_SCORE,
+                                          "%s of an unknown masternode" % what)
