@@ -273,7 +273,7 @@ class NodeService(service.MultiService):
             max_connections=max(0, config.get_int("maxconnections")),
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
-            allow_unroutable=self.params.name == "regtest")
+            distinct_unroutable_groups=self.params.name == "regtest")
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service with its ban list and address book loaded (not listening yet)."""

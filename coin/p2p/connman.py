@@ -150,10 +150,10 @@ class P2PSettings:
     user_agent: str = "/Coin:0/"
     #: Connect timeout (seconds, Core's -timeout in ms / 1000).
     connect_timeout: float = 5.0
-    #: Regtest: each unroutable (loopback, private) address is its own network group for
-    #: inbound eviction, so loopback test networks (127.0.0.1, 127.0.0.2...) model distinct
-    #: networks.  The address book takes routable addresses only, whatever this says.
-    allow_unroutable: bool = False
+    #: Each unroutable (loopback, private) address is its own network group for inbound
+    #: eviction (set on regtest), so loopback test networks (127.0.0.1, 127.0.0.2...) model
+    #: distinct networks.  The address book takes routable addresses only, whatever this says.
+    distinct_unroutable_groups: bool = False
 
 
 class TimeData:
@@ -436,7 +436,8 @@ class P2PService(service.Service):
 
     def keyed_net_group(self, address: Optional[NetAddress]) -> int:
         """A secret-keyed hash of ``address``'s network group (Core's nKeyedNetGroup)."""
-        group = address.group(self.settings.allow_unroutable) if address is not None else b""
+        group = (address.group(self.settings.distinct_unroutable_groups) if address is not None
+                 else b"")
         digest = hashlib.blake2b(group, digest_size=8, key=self._net_group_key).digest()
         return int.from_bytes(digest, "little")
 
