@@ -44,7 +44,8 @@ def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
         out.write("Coin Daemon version v%s\n" % __version__)
         return None
     if any(config.is_set(name) for name in ("?", "h", "help", "help-debug")):
-        out.write("Coin Daemon version v%s\n\n%s\nOptions:\n\n%s\n" % (
+        # help_text() begins with the first category's heading, "Options:".
+        out.write("Coin Daemon version v%s\n\n%s\n%s\n" % (
             __version__, USAGE, config.registry.help_text(config.is_set("help-debug"))))
         return None
     if config.args:
