@@ -33,6 +33,7 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
+from coin.mining.service import MiningService
 from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
@@ -76,6 +77,8 @@ class NodeFacade:
         self.p2p = node.p2p
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
+        #: Templates, block submission, long polls (stateless over the chain and its pool).
+        self.mining = MiningService(chain, node.reactor)
 
     def shutdown(self) -> None:
         self._node.request_shutdown()

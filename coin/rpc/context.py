@@ -35,6 +35,8 @@ class NodeFacade(Protocol):
     wallets: Mapping[str, Any]
     #: Debug-log category switches.
     logging: LogControl
+    #: Templates, block submission and long polls (coin.mining.service.MiningService).
+    mining: Any
 
     def shutdown(self) -> None:
         """Request an orderly shutdown; returns at once so the reply still goes out."""
