@@ -212,7 +212,7 @@ class NodeService(service.MultiService):
             self.rpc_listeners.setServiceParent(self)
         p2p_settings = self.p2p.settings
         if p2p_settings.listen:
-            self.p2p_listeners = _P2PListeners(
+            self.p2p_listeners = P2PListeners(
                 self.reactor, self.p2p.inbound_factory(),
                 p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
                 explicit=bool(p2p_settings.binds))
@@ -397,7 +397,7 @@ class NodeService(service.MultiService):
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
-        return _RPCListeners(self.reactor, site, endpoints)
+        return RPCListeners(self.reactor, site, endpoints)
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -522,7 +522,7 @@ class NodeService(service.MultiService):
             self._lock_file = None
 
 
-class _RPCListeners(ListenerGroup):
+class RPCListeners(ListenerGroup):
     """Core's HTTP server binding: failures are logged; none bound stops start-up."""
 
     def bound(self, host: str, port: int) -> None:
@@ -536,7 +536,7 @@ class _RPCListeners(ListenerGroup):
         raise StartupError("Unable to start HTTP server. See debug log for details.")
 
 
-class _P2PListeners(ListenerGroup):
+class P2PListeners(ListenerGroup):
     """Core's P2P binding: each -bind address must bind; of the two defaults, one."""
 
     def __init__(self, reactor: Any, factory: Any, addresses: List[Tuple[str, int]],

@@ -7,15 +7,21 @@ import fcntl
 import io
 import os
 import socket
+import sys
+from typing import Any
 
 from twisted.internet import reactor
+from twisted.internet.address import IPv4Address
+from twisted.internet.error import CannotListenError
+from twisted.internet.protocol import Factory
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
+from twisted.internet.testing import MemoryReactor
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from coin.config import Config, ConfigError
 from coin.config.node import NodeConfig, node_options
-from coin.service import NodeService, StartupError
+from coin.service import NodeService, P2PListeners, RPCListeners, StartupError
 from coin.tap import Options, load_config, makeService
 from tests.nodeharness import free_port
 
@@ -93,9 +99,13 @@ class MakeServiceTests(SynchronousTestCase):
         keep_umask(self)
         options = Options()
         options.parseOptions(["-regtest", "-debug=nosuchcategory"])
+        stderr = io.StringIO()
+        self.patch(sys, "stderr", stderr)
         with self.assertRaises(SystemExit) as caught:
             makeService(options)
         self.assertEqual(caught.exception.code, 1)
+        self.assertEqual(stderr.getvalue(),
+                         "Error: Unsupported logging category -debug=nosuchcategory.\n")
 
     def test_help_prints_the_options_heading_once(self) -> None:
         out = io.StringIO()
@@ -160,3 +170,65 @@ class InProcessStartStopTests(TestCase):
         yield deferLater(reactor, 0, lambda: None)  # sockets close on the next turn
         with socket.socket() as s:
             s.bind(("127.0.0.1", rpc_port))
+
+
+class _Port:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port, self.stopped = host, port or 40000, False
+
+    def getHost(self) -> IPv4Address:
+        return IPv4Address("TCP", self.host, self.port)
+
+    def stopListening(self) -> None:
+        self.stopped = True
+
+
+class RefusingReactor(MemoryReactor):
+    """Binds every interface except those in ``refused`` (CannotListenError, as a port in use)."""
+
+    def __init__(self, *refused: str) -> None:
+        super().__init__()
+        self.refused = set(refused)
+        self.ports: list = []
+
+    def listenTCP(self, port: int, factory: Any, backlog: int = 50, interface: str = "") -> _Port:
+        if interface in self.refused:
+            raise CannotListenError(interface, port, OSError(98, "Address already in use"))
+        self.ports.append(_Port(interface, port))
+        return self.ports[-1]
+
+
+class ListenerGroupTests(SynchronousTestCase):
+    """Core's binding rules, per server, on a reactor that refuses some addresses."""
+
+    def test_p2p_defaults_need_one_socket(self) -> None:
+        reactor = RefusingReactor("::")
+        group = P2PListeners(reactor, Factory(), [("::", 0), ("0.0.0.0", 0)], explicit=False)
+        group.privilegedStartService()
+        self.assertEqual(group.addresses, [("0.0.0.0", 40000)])
+        both = P2PListeners(RefusingReactor("::", "0.0.0.0"), Factory(),
+                            [("::", 1), ("0.0.0.0", 1)], explicit=False)
+        with self.assertRaises(StartupError) as caught:
+            both.privilegedStartService()
+        self.assertEqual(str(caught.exception),
+                         "Failed to listen on any port. Use -listen=0 if you want this.")
+
+    def test_p2p_bind_addresses_must_all_bind(self) -> None:
+        reactor = RefusingReactor("127.0.0.2")
+        group = P2PListeners(reactor, Factory(), [("127.0.0.1", 5), ("127.0.0.2", 6)],
+                             explicit=True)
+        with self.assertRaises(StartupError) as caught:
+            group.privilegedStartService()
+        self.assertEqual(str(caught.exception), "Unable to bind to 127.0.0.2:6 on this "
+                         "computer. Coin is probably already running.")
+        self.assertEqual([p.stopped for p in reactor.ports], [True])  # the first is closed
+
+    def test_rpc_needs_one_address(self) -> None:
+        group = RPCListeners(RefusingReactor("::1"), Factory(), [("127.0.0.1", 7), ("::1", 7)])
+        group.privilegedStartService()
+        self.assertEqual(group.addresses, [("127.0.0.1", 7)])
+        none = RPCListeners(RefusingReactor("127.0.0.1"), Factory(), [("127.0.0.1", 7)])
+        with self.assertRaises(StartupError) as caught:
+            none.privilegedStartService()
+        self.assertEqual(str(caught.exception),
+                         "Unable to start HTTP server. See debug log for details.")
