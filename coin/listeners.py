@@ -60,6 +60,7 @@ class ListenerGroup(service.MultiService):
     def __init__(self, reactor: Any, factory: IProtocolFactory,
                  addresses: Sequence[Tuple[str, int]]) -> None:
         super().__init__()
+        self._closed = False
         for host, port in addresses:
             Listener(reactor, host, port, factory).setServiceParent(self)
 
@@ -82,7 +83,14 @@ class ListenerGroup(service.MultiService):
             raise
 
     def close(self) -> None:
-        """Close the sockets bound so far (start-up is abandoned; no stopService follows)."""
+        """Close the sockets bound so far (start-up is abandoned; no stopService follows).
+
+        Only the first call acts: a port closes on the reactor's next turn, and closing it
+        twice would close its socket twice.
+        """
+        if self._closed:
+            return
+        self._closed = True
         for listener in self:
             if listener.port is not None:
                 listener.port.stopListening()

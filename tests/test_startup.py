@@ -232,3 +232,13 @@ class ListenerGroupTests(SynchronousTestCase):
             none.privilegedStartService()
         self.assertEqual(str(caught.exception),
                          "Unable to start HTTP server. See debug log for details.")
+
+    def test_closing_twice_stops_each_port_once(self) -> None:
+        reactor = RefusingReactor()
+        group = RPCListeners(reactor, Factory(), [("127.0.0.1", 7)])
+        group.privilegedStartService()
+        calls = []
+        reactor.ports[0].stopListening = lambda: calls.append(1)
+        group.close()
+        group.close()
+        self.assertEqual(calls, [1])
