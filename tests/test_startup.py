@@ -24,6 +24,7 @@ from coin.config.node import NodeConfig, node_options
 from coin.service import NodeService, P2PListeners, RPCListeners, StartupError
 from coin.tap import Options, load_config, makeService
 from tests.nodeharness import free_port
+from tests.test_integration_daemon import run_coind
 
 
 def parsed(*argv: str, home: str = "/nonexistent-home") -> Config:
@@ -242,3 +243,14 @@ class ListenerGroupTests(SynchronousTestCase):
         group.close()
         group.close()
         self.assertEqual(calls, [1])
+
+
+class DaemonRefusalTests(SynchronousTestCase):
+    def test_daemon_refuses_a_bad_setting_before_detaching(self) -> None:
+        """As Core: settings are checked before the fork, so the error reaches the terminal."""
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        result = run_coind("-regtest", "-datadir=" + datadir, "-daemon", "-rpcservertimeout=0")
+        self.assertEqual((result.returncode, result.stdout, result.stderr),
+                         (1, "", "Error: -rpcservertimeout must be at least 1\n"))
+        self.assertEqual(os.listdir(datadir), [])
