@@ -7,7 +7,7 @@ global "selected network".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
@@ -43,10 +43,15 @@ class Deployment:
 
 @dataclass(frozen=True)
 class MajorityRule:
-    """A version-majority soft fork (BIP34/66/65): blocks of ``version`` or more."""
+    """A BIP34/66/65 soft fork: blocks of ``version`` or more.
+
+    It takes effect by version majority (``majority_*`` of the chain), or, with a
+    ``height``, from that height on, as Core 0.17 sets them for regtest (design.md §3).
+    """
 
     name: str
     version: int
+    height: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ class ChainParams:
     coinbase_maturity: int = COINBASE_MATURITY
     #: Relay only standard transactions unless -acceptnonstdtxn (Core: main only).
     require_standard: bool = True
+    #: P2PKH address whose key signs sporks (design.md §6; the regtest key is in doc/spork.md).
+    spork_address: str = ""
 
     def deployment(self, name: str) -> Deployment:
         for d in self.deployments:
@@ -110,6 +117,7 @@ MAIN = ChainParams(
     pow_allow_min_difficulty_blocks=False, pow_no_retargeting=False, dgw_past_blocks=24,
     majority_enforce=750, majority_reject=950, majority_window=1000,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 4032, 3226),),
+    spork_address="74XJHRm5Usdz4jMUBBDjUzGo4RDFYrnKud",
 )
 
 TEST = ChainParams(
@@ -124,6 +132,7 @@ TEST = ChainParams(
     majority_enforce=75, majority_reject=95, majority_window=100,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 100, 75),),
     require_standard=False,
+    spork_address="myzASUU1QyaaxjS1QiTPk5wbrm9mfrjXC8",
 )
 
 REGTEST = ChainParams(
@@ -139,7 +148,11 @@ REGTEST = ChainParams(
     pow_allow_min_difficulty_blocks=True, pow_no_retargeting=True, dgw_past_blocks=24,
     majority_enforce=75, majority_reject=95, majority_window=100,
     deployments=(Deployment("csv", 0, 0, _NO_TIMEOUT, 144, 108),),
+    # Core 0.17's regtest heights: BIP34 never, so Core-era tools' version-1 blocks stay valid.
+    majority_rules=(MajorityRule("bip34", 2, 100_000_000), MajorityRule("bip66", 3, 1251),
+                    MajorityRule("bip65", 4, 1351)),
     require_standard=False,
+    spork_address="n2wE9gjobf2XBKyBXjSWCjXbrZ1MkwRNvg",
 )
 
 _BY_NAME: Dict[str, ChainParams] = {p.name: p for p in (MAIN, TEST, REGTEST)}

@@ -21,11 +21,13 @@ from twisted.logger import (
 )
 from zope.interface import implementer
 
-#: Core 0.17's categories (plus `validation`), in the order `logging` lists them.
+#: Core 0.17's categories (plus `validation`, and the reference node's Dash ones), in the
+#: order `logging` lists them.
 CATEGORIES: Sequence[str] = (
     "net", "tor", "mempool", "http", "bench", "zmq", "db", "rpc", "estimatefee", "addrman",
     "selectcoins", "reindex", "cmpctblock", "rand", "prune", "proxy", "mempoolrej",
-    "libevent", "coindb", "qt", "leveldb", "validation",
+    "libevent", "coindb", "qt", "leveldb", "validation", "masternode", "mnpayments", "mnsync",
+    "spork",
 )
 
 #: Log namespace prefix -> category (longest prefix wins).
@@ -37,6 +39,10 @@ _NAMESPACE_CATEGORIES: Dict[str, str] = {
     "coin.mining": "validation",
     "coin.mempool": "mempool",
     "coin.p2p": "net",
+    "coin.spork": "spork",
+    "coin.masternode": "masternode",
+    "coin.masternode.payments": "mnpayments",
+    "coin.masternode.sync": "mnsync",
     "coin.wallet": "selectcoins",
     "twisted.web": "http",
 }
@@ -60,14 +66,16 @@ class DebugCategories:
             self.set_enabled(name, True)
 
     @staticmethod
-    def parse(values: Sequence[str]) -> "DebugCategories":
-        """From ``-debug`` values: ``1`` or an empty value means all; ``0`` means none."""
-        if any(v in ("", "1", "all") for v in values):
-            return DebugCategories(CATEGORIES)
-        unknown = [v for v in values if v not in CATEGORIES and v != "0"]
+    def parse(values: Sequence[str], exclude: Sequence[str] = ()) -> "DebugCategories":
+        """From ``-debug`` values (``1`` or empty: all; ``0``: none) less ``-debugexclude``."""
+        unknown = [("-debug", v) for v in values if v not in CATEGORIES
+                   and v not in ("", "0", "1", "all")]
+        unknown += [("-debugexclude", v) for v in exclude if v not in CATEGORIES]
         if unknown:
-            raise ValueError("Unsupported logging category -debug=%s." % unknown[0])
-        return DebugCategories(v for v in values if v != "0")
+            raise ValueError("Unsupported logging category %s=%s." % unknown[0])
+        if any(v in ("", "1", "all") for v in values):
+            values = CATEGORIES
+        return DebugCategories(v for v in values if v != "0" and v not in exclude)
 
     def categories(self) -> Sequence[str]:
         return CATEGORIES
@@ -95,31 +103,47 @@ class DebugCategories:
 
 @implementer(ILogObserver)
 class CoreLineObserver:
-    """Writes ``2026-11-25T21:57:46Z message`` lines, as Core's debug.log does."""
+    """Writes ``2026-11-25T21:57:46Z message`` lines, as Core's debug.log does.
 
-    def __init__(self, stream: IO[str]) -> None:
+    ``micros`` is -logtimemicros (``...:46.123456Z``); ``timestamps`` False is
+    -nologtimestamps (the message alone).
+    """
+
+    def __init__(self, stream: IO[str], micros: bool = False, timestamps: bool = True) -> None:
         self._stream = stream
+        self._micros = micros
+        self._timestamps = timestamps
+
+    def _stamp(self, when: float) -> str:
+        if not self._timestamps:
+            return ""
+        seconds = int(when)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        if self._micros:
+            stamp += ".%06d" % int((when - seconds) * 1_000_000)
+        return stamp + "Z "
 
     def __call__(self, event: dict) -> None:
         text = formatEvent(event)
         failure = event.get("log_failure")
         if failure is not None:
             text = "%s\n%s" % (text, failure.getTraceback())
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(event.get("log_time", time.time())))
+        stamp = self._stamp(event.get("log_time") or time.time())
         try:
-            self._stream.write("%s %s\n" % (stamp, text))
+            self._stream.write("%s%s\n" % (stamp, text))
             self._stream.flush()
         except (OSError, ValueError):
             pass  # a closed console must not take the node down
 
 
 def build_observers(categories: DebugCategories, debug_log_path: str | None,
-                    console: IO[str] | None) -> List[ILogObserver]:
+                    console: IO[str] | None, micros: bool = False,
+                    timestamps: bool = True) -> List[ILogObserver]:
     """Observers for debug.log (appended, line buffered) and the console."""
-    observers: List[ILogObserver] = []
+    streams: List[IO[str]] = []
     if debug_log_path:
-        stream = io.open(debug_log_path, "a", encoding="utf-8", buffering=1)
-        observers.append(FilteringLogObserver(CoreLineObserver(stream), [categories.admits]))
+        streams.append(io.open(debug_log_path, "a", encoding="utf-8", buffering=1))
     if console is not None:
-        observers.append(FilteringLogObserver(CoreLineObserver(console), [categories.admits]))
-    return observers
+        streams.append(console)
+    return [FilteringLogObserver(CoreLineObserver(stream, micros, timestamps),
+                                 [categories.admits]) for stream in streams]

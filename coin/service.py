@@ -27,6 +27,8 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
+from coin.chain.stop import StopAtHeight
+from coin.chain.verify import verify_chain
 from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
 from coin.config.node import NodeConfig
@@ -34,6 +36,9 @@ from coin.config.rpcauth import parse_rpcauth
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.listeners import ListenerGroup
 from coin.logs import DebugCategories, build_observers
+from coin.masternode.service import (
+    MasternodeConfigError, MasternodeService, active_from_config,
+)
 from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
@@ -44,18 +49,20 @@ from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
 from coin.p2p.connman import (
     P2PService, P2PSettings, P2PStartupError, check_user_agent, format_user_agent,
-    split_host_port,
+    parse_whitelist, split_host_port,
 )
 from coin.rpc.auth import AllowList, Authenticator, Whitelist, delete_cookie, rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.rpc.resource import RPCRoot, RPCSite
+from coin.spork import SporkConfigError, SporkManager
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
 from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
     WalletLoadError, WalletService, default_walletdir, duplicate_wallet, resolve_wallet_path,
 )
+from coin.wallet.spend import WalletFeeSettings
 
 log = Logger()
 
@@ -80,6 +87,10 @@ class NodeFacade:
         self.wallet_service = node.wallets
         #: The P2P service (coin.p2p.connman.P2PService).
         self.p2p = node.p2p
+        #: The network's sporks (coin.spork.SporkManager).
+        self.sporks = node.sporks
+        #: Masternodes (coin.masternode.service.MasternodeService).
+        self.masternodes = node.masternodes
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
         #: Templates, block submission, long polls (stateless over the chain and its pool).
@@ -135,19 +146,20 @@ class NodeService(service.MultiService):
 
     def _parse_debug(self) -> DebugCategories:
         try:
-            return DebugCategories.parse(self.settings.debug)
+            return DebugCategories.parse(self.settings.debug, self.settings.debug_exclude)
         except ValueError as e:
             raise StartupError(str(e)) from None
 
-    @staticmethod
-    def _load_methods() -> MethodTable:
+    def _load_methods(self) -> MethodTable:
+        """The built-in methods and the -rpcplugin ones (imported now, before any fork)."""
         try:
-            return load_plugins()
+            return load_plugins(self.settings.rpc_plugins)
         except Exception as e:
             raise StartupError("Error loading RPC plugins: %s" % e) from None
 
     def uptime(self) -> int:
-        return int(time.time() - self.started_at)
+        """Seconds since start-up by the node's clock: setmocktime moves it, as in Core."""
+        return int(self.clock.now()) - int(self.started_at)
 
     def request_shutdown(self) -> None:
         """Stop soon, after the current RPC reply is written (the ``stop`` RPC)."""
@@ -170,12 +182,16 @@ class NodeService(service.MultiService):
         self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
                                 max_blockfile_size=(settings.blockfile_size
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
-        chainstate = ChainState(self.params, self.store, now=self.clock.now)
+        chainstate = ChainState(self.params, self.store, clock=self.clock)
         chainstate.configure_pruning(prune_mode, prune_target)
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
             reindex_chainstate=settings.reindex_chainstate)
         self.validation.setServiceParent(self)
+        self.clock.set_mock_time(self.config.get_int("mocktime"))
+        if self.config.get_int("stopatheight") > 0:
+            self.validation.subscribe(StopAtHeight(self.config.get_int("stopatheight"),
+                                                   self.request_shutdown))
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
         if settings.txindex:
             # A child after validation: stops first, letting its current step finish.
@@ -197,14 +213,36 @@ class NodeService(service.MultiService):
         # Headers-first sync and transaction relay ride on the P2P service's hooks.
         self.block_sync = BlockSync(self.p2p, self.chain, self.validation.subscribe,
                                     now=self.clock.now)
+        self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
+        self.tx_relay.orphans.max_count = max(0, self.config.get_int("maxorphantx"))
+        try:
+            self.sporks = SporkManager.for_node(self.params, self.p2p, self.config.get("sporkkey"),
+                                                self.config.get("sporkaddr"))
+        except SporkConfigError as e:
+            raise StartupError(str(e)) from None
+        try:
+            active = active_from_config(self.config.get_bool("masternode", False),
+                                        self.config.get("masternodeprivkey"), self.params)
+        except MasternodeConfigError as e:
+            raise StartupError(str(e)) from None
+        self.masternodes = MasternodeService(
+            self.params, self.chain, self.p2p, self.block_sync.is_initial_block_download,
+            self.validation.subscribe, chainstate.adjusted_time, self.reactor, self.datadir,
+            self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
+        self.masternodes.setServiceParent(self)
         if not settings.disable_wallet:
             self.wallets = WalletService(self.validation, self.mempool, self.params,
                                          default_walletdir(self.config, self.datadir),
                                          now=self.clock.now, keypool_size=settings.keypool,
                                          reactor=self.reactor)
+            self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
+            self.wallets.fee_settings = self._wallet_fees(policy)
+            self.wallets.rescan_on_load = self.config.get_bool("rescan")
+            self.wallets.broadcast = self.config.get_bool("walletbroadcast")
+            self.wallets.zap_mode = settings.zap_mode
             self.wallets.setServiceParent(self)
         # The listeners come last, so they stop first: RPC, then P2P (bound late, as Core).
         if settings.server:
@@ -259,6 +297,7 @@ class NodeService(service.MultiService):
         user_agent = format_user_agent("Coin", __version__, comments)
         try:
             check_user_agent(comments, user_agent)
+            whitelist = parse_whitelist(config.get_all("whitelist"))
         except P2PStartupError as e:
             raise StartupError(str(e)) from None
         timeout_ms = config.get_int("timeout")
@@ -270,18 +309,19 @@ class NodeService(service.MultiService):
             max_connections=max(0, config.get_int("maxconnections")),
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
-            distinct_unroutable_groups=self.params.name == "regtest")
+            distinct_unroutable_groups=self.params.name == "regtest",
+            allow_private=config.get_bool("allowprivatenet"),
+            blocks_only=config.get_bool("blocksonly"),
+            whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"),
+            max_send_buffer=(config.get_int("maxsendbuffer") * 1000
+                             if config.is_set("maxsendbuffer") else None))
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service (its ban list and address book are read at start)."""
-
-        def set_time_offset(offset: int) -> None:
-            chainstate.time_offset = offset
-
         p2p = P2PService(self.params, self._p2p_settings(), self.reactor, now=self.clock.now,
                          datadir=self.datadir, start_height=lambda: chainstate.height,
                          fee_filter_rate=lambda: policy.min_relay_fee.sat_per_kb,
-                         set_time_offset=set_time_offset)
+                         set_time_offset=self.clock.set_time_offset)
         return p2p
 
     @staticmethod
@@ -299,6 +339,16 @@ class NodeService(service.MultiService):
             return parse_amount(text)
         except (AmountError, ValueError):
             raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
+
+    def _wallet_fees(self, policy: PoolPolicy) -> WalletFeeSettings:
+        """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
+        fees = WalletFeeSettings(self._fee_option("paytxfee"), self._fee_option("fallbackfee"),
+                                 self._fee_option("mintxfee"),
+                                 max(1, self.config.get_int("txconfirmtarget")))
+        if 0 < fees.pay_tx_fee < policy.min_relay_fee.sat_per_kb:
+            raise StartupError("Invalid amount for -paytxfee=<amount>: '%s' (must be at least %s)"
+                               % (self.config.get("paytxfee"), policy.min_relay_fee.to_string()))
+        return fees
 
     def _pool_policy(self) -> Tuple[PoolPolicy, int]:
         """The relay policy from -minrelaytxfee, -maxmempool, -limit*, ...; and -maxtxfee."""
@@ -364,7 +414,8 @@ class NodeService(service.MultiService):
 
     def _start_logging(self) -> None:
         self._observers = build_observers(self.categories, self.settings.debug_log,
-                                          self._console)
+                                          self._console, micros=self.settings.log_time_micros,
+                                          timestamps=self.settings.log_timestamps)
         for observer in self._observers:
             globalLogPublisher.addObserver(observer)
 
@@ -423,7 +474,9 @@ class NodeService(service.MultiService):
             raise
 
     def _open(self) -> None:
-        os.makedirs(self.datadir, exist_ok=True)
+        if not os.path.isdir(self.datadir):
+            # Core's first run creates the wallets folder with the datadir, wallet or not.
+            os.makedirs(os.path.join(self.datadir, "wallets"), mode=0o700)
         self._lock_datadir()
         self._start_logging()
         log.info("Coin version v{version}", version=__version__)
@@ -459,6 +512,15 @@ class NodeService(service.MultiService):
     def _loaded(self, chainstate: ChainState):
         log.info("Loaded best chain: height {height} hash {hash}", height=chainstate.height,
                  hash=chainstate.tip.hash[::-1].hex())
+        # Core's start-up VerifyDB (-checklevel, -checkblocks).
+        verified = yield self.chain.call(verify_chain, self.config.get_int("checklevel"),
+                                         self.config.get_int("checkblocks"))
+        if not verified:
+            sys.stderr.write("Error: Corrupted block database detected.\nPlease restart with "
+                             "-reindex or -reindex-chainstate to recover.\n")
+            self.exit_code = 1
+            self._stop_reactor()
+            return
         if self.wallets is not None:
             self.warmup.set("Loading wallet...")
             try:

@@ -16,7 +16,7 @@ from twisted.python import usage
 
 from coin import __version__
 from coin.config import Config, ConfigError
-from coin.config.node import NodeConfig, node_options
+from coin.config.node import NodeConfig, check_node_values, node_options
 from coin.service import NodeService, StartupError
 
 USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
@@ -53,6 +53,7 @@ def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
         raise ConfigError("Error: Command line contains unexpected token '%s', see coind -h "
                           "for a list of options." % config.args[0])
     config.read_config_files()
+    check_node_values(config)
     return config
 
 

@@ -78,7 +78,7 @@ class ChainRPCTestCase(TestCase):
         store = ChainStore(datadir, self.params)
         store.open()
         self.clock = NodeClock()
-        self.service = ValidationService(ChainState(self.params, store, now=self.clock.now),
+        self.service = ValidationService(ChainState(self.params, store, clock=self.clock),
                                          reactor)
         self.service.startService()
         self.addCleanup(self.service.stopService)

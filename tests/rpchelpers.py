@@ -89,6 +89,8 @@ class FakeNode:
     chain: Any = None
     mempool: Any = None
     mining: Any = None
+    wallet_service: Any = None
+    p2p: Any = None
     shutdowns: int = 0
 
     def __post_init__(self) -> None:

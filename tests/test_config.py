@@ -460,3 +460,93 @@ class RoundTripProperties(_DatadirMixin, SynchronousTestCase):
         for name, values in settings.items():
             self.assertEqual(config.get_all(name), values)
             self.assertEqual(config.get(name), values[0])
+
+
+#: Options of Core 0.17's -help / -help-debug (init.cpp, wallet/init.cpp) that coind
+#: refused with "Invalid parameter" before issue #13; each must now parse.
+CORE_017_OPTIONS = (
+    "alertnotify assumevalid blocknotify blockreconstructionextratxn blocksonly dbbatchsize "
+    "feefilter loadblock maxorphantx par shrinkdebugfile discover dns dnsseed enablebip61 "
+    "externalip forcednsseed listenonion maxreceivebuffer maxsendbuffer maxtimeadjustment "
+    "maxuploadtarget onion onlynet peerbloomfilters proxy proxyrandomize seednode torcontrol "
+    "torpassword upnp whitebind whitelist addresstype changetype discardfee fallbackfee "
+    "mintxfee paytxfee rescan salvagewallet spendzeroconfchange txconfirmtarget upgradewallet "
+    "walletbroadcast walletnotify walletrbf zapwallettxes dblogsize flushwallet privdb "
+    "walletrejectlongchains zmqpubhashblock zmqpubhashtx zmqpubrawblock zmqpubrawtx "
+    "addrmantest checkblockindex checkblocks checklevel checkmempool checkpoints debugexclude "
+    "deprecatedrpc dropmessagestest logips logtimemicros logtimestamps maxsigcachesize "
+    "maxtipage mocktime printpriority stopafterblockimport stopatheight vbparams bytespersigop "
+    "dustrelayfee mempoolreplacement whitelistforcerelay whitelistrelay blockmaxweight "
+    "blockmaxsize blockmintxfee blockversion rpcserialversion rpcthreads rpcworkqueue"
+).split()
+
+
+class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
+    """Issue #13: every Core 0.17 option is implemented or refused with a reason."""
+
+    def test_every_core_option_is_known(self):
+        registry = node_options()
+        self.assertEqual([name for name in CORE_017_OPTIONS if name not in registry], [])
+        self.assertIn("allowprivatenet", registry)
+
+    def test_refused_options_name_the_reason(self):
+        for option in node_options():
+            if not option.refused:
+                continue
+            value = "0" if option.node_does else ("x" if option.kind == "str" else "1")
+            for source in ("cmdline", "conf"):
+                argv = ["-%s=%s" % (option.name, value)] if source == "cmdline" else []
+                conf = "%s=%s\n" % (option.name, value) if source == "conf" else None
+                with self.assertRaises(ConfigError) as caught:
+                    self.load(argv, conf)
+                self.assertEqual(str(caught.exception),
+                                 "Error: -%s is not supported by this node: %s"
+                                 % (option.name, option.refused))
+
+    def test_refused_options_accept_what_the_node_does(self):
+        # A Core-era test framework's settings: features off (or on) as this node has them.
+        config = self.load(["-upnp=0", "-listenonion=0", "-discover=0", "-noproxy",
+                            "-shrinkdebugfile=0", "-assumevalid=0", "-feefilter=1",
+                            "-walletbroadcast", "-zapwallettxes=0", "-whitelistrelay=1"])
+        self.assertFalse(config.get_bool("upnp"))
+        # Text and number options are off only as "0", empty or negated (Core's reading).
+        self.load(["-proxy=0", "-blocknotify=", "-nowhitelist", "-maxorphantx=0"])
+        with self.assertRaises(ConfigError):
+            self.load(["-blocknotify=touch x"])  # atoi-false text is no "off"
+        self.assertTrue(config.is_negated("proxy"))
+
+    def test_help_lists_every_option_grouped_as_core(self):
+        registry = node_options()
+        text, debug = registry.help_text(), registry.help_text(show_debug=True)
+        for option in registry:
+            if option.hidden:
+                continue
+            shown = "\n  -%s%s\n" % (option.name, option.meta)
+            self.assertIn(shown, debug, option.name)
+            self.assertEqual(shown in text, not option.debug_only, option.name)
+        self.assertIn("Connect through SOCKS5 proxy (not supported by this node: it has no\n"
+                      "       SOCKS5 proxy support yet)", debug)
+        from coin.config.node import CATEGORY_ORDER
+
+        shown = [line[:-1] for line in debug.splitlines() if line.endswith("options:")
+                 or line == "Options:"]
+        self.assertEqual(shown, list(CATEGORY_ORDER))
+
+    def test_address_types_and_mocktime(self):
+        from coin.config.node import check_node_values
+
+        for argv in (["-addresstype=legacy", "-changetype=legacy"], ["-regtest", "-mocktime=5"],
+                     ["-mocktime=0"], ["-rpcserialversion=0"], ["-rpcserialversion=1"]):
+            check_node_values(self.load(argv))
+        for argv, message in (
+                (["-addresstype=bech32"], "Error: Unknown address type 'bech32' (this chain has "
+                 "no segwit: the only type is 'legacy')"),
+                (["-changetype=p2sh-segwit"], "Error: Unknown change type 'p2sh-segwit' (this "
+                 "chain has no segwit: the only type is 'legacy')"),
+                (["-testnet", "-mocktime=5"], "Error: -mocktime is for regression testing "
+                 "(-regtest mode) only"),
+                (["-rpcserialversion=-1"], "Error: rpcserialversion must be non-negative."),
+                (["-rpcserialversion=2"], "Error: unknown rpcserialversion requested.")):
+            with self.assertRaises(ConfigError) as caught:
+                check_node_values(self.load(argv))
+            self.assertEqual(str(caught.exception), message)

@@ -17,6 +17,7 @@ from coin.chainparams import COIN, MAIN, REGTEST, TEST
 from coin.consensus.errors import REJECT_OBSOLETE, ValidationError
 from coin.consensus.pow import compact_to_target, get_next_work_required, target_to_compact
 from coin.consensus.softforks import (
+    bip34_in_force,
     check_block_contextual,
     check_header_contextual,
     is_super_majority,
@@ -79,6 +80,10 @@ def extend(prev: Optional[BlockIndexEntry], count: int, *, version: int = 1,
 def tip_of(prev, count, **kwargs) -> BlockIndexEntry:
     entries = extend(prev, count, **kwargs)
     return entries[-1] if entries else prev
+
+
+#: Regtest (no retargeting) with the version-majority rules of main and test, window 100.
+MAJORITY = dataclasses.replace(REGTEST, majority_rules=TEST.majority_rules)
 
 
 def with_csv(params, **changes):
@@ -214,33 +219,33 @@ def block_after(prev: BlockIndexEntry, txs=(), version: int = 4, time: Optional[
 
 
 class MajorityTests(SynchronousTestCase):
-    """Regtest: window 100, enforce 75, reject 95."""
+    """Version majority (main/test): window 100, enforce 75, reject 95."""
 
     def chain(self, old: int, new: int, new_version: int = 4) -> BlockIndexEntry:
         return tip_of(tip_of(None, old, version=1), new, version=new_version)
 
     def test_counts_only_the_window(self):
-        self.assertFalse(is_super_majority(4, self.chain(26, 74), 75, REGTEST))
-        self.assertTrue(is_super_majority(4, self.chain(26, 75), 75, REGTEST))
-        self.assertTrue(is_super_majority(2, self.chain(26, 75), 75, REGTEST))
-        self.assertFalse(is_super_majority(5, self.chain(26, 75), 75, REGTEST))
+        self.assertFalse(is_super_majority(4, self.chain(26, 74), 75, MAJORITY))
+        self.assertTrue(is_super_majority(4, self.chain(26, 75), 75, MAJORITY))
+        self.assertTrue(is_super_majority(2, self.chain(26, 75), 75, MAJORITY))
+        self.assertFalse(is_super_majority(5, self.chain(26, 75), 75, MAJORITY))
         old_majority = tip_of(self.chain(0, 100), 26, version=1)
-        self.assertFalse(is_super_majority(4, old_majority, 75, REGTEST))
-        self.assertFalse(is_super_majority(2, None, 1, REGTEST))
+        self.assertFalse(is_super_majority(4, old_majority, 75, MAJORITY))
+        self.assertFalse(is_super_majority(2, None, 1, MAJORITY))
 
     def test_status(self):
-        rule = REGTEST.majority_rules[2]
-        self.assertEqual(majority_status(self.chain(120, 80), rule, REGTEST), {
+        rule = MAJORITY.majority_rules[2]
+        self.assertEqual(majority_status(self.chain(120, 80), rule, MAJORITY), {
             "found": 80, "required_enforce": 75, "required_reject": 95, "window": 100,
             "enforce": True, "reject": False})
-        self.assertEqual(majority_status(self.chain(1, 3), rule, REGTEST)["found"], 3)
+        self.assertEqual(majority_status(self.chain(1, 3), rule, MAJORITY)["found"], 3)
 
     def flags(self, prev, version=4):
         return script_flags_for_block(BlockHeader(version, prev.hash, b"", 0, 0, 0), prev,
-                                      REGTEST, VersionBitsCache())
+                                      MAJORITY, VersionBitsCache())
 
     def test_script_flags_switch_at_exactly_the_threshold(self):
-        self.assertEqual(script_flags_for_block(REGTEST.genesis.header, None, REGTEST,
+        self.assertEqual(script_flags_for_block(MAJORITY.genesis.header, None, MAJORITY,
                                                 VersionBitsCache()), SCRIPT_VERIFY_P2SH)
         before = self.chain(30, 74)
         self.assertEqual(self.flags(before), SCRIPT_VERIFY_P2SH)
@@ -252,7 +257,7 @@ class MajorityTests(SynchronousTestCase):
         self.assertEqual(self.flags(at, version=3), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG)
         self.assertEqual(self.flags(at, version=2), SCRIPT_VERIFY_P2SH)
         # Block index entries work as headers too.
-        self.assertEqual(script_flags_for_block(at, at.prev, REGTEST, VersionBitsCache()),
+        self.assertEqual(script_flags_for_block(at, at.prev, MAJORITY, VersionBitsCache()),
                          self.flags(before))
 
     def test_dersig_from_version_3_majority(self):
@@ -260,16 +265,50 @@ class MajorityTests(SynchronousTestCase):
         self.assertEqual(self.flags(prev), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG)
 
 
+class RegtestHeightTests(SynchronousTestCase):
+    """Regtest: Core 0.17's heights, BIP66 at 1,251, BIP65 at 1,351, BIP34 never."""
+
+    def flags(self, prev):
+        return script_flags_for_block(BlockHeader(4, prev.hash, b"", 0, 0, 0), prev, REGTEST,
+                                      VersionBitsCache())
+
+    def test_script_flags_from_the_heights(self):
+        # A window full of version-4 blocks is not enough on regtest ...
+        prev = tip_of(None, 1250, version=4)
+        self.assertEqual(self.flags(prev), SCRIPT_VERIFY_P2SH)
+        # ... the block at 1,251 gets DERSIG, the one at 1,351 CHECKLOCKTIMEVERIFY too.
+        prev = tip_of(prev, 1, version=4)
+        self.assertEqual(self.flags(prev), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG)
+        prev = tip_of(prev, 99, version=4)
+        self.assertEqual(prev.height + 1, 1350)
+        self.assertEqual(self.flags(prev), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG)
+        prev = tip_of(prev, 1, version=4)
+        self.assertEqual(self.flags(prev), SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG
+                         | SCRIPT_VERIFY_CHECKLOCKTIMEVERIFY)
+
+    def test_status_is_the_tips_height(self):
+        bip34, bip66, _ = REGTEST.majority_rules
+        before = tip_of(None, 1251, version=1)  # tip at 1,250: Core 0.17 says not yet
+        self.assertEqual(majority_status(before, bip66, REGTEST), {
+            "found": 0, "required_enforce": 75, "required_reject": 95, "window": 100,
+            "enforce": False, "reject": False})
+        at = tip_of(before, 1, version=3)
+        status = majority_status(at, bip66, REGTEST)
+        self.assertEqual((status["found"], status["enforce"], status["reject"]), (1, True, True))
+        self.assertEqual(majority_status(tip_of(at, 100, version=4), bip34, REGTEST)["enforce"],
+                         False)
+
+
 class ContextualHeaderTests(SynchronousTestCase):
     def setUp(self):
         self.prev = tip_of(None, 20, version=4)
 
-    def check(self, block, prev=None):
+    def check(self, block, prev=None, params=REGTEST):
         prev = prev or self.prev
-        check_header_contextual(block.header, prev, REGTEST, adjusted_time=prev.time + 1000)
+        check_header_contextual(block.header, prev, params, adjusted_time=prev.time + 1000)
 
-    def assertRejected(self, reason, block, prev=None):
-        err = self.assertRaises(ValidationError, self.check, block, prev)
+    def assertRejected(self, reason, block, prev=None, params=REGTEST):
+        err = self.assertRaises(ValidationError, self.check, block, prev, params)
         self.assertEqual(err.reason, reason)
         return err
 
@@ -294,14 +333,33 @@ class ContextualHeaderTests(SynchronousTestCase):
 
     def test_obsolete_versions_rejected_at_reject_majority(self):
         prev = tip_of(tip_of(None, 10, version=2), 94, version=4)
-        self.check(block_after(prev, version=3), prev)
+        self.check(block_after(prev, version=3), prev, MAJORITY)
         prev = tip_of(prev, 1, version=4)
-        err = self.assertRejected("bad-version(0x00000003)", block_after(prev, version=3), prev)
+        err = self.assertRejected("bad-version(0x00000003)", block_after(prev, version=3), prev,
+                                  MAJORITY)
         self.assertEqual((err.dos, err.code, err.debug),
                          (0, REJECT_OBSOLETE, "rejected nVersion=0x00000003 block"))
-        self.assertRejected("bad-version(0x00000001)", block_after(prev, version=1), prev)
-        self.assertRejected("bad-version(0xffffffff)", block_after(prev, version=-1), prev)
-        self.check(block_after(prev, version=NO_SIGNAL), prev)
+        self.assertRejected("bad-version(0x00000001)", block_after(prev, version=1), prev,
+                            MAJORITY)
+        self.assertRejected("bad-version(0xffffffff)", block_after(prev, version=-1), prev,
+                            MAJORITY)
+        self.check(block_after(prev, version=NO_SIGNAL), prev, MAJORITY)
+
+    def test_regtest_versions_rejected_from_the_rule_heights(self):
+        # Core 0.17's regtest: a version-1 block after 100 version-4 blocks is fine ...
+        prev = tip_of(None, 112, version=4)
+        self.check(block_after(prev, version=1), prev)
+        # ... until BIP66's height 1,251 wants version 3, and BIP65's 1,351 version 4.
+        prev = tip_of(None, 1249, version=1)
+        for height, least in ((1251, 3), (1351, 4)):
+            older = least - 1
+            prev = tip_of(prev, height - 2 - prev.height, version=older)
+            self.check(block_after(prev, version=older), prev)
+            prev = tip_of(prev, 1, version=older)
+            self.assertEqual(prev.height + 1, height)
+            self.assertRejected("bad-version(0x%08x)" % older, block_after(prev, version=older),
+                                prev)
+            self.check(block_after(prev, version=least), prev)
 
 
 class ContextualBlockTests(SynchronousTestCase):
@@ -350,17 +408,26 @@ class ContextualBlockTests(SynchronousTestCase):
     def test_bip34_height_in_coinbase(self):
         prev = tip_of(tip_of(None, 26, version=1), 74, version=2)
         wrong = push_int(prev.height) + b"\x00"
-        self.check(block_after(prev, version=2, coinbase_script=wrong), prev)
+        self.check(block_after(prev, version=2, coinbase_script=wrong), prev, MAJORITY)
         prev = tip_of(prev, 1, version=2)
         self.assertEqual(prev.height, 100)
-        self.check(block_after(prev, version=2), prev)
-        self.check(block_after(prev, version=2, coinbase_script=push_int(101)), prev)
+        self.check(block_after(prev, version=2), prev, MAJORITY)
+        self.check(block_after(prev, version=2, coinbase_script=push_int(101)), prev, MAJORITY)
         for script in (wrong, b"\x02\x65\x00", b"\x01"):
             err = self.assertRejected("bad-cb-height",
-                                      block_after(prev, version=2, coinbase_script=script), prev)
+                                      block_after(prev, version=2, coinbase_script=script), prev,
+                                      MAJORITY)
             self.assertEqual(err.dos, 100)
         # A version 1 block is not held to BIP34 (the header check rejects it at 95%).
-        self.check(block_after(prev, version=1, coinbase_script=wrong), prev)
+        self.check(block_after(prev, version=1, coinbase_script=wrong), prev, MAJORITY)
+
+    def test_regtest_never_enforces_bip34(self):
+        # Core 0.17's regtest BIP34 height is 100,000,000: no coinbase needs its height.
+        prev = tip_of(None, 1400, version=4)
+        wrong = push_int(prev.height) + b"\x00"
+        self.check(block_after(prev, version=4, coinbase_script=wrong), prev)
+        self.assertFalse(bip34_in_force(prev, REGTEST))
+        self.assertTrue(bip34_in_force(prev, MAJORITY))
 
 
 class VersionBitsTests(SynchronousTestCase):

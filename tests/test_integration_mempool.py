@@ -187,13 +187,19 @@ def txids(*txs: Transaction) -> List[str]:
     return sorted(tx.txid_hex for tx in txs)
 
 
-def build_block(node: NodeProcess, txs: Sequence[Transaction], fees: int) -> Block:
-    """A solved block on the tip confirming ``txs`` (paying ``fees``), not submitted."""
+def build_block(node: NodeProcess, txs: Sequence[Transaction], fees: int,
+                version: Optional[int] = None, coinbase: Optional[Transaction] = None) -> Block:
+    """A solved block on the tip confirming ``txs`` (paying ``fees``), not submitted.
+
+    ``version`` defaults to the tip's, ``coinbase`` to one with the height (BIP34).
+    """
     tip = tip_block(node)
     height = rpc(node, "getblockcount") + 1
-    coinbase = create_coinbase(height, SCRIPT, block_subsidy(height, REGTEST) + fees, extra_nonce=height)
+    if coinbase is None:
+        coinbase = create_coinbase(height, SCRIPT, block_subsidy(height, REGTEST) + fees, extra_nonce=height)
     root, _ = merkle_root([coinbase.txid] + [tx.txid for tx in txs])
-    header = BlockHeader(tip.header.version, tip.hash, root, tip.header.time + 1, tip.header.bits, 0)
+    header = BlockHeader(tip.header.version if version is None else version, tip.hash, root,
+                         tip.header.time + 1, tip.header.bits, 0)
     return solve(Block(header, [coinbase] + list(txs)), REGTEST)
 
 

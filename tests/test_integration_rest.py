@@ -38,6 +38,9 @@ REFERENCE = {
     "rest_100_rest_disabled_chaininfo": (404, "text/html; charset=ISO-8859-1", b""),
     "rest_10_block_unknown_hash": (404, "text/plain", b"\r\n"),
     "rest_11_block_malformed_hash": (400, "text/plain", b"\r\n"),
+    "rest_09_block_unknown_suffix_xml": (400, "text/plain", b"\r\n"),
+    "rest_14_block_with_query_string": (400, "text/plain", b"\r\n"),
+    "rest_39_tx_unknown_suffix": (400, "text/plain", b"\r\n"),
     "rest_15_headers_1_json": (200, "application/json", b"\n"),
     "rest_16_headers_1_hex": (200, "text/plain", b"\n"),
     "rest_17_headers_1_bin": (200, "application/octet-stream", b""),
@@ -176,7 +179,13 @@ class RESTNodeTests(SynchronousTestCase):
     def test_block_errors(self):
         tip = self.block.hash_hex
         self.assertEqual(self.get("/rest/block/%s" % tip)[::2], (404, ALL))
-        self.assertEqual(self.get("/rest/block/%s.xml" % tip)[::2], (404, ALL))
+        # An unknown suffix stays in the hash, as the reference answers (rest_09, rest_14).
+        status, headers, body = self.get("/rest/block/%s.xml" % tip)
+        self.assert_like_reference("rest_09_block_unknown_suffix_xml", status, headers, body)
+        self.assertEqual(body, b"Invalid hash: %s.xml\r\n" % tip.encode())
+        status, headers, body = self.get("/rest/block/%s.json?foo=bar" % tip)
+        self.assert_like_reference("rest_14_block_with_query_string", status, headers, body)
+        self.assertEqual(body, b"Invalid hash: %s.json?foo=bar\r\n" % tip.encode())
         status, headers, body = self.get("/rest/block/%s.json" % ("00" * 32))
         self.assert_like_reference("rest_10_block_unknown_hash", status, headers, body)
         self.assertEqual(body, b"00" * 32 + b" not found\r\n")
@@ -294,7 +303,9 @@ class RESTNodeTests(SynchronousTestCase):
         self.assert_like_reference("rest_37_tx_unknown_json", status, headers, body)
         status, headers, body = self.get("/rest/tx/xyz.json")
         self.assert_like_reference("rest_38_tx_malformed_json", status, headers, body)
-        self.assertEqual(self.get("/rest/tx/%s.xml" % self.spend.txid_hex)[::2], (404, ALL))
+        status, headers, body = self.get("/rest/tx/%s.xml" % self.spend.txid_hex)
+        self.assert_like_reference("rest_39_tx_unknown_suffix", status, headers, body)
+        self.assertEqual(body, b"Invalid hash: %s.xml\r\n" % self.spend.txid_hex.encode())
 
     def test_getutxos(self):
         spent = "%s-0" % self.spent.outpoint.txid[::-1].hex()

@@ -78,15 +78,24 @@ class AttackTests(WalletPathsTestCase):
             self.assertNotEqual(node.rpc("getwalletinfo", path="/wallet/" + name.replace(
                 "%", "%25").replace("?", "%3F"))["hdmasterkeyid"], victim["seed"])
         self.assertFalse(os.path.exists(os.path.join(walletdir, "a")))
-        # Names that point into the other node's datadir are refused, loaded or not.
+        # Relative names that point into the other node's datadir are refused, loaded or
+        # not; so is an absolute path to a file (Core: only bare names may be data files).
         os.symlink(other_walletdir, os.path.join(walletdir, "link"))
-        for name in (os.path.relpath(other_walletdir, walletdir), other_walletdir, "link",
+        for name in (os.path.relpath(other_walletdir, walletdir), "link",
                      os.path.relpath(other_file, walletdir), other_file):
             for method in ("createwallet", "loadwallet"):
                 with self.assertRaises(RPCFailure) as caught:
                     node.rpc(method, name)
                 self.assertEqual(caught.exception.code, -4)
                 self.assertIn("Invalid -wallet path '%s'" % name, caught.exception.message)
+        # Its wallet folder named absolutely (Core 0.17 accepts it): never written over,
+        # never opened while the other node holds it.
+        self.fails(node, -4, "Wallet %s already exists." % other_walletdir, "createwallet",
+                   other_walletdir)
+        with self.assertRaises(RPCFailure) as caught:
+            node.rpc("loadwallet", other_walletdir)
+        self.assertEqual(caught.exception.code, -4)
+        self.assertIn("in use by another wallet or process", caught.exception.message)
         self.fails(node, -4, "Wallet victim already exists.", "createwallet", "victim")
         self.assertEqual(paths_under(self.sandbox, walletdir), outside)
         self.assertEqual(node.rpc("getwalletinfo", path="/wallet/victim")["hdmasterkeyid"],
@@ -107,7 +116,7 @@ class AttackTests(WalletPathsTestCase):
         self.fails(node, -4, "Wallet wallet.dat already exists.", "createwallet", "wallet.dat")
         self.fails(node, -4, "Wallet file verification failed: Error loading wallet wallet.dat. "
                    "Duplicate -wallet filename specified.", "loadwallet", "wallet.dat")
-        for name in ("a\0b", "../escape", "/abs"):
+        for name in ("a\0b", "../escape", "/", "/abs/../x", "/abs/./x", "/abs/"):
             for method in ("createwallet", "loadwallet"):
                 with self.assertRaises(RPCFailure) as caught:
                     node.rpc(method, name)
@@ -176,7 +185,8 @@ class BackupTests(WalletPathsTestCase):
 class StartupTests(WalletPathsTestCase):
     def test_bad_wallet_options_stop_start_up_and_create_nothing(self):
         invalid = "Error: Invalid -wallet path '%s'."
-        for name, message in [("../escape", invalid % "../escape"), ("/abs", invalid % "/abs"),
+        for name, message in [("../escape", invalid % "../escape"),
+                              ("/abs/../x", invalid % "/abs/../x"),
                               ("a//b", invalid % "a//b"),
                               ("x" * 256, "Error: Error loading wallet %s. File name too long"
                                % ("x" * 256)),
@@ -187,10 +197,37 @@ class StartupTests(WalletPathsTestCase):
             self.nodes.append(node)
             self.assertEqual(node.wait(60), 1)
             self.assertIn(message, node.stderr_text())
-            self.assertFalse(os.path.exists(os.path.join(node.net_datadir, "wallets")))
+            # Only the empty wallets folder Core's first run makes with the datadir.
+            self.assertEqual(os.listdir(os.path.join(node.net_datadir, "wallets")), [])
             self.assertFalse(os.path.exists(os.path.join(node.net_datadir, "chainstate.sqlite")))
         self.assertEqual(sorted(os.listdir(self.sandbox)),
                          ["bad%d" % i for i in range(len(self.nodes))])
+
+    def test_absolute_wallet_paths_as_core_0_17(self):
+        """-wallet=/abs/dir/w and createwallet "/abs/dir/w" land exactly there."""
+        started = os.path.join(self.sandbox, "elsewhere", "%2e%2e", "w")
+        node = self.start("-wallet=" + started, "-paytxfee=0.0002", "-txconfirmtarget=2")
+        self.assertEqual(node.rpc("listwallets"), [started])
+        # -paytxfee is each wallet's starting settxfee (a Core-era tool's argument).
+        self.assertEqual(node.rpc("getwalletinfo")["paytxfee"], 0.0002)
+        self.assertTrue(os.path.isfile(os.path.join(started, "wallet.dat")))
+        created = os.path.join(self.sandbox, "other place", "w2")
+        self.assertEqual(node.rpc("createwallet", created), {"name": created, "warning": ""})
+        self.assertTrue(os.path.isfile(os.path.join(created, "wallet.dat")))
+        self.assertEqual(os.listdir(os.path.join(node.net_datadir, "wallets")), [])
+        address = node.rpc("getnewaddress", path="/wallet/" + created.replace(
+            "%", "%25").replace(" ", "%20"))
+        self.assertTrue(node.rpc("validateaddress", address)["isvalid"])
+        # Never twice, never over an existing one.
+        duplicate = "Wallet file verification failed: Error loading wallet %s. Duplicate " \
+                    "-wallet filename specified."
+        os.symlink(created, os.path.join(self.sandbox, "alias"))
+        alias = os.path.join(self.sandbox, "alias")
+        self.fails(node, -4, duplicate % alias, "loadwallet", alias)
+        self.fails(node, -4, duplicate % created, "loadwallet", created)
+        node.rpc("unloadwallet", created)
+        self.fails(node, -4, "Wallet %s already exists." % created, "createwallet", created)
+        self.assertEqual(node.rpc("loadwallet", created), {"name": created, "warning": ""})
 
     def test_two_names_for_one_wallet_stop_start_up(self):
         datadir = os.path.join(self.sandbox, "dup")

@@ -352,8 +352,13 @@ class ListingTests(RPCCase):
         self.assertError(node, -3, "Missing vout", "lockunspent", False, [{"txid": coin["txid"]}])
         self.assertError(node, -3, "Expected type number for vout, got string",
                          "lockunspent", False, [{"txid": coin["txid"], "vout": "0"}])
-        self.assertError(node, -8, "txid must be hexadecimal string (not 'xyz')",
+        # Core 0.17: odd-length or non-hex text is refused, even-length hex is a number.
+        self.assertError(node, -8, "Invalid parameter, expected hex txid",
                          "lockunspent", False, [{"txid": "xyz", "vout": 0}])
+        self.assertError(node, -8, "Invalid parameter, unknown transaction",
+                         "lockunspent", False, [{"txid": "ab", "vout": 0}])
+        self.assertError(node, -8, "Invalid parameter, vout must be positive",
+                         "lockunspent", False, [{"txid": "ab", "vout": -1}])
         self.assertError(node, -3, "Expected type bool, got string", "lockunspent", "true")
         self.assertError(node, -1, "JSON value is not an object as expected",
                          "lockunspent", False, [1])
@@ -403,6 +408,17 @@ class ListingTests(RPCCase):
         self.assertError(node, -8, 'Dummy value must be set to "*"', "listtransactions", "")
         self.assertError(node, -8, "Negative count", "listtransactions", "*", -1)
         self.assertError(node, -8, "Negative from", "listtransactions", "*", 1, -1)
+        # Core 0.17's names: "account|dummy", count, skip, include_watchonly.
+        for first in ("dummy", "account"):
+            named = node.rpc("listtransactions", **{first: "*", "count": 2, "skip": 0,
+                                                    "include_watchonly": False})
+            self.assertEqual([(e["category"], e["txid"]) for e in named],
+                             [(e["category"], e["txid"])
+                              for e in call(node, "listtransactions", "*", 2)])
+        with self.assertRaises(RPCFailure) as caught:
+            node.rpc("listtransactions", account="x")
+        self.assertEqual((caught.exception.code, caught.exception.message),
+                         (-8, 'Dummy value must be set to "*"'))
 
     def test_listsinceblock(self) -> None:
         node = funded().node
@@ -422,8 +438,9 @@ class ListingTests(RPCCase):
         everything = call(node, "listsinceblock")
         self.assertGreaterEqual(len(everything["transactions"]), 21)
         self.assertError(node, -5, "Block not found", "listsinceblock", "11" * 32)
-        self.assertError(node, -8, "blockhash must be of length 64 (not 2)", "listsinceblock",
-                         "11")
+        # Core 0.17 reads the hash leniently (SetHex): anything unknown is -5.
+        for malformed in ("11", "zz", "x" + block):
+            self.assertError(node, -5, "Block not found", "listsinceblock", malformed)
         self.assertError(node, -8, "Invalid parameter", "listsinceblock", block, 0)
 
     def test_received_by_address(self) -> None:

@@ -52,6 +52,16 @@ class AddTests(SynchronousTestCase):
         self.assertEqual(added, 1)
         self.assertEqual([(e.ip, e.port) for e in self.book.entries()], [("8.8.8.8", 8333)])
 
+    def test_allowprivatenet_keeps_rfc1918_only(self) -> None:
+        # Dash's -allowprivatenet: private ranges too, still no loopback or link-local.
+        self.book.allow_private = True
+        added = self.book.add([addr("10.0.0.1"), addr("192.168.1.1"), addr("172.16.0.1"),
+                               addr("127.0.0.1"), addr("169.254.1.1"), addr("10.0.0.2", port=0),
+                               addr("8.8.8.8")])
+        self.assertEqual(added, 4)
+        self.assertEqual(sorted(e.ip for e in self.book.entries()),
+                         ["10.0.0.1", "172.16.0.1", "192.168.1.1", "8.8.8.8"])
+
     def test_times(self) -> None:
         self.book.add([addr("1.1.1.1", time=NOW + 3600), addr("2.2.2.2", time=5)])
         self.assertEqual(self.book.get("1.1.1.1", 8333).time, NOW - 5 * 86400)

@@ -31,6 +31,7 @@ from coin.p2p.messages import (
     GetBlocksMessage,
     GetDataMessage,
     GetHeadersMessage,
+    GetSporksMessage,
     HeadersMessage,
     InvalidMessage,
     InvItem,
@@ -43,6 +44,7 @@ from coin.p2p.messages import (
     ProtocolViolation,
     RejectMessage,
     SendHeadersMessage,
+    SporkMessage,
     TxMessage,
     UnknownMessage,
     VerackMessage,
@@ -92,7 +94,8 @@ payloads = st.one_of(
     st.builds(VersionMessage, I32, U64, I64, version_addrs, version_addrs, U64,
               st.text(TEXT, max_size=MAX_SUBVERSION_LENGTH // 4), I32, st.booleans()),
     st.just(VerackMessage()), st.just(GetAddrMessage()), st.just(SendHeadersMessage()),
-    st.just(MempoolMessage()),
+    st.just(MempoolMessage()), st.just(GetSporksMessage()),
+    st.builds(SporkMessage, I32, I64, I64, st.binary(max_size=80)),
     st.builds(PingMessage, U64), st.builds(PongMessage, U64), st.builds(FeeFilterMessage, I64),
     st.builds(AddrMessage, st.lists(timed_addrs, max_size=5)),
     st.builds(InvMessage, st.lists(inv_items, max_size=5)),
@@ -107,7 +110,7 @@ payloads = st.one_of(
 )
 # Commands outside MESSAGE_TYPES: Dash's and the bloom-filter ones, say.
 unknown = st.builds(UnknownMessage,
-                    st.sampled_from(["spork", "dsq", "mnb", "filterload", "", "abcdefghijkl"]),
+                    st.sampled_from(["dstx", "dsq", "govobj", "filterload", "", "abcdefghijkl"]),
                     st.binary(max_size=40))
 
 
@@ -215,7 +218,8 @@ class RoundTrip(SynchronousTestCase):
         self.assertEqual(sorted(MESSAGE_TYPES), sorted([
             "version", "verack", "ping", "pong", "addr", "getaddr", "inv", "getdata", "notfound",
             "getheaders", "getblocks", "headers", "block", "tx", "sendheaders", "feefilter",
-            "mempool", "reject"]))
+            "mempool", "reject", "spork", "getsporks", "mnb", "mnp", "mnw", "dseg", "mnget", "ssc",
+            "mnv"]))
         for command, cls in MESSAGE_TYPES.items():
             self.assertEqual(cls.command, command)
 

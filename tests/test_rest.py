@@ -103,13 +103,15 @@ class RESTTestCase(ChainRPCTestCase):
         self.site = RPCSite(root, allow=AllowList(), reactor=reactor, timeout=None)
 
     @inlineCallbacks
-    def get(self, path: str, method: bytes = b"GET", extra: bytes = b""):
+    def get(self, path: str, method: bytes = b"GET", extra: bytes = b"", body: bytes = b""):
         address = IPv4Address("TCP", "127.0.0.1", 40000)
         protocol = self.site.buildProtocol(address)
         transport = StringTransport(peerAddress=address)
         protocol.makeConnection(transport)
+        if body:
+            extra += b"Content-Length: %d\r\n" % len(body)
         protocol.dataReceived(method + b" " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
-                              + extra + b"\r\n")
+                              + extra + b"\r\n" + body)
         for _ in range(2000):
             raw = transport.value()
             head, sep, body = raw.partition(b"\r\n\r\n")
@@ -168,15 +170,18 @@ class BlockTests(RESTTestCase):
         self.assertNotIn("previousblockhash", r.json())
         r = yield self.get("/rest/block/%s.json" % self.tip_hash().upper())
         self.assertEqual((r.status, r.json()["hash"]), (200, self.tip_hash()))
-        r = yield self.get("/rest/block/%s.json?foo=bar" % self.tip_hash())
-        self.assertEqual((r.status, r.json()["hash"]), (200, self.tip_hash()))
+        # Core reads the query string as part of the hash (reference rest_14).
+        yield self.assert_error("/rest/block/%s.json?foo=bar" % self.tip_hash(), 400,
+                                "Invalid hash: %s.json?foo=bar\r\n" % self.tip_hash())
 
     @inlineCallbacks
     def test_errors(self):
         h = self.tip_hash()
         yield self.assert_error("/rest/block/%s" % h, 404, ALL)
-        yield self.assert_error("/rest/block/%s.xml" % h, 404, ALL)
-        yield self.assert_error("/rest/block/notxdetails/%s.xml" % h, 404, ALL)
+        # An unknown suffix stays part of the hash, as Core's ParseDataFormat (rest_09).
+        yield self.assert_error("/rest/block/%s.xml" % h, 400, "Invalid hash: %s.xml\r\n" % h)
+        yield self.assert_error("/rest/block/notxdetails/%s.xml" % h, 400,
+                                "Invalid hash: %s.xml\r\n" % h)
         yield self.assert_error("/rest/block/%s.json" % ZERO, 404, ZERO + " not found\r\n")
         yield self.assert_error("/rest/block/xyz.json", 400, "Invalid hash: xyz\r\n")
         yield self.assert_error("/rest/block/%s.json" % h[:63], 400,
@@ -239,7 +244,8 @@ class HeaderTests(RESTTestCase):
                                 "No header count specified. Use "
                                 "/rest/headers/<count>/<hash>.<ext>.\r\n")
         yield self.assert_error("/rest/headers/5/xyz.json", 400, "Invalid hash: xyz\r\n")
-        yield self.assert_error("/rest/headers/5/%s.xml" % h, 404, ALL)
+        yield self.assert_error("/rest/headers/5/%s.xml" % h, 400,
+                                "Invalid hash: %s.xml\r\n" % h)
         yield self.assert_error("/rest/headers/5/%s" % h, 404, ALL)
 
 
@@ -299,7 +305,8 @@ class TxTests(RESTTestCase):
     def test_errors(self):
         yield self.assert_error("/rest/tx/%s.json" % ZERO, 404, ZERO + " not found\r\n")
         yield self.assert_error("/rest/tx/xyz.json", 400, "Invalid hash: xyz\r\n")
-        yield self.assert_error("/rest/tx/%s.xml" % self.spend.txid_hex, 404, ALL)
+        yield self.assert_error("/rest/tx/%s.xml" % self.spend.txid_hex, 400,
+                                "Invalid hash: %s.xml\r\n" % self.spend.txid_hex)
         yield self.assert_error("/rest/tx/%s" % self.spend.txid_hex, 404, ALL)
 
 
@@ -351,6 +358,53 @@ class GetUTXOsTests(RESTTestCase):
                          + (0x7FFFFFFF).to_bytes(4, "little"))
 
     @inlineCallbacks
+    def test_post_body_read_as_core_0_17_reads_it(self):
+        """Core streams the body as a serialized string: the length prefix is the
+        checkmempool flag and the outpoint vector starts at the body's first byte."""
+        pooled = self.builder.spend(self.builder.outputs_of(self.spend)[0])
+        yield self.mempool.accept(pooled)
+        outpoint = self.spend.txid + (0).to_bytes(4, "little")  # spent by the pool tx
+        created = pooled.txid + (0).to_bytes(4, "little")
+        body = b"\x02" + outpoint + created
+        r = yield self.get("/rest/getutxos.bin", method=b"POST", body=body)
+        self.assertEqual((r.status, r.content_type), (200, b"application/octet-stream"))
+        # checkmempool in effect: the pool's spend hides the first, its output is found.
+        self.assertEqual(r.body[36:39], b"\x01\x02\x01")
+        r2 = yield self.get("/rest/getutxos.hex", method=b"POST", body=body.hex().encode())
+        self.assertEqual((r2.status, r2.body), (200, r.body.hex().encode() + b"\n"))
+        # The request as Core's documentation words it (flag, count, outpoints), as the
+        # reference recording rest_83 sends it: Core reads one garbled outpoint, not found.
+        documented = b"\x01\x02" + outpoint + created
+        r = yield self.get("/rest/getutxos.bin", method=b"POST", body=documented)
+        self.assertEqual((r.status, r.body[36:]), (200, b"\x01\x00\x00"))
+        # Core's Parse error on unreadable data; ParseHex stops at the first non-hex digit.
+        r = yield self.get("/rest/getutxos.bin", method=b"POST", body=b"\x05" + outpoint)
+        self.assertEqual((r.status, r.text()), (400, "Parse error\r\n"))
+        r = yield self.get("/rest/getutxos.hex", method=b"POST", body=b"zz")
+        self.assertEqual((r.status, r.body[72:]), (200, b"0000\n"))
+
+    @inlineCallbacks
+    def test_post_errors(self):
+        outpoint = self.spend.txid + (0).to_bytes(4, "little")
+        uri = "/rest/getutxos/%s.bin" % self.outpoint(self.spend.txid, 0)
+        for path, body, status, text in (
+                (uri, b"\x01" + outpoint, 400,
+                 "Combination of URI scheme inputs and raw post data is not allowed\r\n"),
+                ("/rest/getutxos.json", b"\x01" + outpoint, 400, "Error: empty request\r\n"),
+                ("/rest/getutxos/checkmempool.bin", b"\x01" + outpoint, 400,
+                 "Error: empty request\r\n"),
+                # 784 bytes: the prefix fd 10 03 makes the count 16 (Core's reading).
+                ("/rest/getutxos.bin", bytes(784), 400,
+                 "Error: max outpoints exceeded (max: 15, tried: 16)\r\n"),
+                ("/rest/getutxos.bin", b"\x10" + outpoint * 16, 400, "Parse error\r\n"),
+                ("/rest/getutxos", b"\x01" + outpoint, 404,
+                 "output format not found (available: .bin, .hex, .json)\r\n")):
+            r = yield self.get(path, method=b"POST", body=body)
+            self.assertEqual((r.status, r.text()), (status, text), path)
+        r = yield self.get("/rest/chaininfo.json", method=b"POST", body=b"{}")
+        self.assertEqual(r.status, 405)
+
+    @inlineCallbacks
     def test_only_spent(self):
         r = yield self.get("/rest/getutxos/%s.hex" % self.outpoint(self.spent.outpoint.txid, 0))
         expected = (TIP_HEIGHT + 1).to_bytes(4, "little") + self.tip.hash + b"\x01\x00\x00"
@@ -381,7 +435,7 @@ class GetUTXOsTests(RESTTestCase):
         for good in ("--1", "-+0", "-000", "-" + "0" * 5000 + "1"):
             r = yield self.get("/rest/getutxos/%s%s.json" % (txid, good))
             self.assertEqual(r.status, 200, good)
-        yield self.assert_error("/rest/getutxos/%s-0.xml" % txid, 404, ALL)
+        yield self.assert_error("/rest/getutxos/%s-0.xml" % txid, 400, "Parse error\r\n")
         yield self.assert_error("/rest/getutxos/%s-0" % txid, 404, ALL)
 
 
@@ -449,7 +503,8 @@ class StatusTests(RESTTestCase):
             self.assertEqual(r.body, hash_to_hex(entry.hash).encode() + b"\n", text)
         r = yield self.get("/rest/blockhashbyheight/-0.hex")
         self.assertEqual(r.body, hash_to_hex(self.state.at_height(0).hash).encode() + b"\n")
-        yield self.assert_error("/rest/blockhashbyheight/7.xml", 404, ALL)
+        yield self.assert_error("/rest/blockhashbyheight/7.xml", 400,
+                                "Invalid height: 7.xml\r\n")
 
 
 class HTTPTests(RESTTestCase):
@@ -549,7 +604,7 @@ class PrunedChainTests(RESTTestCase):
         store = ChainStore(datadir, REGTEST, max_blockfile_size=PRUNE_FILE_SIZE)
         store.open()
         self.clock = NodeClock()
-        chainstate = ChainState(REGTEST, store, now=self.clock.now)
+        chainstate = ChainState(REGTEST, store, clock=self.clock)
         chainstate.configure_pruning(True, 0)
         self.service = ValidationService(chainstate, reactor)
         self.service.startService()

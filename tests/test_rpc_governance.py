@@ -1,4 +1,4 @@
-"""Governance, masternode and spork methods through the real stack (tests/rpcchain.py).
+"""Governance and masternode methods through the real stack (tests/rpcchain.py).
 
 Where the reference node's reply is in tests/data/transcripts it is replayed byte for
 byte; the short recorded bodies that are not there are quoted inline with their names.
@@ -11,37 +11,23 @@ from decimal import Decimal
 import simplejson
 from twisted.internet.defer import inlineCallbacks
 
-from coin.primitives.address import decode_wif
-from coin.rpc.methods.governance import METHODS, SPORK_OFF, SPORKS
+from coin.rpc.methods.governance import METHODS
+from coin.rpc.methods.masternode import METHODS as MASTERNODE_METHODS
 
-from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
+from .rpcchain import ChainRPCTestCase
 from .rpchelpers import transcript
 
 HASH = "ab" * 32
 # Recorded bodies (/work/shared/reference/transcripts) not copied into tests/data.
 RPCM_32_GOBJECT_LIST = b'{"result":{},"error":null,"id":32}\n'
-RPCM_35_MASTERNODE_COUNT = b'{"result":0,"error":null,"id":35}\n'
-RPCM_36_MASTERNODE_LIST = b'{"result":{},"error":null,"id":36}\n'
-RPCM_37_MASTERNODE_STATUS = (b'{"result":null,"error":{"code":-32603,"message":"This is not a '
-                             b'masternode"},"id":37}\n')
-RPCM_39_MASTERNODELIST = b'{"result":{},"error":null,"id":39}\n'
-# Key orders of rpcm_40 (mnsync status) and rpcm_42 (getgovernanceinfo).
-MNSYNC_KEYS = ["AssetID", "AssetName", "AssetStartTime", "Attempt", "IsBlockchainSynced",
-               "IsMasternodeListSynced", "IsWinnersListSynced", "IsSynced", "IsFailed"]
+# Key order of rpcm_42 (getgovernanceinfo).
 GOVERNANCE_KEYS = ["governanceminquorum", "masternodewatchdogmaxseconds", "proposalfee",
                    "superblockcycle", "lastsuperblock", "nextsuperblock", "maxgovobjdatasize"]
-# rpcm_41's sporks, less the reference's proof-of-stake one.
-RECORDED_SPORKS = ["SPORK_2_INSTANTSEND_ENABLED", "SPORK_3_INSTANTSEND_BLOCK_FILTERING",
-                   "SPORK_5_INSTANTSEND_MAX_VALUE", "SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT",
-                   "SPORK_9_SUPERBLOCKS_ENABLED", "SPORK_10_MASTERNODE_PAY_UPDATED_NODES",
-                   "SPORK_12_RECONSIDER_BLOCKS", "SPORK_13_OLD_SUPERBLOCK_FLAG",
-                   "SPORK_14_REQUIRE_SENTINEL_FLAG"]
-REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "command"...',
-                        "== Masternode ==", 'masternode "command"...',
-                        'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]",
-                        "spork <name> [<value>]"]
 NO_WALLET = (404, -32601, "Method not found (wallet method is disabled because no wallet is "
                           "loaded)")
+REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "command"...',
+                        "== Masternode ==", 'masternode "command"...',
+                        'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]"]
 
 
 class GovernanceTestCase(ChainRPCTestCase):
@@ -190,108 +176,8 @@ class GobjectTests(GovernanceTestCase):
         self.assertIn(b'"proposalfee":5.00000000,', reply.body)
 
 
-class MasternodeTests(GovernanceTestCase):
-    @inlineCallbacks
-    def test_help_and_unknown_sub_commands_as_recorded(self):
-        yield self.replay("rpcm_34_masternode")
-        yield self.replay("rpcm_38_masternode_nosuchsub")
-
-    @inlineCallbacks
-    def test_recorded_replies(self):
-        self.assertEqual((yield self.body(35, "masternode", "count")), RPCM_35_MASTERNODE_COUNT)
-        self.assertEqual((yield self.body(36, "masternode", "list")), RPCM_36_MASTERNODE_LIST)
-        self.assertEqual((yield self.body(37, "masternode", "status")), RPCM_37_MASTERNODE_STATUS)
-        self.assertEqual((yield self.body(39, "masternodelist")), RPCM_39_MASTERNODELIST)
-
-    @inlineCallbacks
-    def test_counts(self):
-        for mode in ("ps", "enabled", "qualify"):
-            self.assertEqual((yield self.result("masternode", "count", mode)), 0)
-        self.assertEqual((yield self.result("masternode", "count", "all")),
-                         "Total: 0 (PS Compatible: 0 / Enabled: 0 / Qualify: 0)")
-        self.assertIsNone((yield self.result("masternode", "count", "other")))
-        self.assertEqual((yield self.error("masternode", "count", "ps", "x")),
-                         (500, -8, "Too many parameters"))
-
-    @inlineCallbacks
-    def test_lists_and_winners(self):
-        for mode in ("json", "status", "addr", "rank", "full"):
-            self.assertEqual((yield self.result("masternodelist", mode, "1.2.3")), {})
-            self.assertEqual((yield self.result("masternode", "list", mode)), {})
-        help_text = yield self.result("help", "masternodelist")
-        self.assertEqual((yield self.error("masternodelist", "bogus")), (500, -1, help_text))
-        self.assertEqual((yield self.error("masternode", "list", "bogus")), (500, -1, help_text))
-        self.assertEqual((yield self.result("masternode", "list-conf")), {})
-        for sub in ("current", "winner"):
-            self.assertEqual((yield self.result("masternode", sub)), "unknown")
-        winners = yield self.result("masternode", "winners")
-        self.assertEqual(winners, {str(h): "Unknown"
-                                   for h in range(TIP_HEIGHT - 10, TIP_HEIGHT + 20)})
-        self.assertEqual(len((yield self.result("masternode", "winners", "2", "nkno"))), 22)
-        self.assertEqual((yield self.result("masternode", "winners", "2", "payee")), {})
-        self.assertEqual(len((yield self.result("masternode", "winners", "junk"))), 20)
-        # glibc's atoi: 5,000 digits clamp to LONG_MAX, which as an int is -1; no 500.
-        self.assertEqual(len((yield self.result("masternode", "winners", "9" * 5000))), 19)
-        self.assertEqual(len((yield self.result("masternode", "winners", "-" + "9" * 5000))),
-                         20)
-        self.assertEqual(len((yield self.result("masternode", "winners", "4294967298"))), 22)
-        self.assertEqual(len((yield self.result("masternode", "winners", "999999999"))),
-                         TIP_HEIGHT + 20)
-        self.assertEqual((yield self.error("masternode", "winners", "1", "x", "y")),
-                         (500, -8, "Correct usage is 'masternode winners ( \"count\" "
-                                   "\"filter\" )'"))
-
-    @inlineCallbacks
-    def test_genkey_and_wallet_commands(self):
-        key = yield self.result("masternode", "genkey")
-        secret, compressed = decode_wif(key, self.params)
-        self.assertEqual((len(secret), compressed), (32, False))
-        self.assertNotEqual((yield self.result("masternode", "genkey")), key)
-        for sub in ("outputs", "start-alias", "start-all", "start-missing", "start-disabled"):
-            self.assertEqual((yield self.error("masternode", sub)), NO_WALLET, sub)
-
-
-class SyncAndSporkTests(GovernanceTestCase):
-    @inlineCallbacks
-    def test_mnsync(self):
-        self.clock.set_mock_time(1800000000)
-        status = yield self.result("mnsync", "status")
-        self.assertEqual(list(status), MNSYNC_KEYS)
-        self.assertEqual(status, {
-            "AssetID": 999, "AssetName": "MASTERNODE_SYNC_FINISHED",
-            "AssetStartTime": 1800000000 - self.node.uptime(), "Attempt": 0,
-            "IsBlockchainSynced": True, "IsMasternodeListSynced": True,
-            "IsWinnersListSynced": True, "IsSynced": True, "IsFailed": False})
-        self.assertEqual((yield self.result("mnsync", "next")),
-                         "sync updated to MASTERNODE_SYNC_FINISHED")
-        self.assertEqual((yield self.result("mnsync", "reset")), "success")
-        self.assertEqual((yield self.result("mnsync", "other")), "failure")
-        help_text = ("mnsync [status|next|reset]\nReturns the sync status, updates to the next "
-                     "step or resets it entirely.\n")
-        self.assertEqual((yield self.error("mnsync")), (500, -1, help_text))
-
-    @inlineCallbacks
-    def test_spork(self):
-        show = yield self.result("spork", "show")
-        self.assertEqual(list(show), RECORDED_SPORKS)
-        self.assertEqual(show, dict(SPORKS))
-        self.assertEqual(show["SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT"], SPORK_OFF)
-        self.assertEqual((yield self.result("spork", "active")),
-                         dict.fromkeys(RECORDED_SPORKS, False))
-        self.assertEqual((yield self.result("spork", "SPORK_99_NONE", 1)), "Invalid spork name")
-        self.assertEqual((yield self.error("spork", "SPORK_2_INSTANTSEND_ENABLED", 0)),
-                         (500, -31, "Error: Peer-to-peer functionality missing or disabled"))
-        self.assertEqual((yield self.error("spork", 1, 2)),
-                         (500, -3, "Expected type string, got number"))
-        self.assertEqual((yield self.error("spork", "x", "y")),
-                         (500, -3, "Expected type number, got string"))
-        help_text = yield self.result("help", "spork")
-        self.assertTrue(help_text.startswith("spork <name> [<value>]\n"))
-        for params in ((), ("other",), (1, 2, 3)):
-            self.assertEqual((yield self.error("spork", *params)), (500, -1, help_text), params)
-        self.assertEqual((yield self.error("spork", 5)),
-                         (500, -1, "JSON value is not a string as expected"))
-
+class SporkTests(GovernanceTestCase):
+    methods = METHODS + MASTERNODE_METHODS  # the help listing names both
     @inlineCallbacks
     def test_help_listing(self):
         listing = (yield self.result("help")).split("\n")

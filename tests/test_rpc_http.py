@@ -15,7 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from coin.rpc import jsonrpc
 from coin.rpc.jsonrpc import LARGE_RESULT, RPCLimits, parse_json
 from coin.rpc.registry import rpc_method
-from coin.rpc.resource import MAX_HEADER_BYTES, OVERLOAD_LINGER
+from coin.rpc.resource import MAX_HEADER_BYTES, MAX_REQUEST_LINE, OVERLOAD_LINGER
 from coin.views.amounts import amount_to_json, real_to_json
 
 from .rpchelpers import Server, post, split_response
@@ -66,6 +66,16 @@ class HeaderSizeTests(SynchronousTestCase):
     def test_all_headers_together_over_the_limit(self):
         self.assert_400_and_closed(post(GET_COUNT, extra=b"".join(
             b"X-%d: %s\r\n" % (n, b"a" * 6000) for n in range(3))))
+
+    def test_request_line_over_cores_limit(self):
+        # A 9 KB path: Core (libevent, MAX_HEADERS_SIZE) answers 400, not the path's 404.
+        path = b"/rest/block/" + b"a" * (MAX_REQUEST_LINE - 10) + b".json"
+        self.assert_400_and_closed(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    def test_request_line_at_cores_limit_is_read(self):
+        path = b"/x" * ((MAX_REQUEST_LINE - len(b"GET  HTTP/1.1")) // 2)
+        reply = Server().exchange(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertFalse(reply.startswith(b"HTTP/1.1 400"), reply[:40])
 
     def test_headers_at_the_limit_are_fine(self):
         raw = post(GET_COUNT, extra=b"X-Big: " + b"a" * 8000 + b"\r\n")

@@ -82,7 +82,8 @@ class DiscoveryTests(SynchronousTestCase):
         dists = FakeDistributions(self)
         dists.add("fakeplugin", "1.0", "[coin.rpc]\nfake = fakeplugin_rpc:METHODS\n",
                   "fakeplugin_rpc", PLUGIN_SOURCE)
-        table = load_plugins()
+        self.assertNotIn("double", load_plugins())
+        table = load_plugins(["fakeplugin"])
         self.assertEqual(table.get("double").handler(None, 21), 42)
         self.assertEqual(table.origin("double"),
                          "fakeplugin 1.0 (entry point fake = fakeplugin_rpc:METHODS)")
@@ -93,7 +94,8 @@ class DiscoveryTests(SynchronousTestCase):
                   "fakeplugin_rpc", PLUGIN_SOURCE)
         dists.add("otherplugin", "2.0", "[coin.rpc.test]\nother = otherplugin_rpc:double\n",
                   "otherplugin_rpc", PLUGIN_SOURCE)
-        error = self.assertRaises(PluginError, load_plugins, "coin.rpc.test")
+        error = self.assertRaises(PluginError, load_plugins, ["fakeplugin", "otherplugin"],
+                                  group="coin.rpc.test")
         self.assertIn("'double' is registered twice", str(error))
         self.assertIn("fakeplugin 1.0", str(error))
         self.assertIn("otherplugin 2.0", str(error))
@@ -114,19 +116,19 @@ class DiscoveryTests(SynchronousTestCase):
 
                   METHODS = [bad]
                   """)
-        for group, expected in (("coin.rpc.bad1", "RPC plugin badimport 0.1 (entry point x = "
-                                 "badimport_rpc:METHODS) failed to load: ImportError"),
-                                ("coin.rpc.bad2", "RPC plugin badobject 0.2 (entry point x = "
-                                 "badobject_rpc:METHODS): expected an RPCMethod or a list of "
-                                 "them, got int"),
-                                ("coin.rpc.bad3", "RPC plugin badspec 0.3 (entry point x = "
-                                 "badspec_rpc:METHODS): bad: handler must accept the context "
-                                 "and 1 argument(s)")):
-            error = self.assertRaises(PluginError, load_plugins, group)
+        for group, plugin, expected in (
+                ("coin.rpc.bad1", "badimport", "RPC plugin badimport 0.1 (entry point x = "
+                 "badimport_rpc:METHODS) failed to load: ImportError"),
+                ("coin.rpc.bad2", "badobject", "RPC plugin badobject 0.2 (entry point x = "
+                 "badobject_rpc:METHODS): expected an RPCMethod or a list of them, got int"),
+                ("coin.rpc.bad3", "badspec", "RPC plugin badspec 0.3 (entry point x = "
+                 "badspec_rpc:METHODS): bad: handler must accept the context and 1 "
+                 "argument(s)")):
+            error = self.assertRaises(PluginError, load_plugins, [plugin], group=group)
             self.assertTrue(str(error).startswith(expected), str(error))
 
     def test_empty_group_means_not_installed(self):
-        error = self.assertRaises(PluginError, load_plugins, "coin.rpc.nothing-here")
+        error = self.assertRaises(PluginError, load_plugins, group="coin.rpc.nothing-here")
         self.assertIn("pip install -e .", str(error))
 
     def test_builtin_entry_points_in_pyproject(self):
@@ -341,7 +343,7 @@ class FamilyTests(SynchronousTestCase):
     def gobject(self):
         message, header, subs = _family_from_transcript("rpcm_30_gobject", 18, count=SubCommand(
             "count", lambda ctx: {"objects": 0}, summary="Count governance objects and votes"),
-            get=SubCommand("get", lambda ctx, h: h, args=(Arg("hash", STR),),
+            get=SubCommand("get", lambda ctx, hash: hash, args=(Arg("hash", STR),),
                            summary="Get governance object by hash",
                            usage="Correct usage is 'gobject get <governance-hash>'"))
         return message, command_family("gobject", category="governance", help=header,
@@ -452,4 +454,8 @@ class ControlMethodTests(SynchronousTestCase):
         self.assertEqual(_run(control.echo, [1, None, {"a": [2]}]), [1, None, {"a": [2]}])
         self.assertEqual(_run(control.echojson, []), [])
         self.assertEqual(_run(control.echo, {"args": ["x", 2]}), ["x", 2])
+        # Core 0.17's names arg0..arg9: holes before a given one are null, none after it.
+        self.assertEqual(_run(control.echojson, {"arg2": [1], "arg0": None}), [None, None, [1]])
+        self.assertEqual(rpc_error(_run, control.echo, {"arg10": 1}),
+                         (-8, "Unknown named parameter arg10"))
         self.assertEqual(control.echo.help_text.split("\n")[0], 'echo|echojson "message" ...')

@@ -85,16 +85,20 @@ class MakeServiceTests(SynchronousTestCase):
     def test_make_service_opens_and_creates_nothing(self) -> None:
         keep_umask(self)
         datadir = os.path.abspath(self.mktemp())
-        os.makedirs(datadir)
+        # The network datadir exists: files a service would create there (masternode.conf,
+        # wallets/) are seen.
+        os.makedirs(os.path.join(datadir, "regtest"))
         options = Options()
         options.parseOptions(["-regtest", "-datadir=" + datadir, "-printtoconsole=0",
                               "-txindex"])
         node = makeService(options)
         self.assertIsInstance(node, NodeService)
-        self.assertEqual(os.listdir(datadir), [])
+        self.assertEqual(os.listdir(datadir), ["regtest"])
+        self.assertEqual(os.listdir(os.path.join(datadir, "regtest")), [])
         self.assertEqual(open_paths(datadir), [])
         self.assertEqual([child.name for child in node],
-                         ["validation", "txindex", "mempool", "p2p", "wallets", None, None])
+                         ["validation", "txindex", "mempool", "p2p", "masternodes", "wallets",
+                          None, None])
 
     def test_a_refused_setting_stops_make_service(self) -> None:
         keep_umask(self)

@@ -77,6 +77,28 @@ class ValidationServiceTests(TestCase):
         self.assertEqual(reopened.tip.hash, tip)
 
 
+class SyncListenersTests(TestCase):
+    @inlineCallbacks
+    def test_fires_after_queued_events_reached_the_listeners(self):
+        store = ChainStore(self.mktemp(), REGTEST)
+        store.open()
+        service = ValidationService(ChainState(REGTEST, store), reactor)
+        recorder = ThreadRecorder()
+        service.subscribe(recorder)
+        service.startService()
+        self.addCleanup(service.stopService)
+        chain = yield service.ready
+        builder = ChainBuilder(chain)
+        block = yield service.call(lambda cs: builder.build())
+        submitted = service.submit_block(block)
+        # Not waiting for the submission: the sync alone guarantees its events arrived.
+        yield service.sync_listeners()
+        self.assertEqual(recorder.connected, [0, 1])
+        self.assertEqual(recorder.tips, [0, 1])
+        entry = yield submitted
+        self.assertEqual(entry.hash, block.hash)
+
+
 class ReindexLoggingTests(SynchronousTestCase):
     def test_reindex_logs_progress(self) -> None:
         datadir = self.mktemp()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from decimal import Decimal
 from typing import Any, List
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from coin.chainparams import COIN, MAX_MONEY, REGTEST
+from coin.chainparams import COIN, MAX_MONEY, REGTEST, TEST
 from coin.consensus.versionbits import deployment_state
 from coin.primitives.address import Destination, decode_address, encode_address
 from coin.primitives.coin import Coin
@@ -454,7 +455,9 @@ class ChainInfoTests(ChainViewTestCase):
         self.assertEqual((view["pruned"], view["pruneheight"]), (True, 7))
 
     def test_softforks(self) -> None:
-        view = chain_info_json(self.chain, REGTEST)
+        # Main and test count versions; regtest's rules come from Core 0.17's heights.
+        majority = dataclasses.replace(REGTEST, majority_rules=TEST.majority_rules)
+        view = chain_info_json(self.chain, majority)
         self.assertEqual([f["id"] for f in view["softforks"]], ["bip34", "bip66", "bip65"])
         bip65 = view["softforks"][2]
         self.assertEqual(list(bip65), ["id", "version", "enforce", "reject"])
@@ -463,6 +466,12 @@ class ChainInfoTests(ChainViewTestCase):
                                             "window": 100})
         self.assertEqual(list(bip65["reject"]), ["status", "found", "required", "window"])
         self.assertEqual(bip65["reject"]["required"], 95)
+        # Same shape on regtest, but at height 102 no rule has reached its height.
+        regtest = chain_info_json(self.chain, REGTEST)["softforks"]
+        self.assertEqual([(f["id"], f["version"], f["enforce"]["status"], f["reject"]["status"],
+                           f["enforce"]["found"]) for f in regtest],
+                         [("bip34", 2, False, False, 100), ("bip66", 3, False, False, 100),
+                          ("bip65", 4, False, False, 100)])
         self.assertEqual(view["bip9_softforks"], [{
             "id": "csv",
             "status": deployment_state(self.entry, REGTEST, "csv", self.chain.versionbits)}])

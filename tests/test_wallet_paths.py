@@ -1,12 +1,14 @@
 """Wallet names, paths and files (security issue #11: F1, F5, F6, F11): names resolve
 inside the wallet directory or are refused with Core's codes, existing wallets and
 files that are not wallets are never written, backups never land on a wallet, and a
-hypothesis fuzz of hostile names checks nothing is created or opened outside."""
+hypothesis fuzz of hostile names checks nothing is created or opened outside (relative
+names) or anywhere but the directory given (absolute names, as Core 0.17 accepts them)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat
 from typing import Dict, List
@@ -88,7 +90,8 @@ class ResolveTests(PathsTestCase):
                          os.path.join(walletdir, "wallet.dat"))
 
     def test_names_that_leave_or_break_the_directory_are_refused(self):
-        for name in ("../escape", "/abs", "/", "a//b", "a/./b", "a/", ".", "..", "x/../..",
+        for name in ("../escape", "/", "//x", "/a/../b", "/a/./b", "/a/", "a//b", "a/./b", "a/",
+                     ".", "..", "x/../..",
                      "a\0b", "wallet.dat/x", "new/wallet.dat/x", "wallet.dat-wal",
                      "wallet.dat-shm", "wallet.dat-journal", "new/wallet.dat-wal/x"):
             error = self.refused(-4, name)
@@ -103,6 +106,31 @@ class ResolveTests(PathsTestCase):
         # Nothing was created for any of them.
         self.assertLessEqual(set(os.listdir(self.walletdir)),
                              {"wallet.dat", "wallet.dat-wal", "wallet.dat-shm"})
+
+    def test_absolute_paths_land_exactly_where_given(self):
+        """Core 0.17 accepts any absolute directory; it is taken as written."""
+        outside = os.path.realpath(self.outside)
+        for name in (os.path.join(self.outside, "w"), os.path.join(self.outside, "%2e%2e"),
+                     os.path.join(self.outside, "a?b", "c d")):
+            wallet = self.create(name)
+            self.assertEqual(wallet.db.path, os.path.join(outside, os.path.relpath(
+                name, self.outside), "wallet.dat"))
+            self.assertTrue(os.path.isfile(wallet.db.path))
+        self.assertEqual(sorted(os.listdir(self.outside)), ["%2e%2e", "a?b", "w"])
+        # An existing wallet there is never created over.
+        name = os.path.join(self.outside, "w")
+        self.service.unload(name)
+        before = digest(os.path.join(name, "wallet.dat"))
+        self.assertEqual(self.refused(-4, name, must_create=True).message,
+                         "Wallet %s already exists." % name)
+        self.assertEqual(digest(os.path.join(name, "wallet.dat")), before)
+        # A file is a wallet only by a bare name in walletdir, never by an absolute path.
+        with open(os.path.join(self.outside, "file.dat"), "wb") as f:
+            f.write(b"x")
+        self.refused(-4, os.path.join(self.outside, "file.dat"))
+        # Relative names still never leave the wallet directory.
+        self.refused(-4, os.path.join("..", "outside", "v"))
+        self.assertFalse(os.path.exists(os.path.join(self.outside, "v")))
 
     def test_symlinks_are_followed_only_inside(self):
         walletdir = os.path.realpath(self.walletdir)
@@ -144,6 +172,14 @@ class OpenTests(PathsTestCase):
 
     def test_a_loaded_wallet_is_refused_under_another_name(self):
         self.create("victim")
+        absolute = os.path.join(os.path.abspath(self.walletdir), "victim")
+        self.assertIn("Duplicate -wallet filename", self.refused(-4, absolute).message)
+        # An absolute path: loaded once, whatever the spelling (a symlink to its folder).
+        name = os.path.join(self.outside, "w")
+        self.create(name)
+        os.symlink("w", os.path.join(self.outside, "link"))
+        self.assertIn("Duplicate -wallet filename",
+                      self.refused(-4, os.path.join(self.outside, "link")).message)
         os.symlink("victim", os.path.join(self.walletdir, "alias"))
         duplicate = ("Wallet file verification failed: Error loading wallet %s. Duplicate "
                      "-wallet filename specified.")
@@ -321,9 +357,16 @@ class FuzzTests(PathsTestCase):
         self.victim_digest = digest(self.victim_file)
         self.open_before = set(open_files_under(self.sandbox))  # the chain state's files
 
-    @given(_NAMES, st.sampled_from([(True, False), (True, True), (False, False)]))
-    def test_no_file_is_created_or_opened_outside_the_wallet_directory(self, name, mode):
+    @given(st.booleans(), _NAMES,
+           st.sampled_from([(True, False), (True, True), (False, False)]))
+    def test_nothing_is_created_or_opened_but_where_the_name_says(self, absolute, name, mode):
+        """A relative name stays inside the wallet directory; an absolute one (rooted in
+        the sandbox here) lands exactly at the directory it spells, never decoded; no
+        wallet is written over or opened twice."""
+        # Only absolute names rooted in the sandbox: any other would be honoured as well.
+        name = self.outside + "/" + name if absolute else name.lstrip("/")
         create, must_create = mode
+        target = None
         try:
             wallet = self.service.open_wallet(self.chainstate, name, create=create,
                                               must_create=must_create)
@@ -331,10 +374,28 @@ class FuzzTests(PathsTestCase):
             self.assertIn(e.rpc_code, (-4, -8, -18), e.message)
         else:
             try:
-                self.assertTrue(wallet.db.path.startswith(self.walletdir_real + os.sep))
+                if absolute:
+                    target = os.path.dirname(wallet.db.path)
+                    self.assertEqual(wallet.db.path, os.path.join(os.path.realpath(name),
+                                                                  "wallet.dat"))
+                    self.assertNotIn("..", name.split("/"))
+                else:
+                    self.assertTrue(wallet.db.path.startswith(self.walletdir_real + os.sep))
                 for path in set(open_files_under(self.sandbox)) - self.open_before:
-                    self.assertTrue(path.startswith(self.walletdir_real + os.sep), path)
+                    self.assertTrue(path.startswith((target or self.walletdir_real) + os.sep),
+                                    path)
             finally:
                 self.service.unload(name)
-        self.assertEqual(tree(self.sandbox, self.walletdir_real), self.before)
+        after = tree(self.sandbox, self.walletdir_real)
+        if target is not None:
+            # Only the wallet's folder (and the folders leading to it) are new; remove them
+            # so the next example starts from the same tree.
+            new = sorted(set(after) - set(self.before))
+            for path in new:
+                self.assertTrue(path == target or path.startswith(target + os.sep)
+                                or target.startswith(path + os.sep), path)
+            if new:
+                shutil.rmtree(new[0])
+            after = tree(self.sandbox, self.walletdir_real)
+        self.assertEqual(after, self.before)
         self.assertEqual(digest(self.victim_file), self.victim_digest)

@@ -4,7 +4,8 @@ Handlers never touch the chain state's writer directly: anything that reads
 the UTXO set or changes state goes through the validation service's single
 worker thread; block reads from disk run in the reactor's thread pool.  Pure
 index reads (tip, heights, entries) are served from memory in the caller's
-thread.
+thread, from one :class:`~coin.chain.snapshot.ChainSnapshot` per request
+(:meth:`ChainAccess.snapshot`), so they never see a reorg half done.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
+from coin.chain.snapshot import ChainSnapshot
 from coin.chainparams import ChainParams
 from coin.mining.assembler import MiningError, create_block_from_pool, solve
 from coin.primitives.block import Block
@@ -65,6 +67,10 @@ class ChainAccess:
         """The in-memory index and active chain (read only from here)."""
         return self._service.chainstate
 
+    def snapshot(self) -> ChainSnapshot:
+        """The chain as of the writer's last consistent state: take one per request."""
+        return self._service.chainstate.published
+
     @property
     def reactor(self) -> Any:
         """The reactor: handlers use it as their clock (timeouts, delays)."""
@@ -108,8 +114,9 @@ class ChainAccess:
         if self.txindex is not None:
             pos = yield deferToThread(state.store.txindex_lookup, txid)
             if pos is not None:
-                entry = state.lookup(pos.block_hash)
-                if entry is not None and state.contains(entry):
+                view = self.snapshot()
+                entry = view.lookup(pos.block_hash)
+                if entry is not None and view.contains(entry):
                     tx = yield deferToThread(_read_tx_at, state, entry, pos.tx_offset, txid)
                     if tx is not None:
                         return (tx, entry)
@@ -144,13 +151,17 @@ class ChainAccess:
         """Run ``f(chainstate, *args)`` on the writer thread."""
         return self._service.call(f, *args)
 
+    def sync_listeners(self) -> Deferred:
+        """Fires once chain events published so far reached every listener."""
+        return self._service.sync_listeners()
+
     def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
         """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
         return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries)
 
     def wait_for_tip(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
         """Fires with the tip once ``condition(tip)`` holds (at once if it already does)."""
-        tip = self.state.tip
+        tip = self.snapshot().tip
         if tip is not None and condition(tip):
             d: Deferred = Deferred()
             d.callback(tip)
@@ -188,7 +199,7 @@ def _entry_of_unspent(chainstate: ChainState, txid: bytes) -> Optional[BlockInde
 def _read_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,
                 txid: bytes) -> Optional[Transaction]:
     """The transaction at ``offset`` inside ``entry``'s block, if it is ``txid``."""
-    raw = state.store.read_block(entry.file_no, entry.data_pos)
+    raw = state.read_raw_block(entry)
     try:
         tx = Transaction.read(ByteReader(raw, offset))
     except DeserializationError:

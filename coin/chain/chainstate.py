@@ -13,11 +13,13 @@ re-accepted, so nothing reported as connected is ever lost.
 
 from __future__ import annotations
 
+import threading
 import time as _time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from twisted.logger import Logger
 
+from coin.chain.clock import NodeClock
 from coin.chain.events import ChainEvent, BlockConnected, BlockDisconnected, TipChanged
 from coin.chain.index import (
     BLOCK_FAILED_CHILD,
@@ -36,9 +38,9 @@ from coin.consensus.block_check import check_block, check_block_header
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import block_proof
 from coin.consensus.softforks import (
+    bip34_in_force,
     check_block_contextual,
     check_header_contextual,
-    is_super_majority,
     locktime_flags,
     script_flags_for_block,
 )
@@ -55,9 +57,17 @@ from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
 from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
+from coin.primitives.transaction import Transaction
 from coin.script.flags import SCRIPT_VERIFY_P2SH
 from coin.chain import pruning
 from coin.chain.scriptcheck import verify_transaction_scripts
+from coin.chain.snapshot import (
+    NOT_ON_DISK_MESSAGE,
+    PRUNED_MESSAGE,
+    BlockUnavailable,
+    ChainSnapshot,
+    find_fork,
+)
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
 
@@ -67,15 +77,20 @@ class ChainState:
     """Block index + active chain + UTXO set, kept consistent with the store."""
 
     def __init__(self, params: ChainParams, store: ChainStore,
-                 now: Callable[[], float] = _time.time,
+                 clock: Optional[NodeClock] = None,
                  publish: Optional[Callable[[List[ChainEvent]], None]] = None) -> None:
         self.params = params
         self.store = store
-        self._now = now
+        self.clock = clock or NodeClock()
         self._publish = publish or self._publish_now
         self.index: Dict[bytes, BlockIndexEntry] = {}
-        #: The active chain, by height.
+        #: The active chain, by height (the writer's; readers use :attr:`published`).
         self.chain: List[BlockIndexEntry] = []
+        #: Whether a published snapshot shares ``chain`` (then it is copied before a pop).
+        self._chain_shared = False
+        #: Held while a block's position is read and its bytes fetched, and while pruning
+        #: takes positions away: a read sees the block or the pruned error, never other bytes.
+        self._block_data_lock = threading.Lock()
         self.best_header: Optional[BlockIndexEntry] = None
         self._candidates: Set[BlockIndexEntry] = set()
         #: Blocks with data whose parent has no data yet, keyed by the parent.
@@ -86,8 +101,6 @@ class ChainState:
         self._last_precious_work = 0
         self.versionbits = VersionBitsCache()
         self._listeners: List[object] = []
-        #: Seconds added to the clock for network-adjusted time (P2P sets it).
-        self.time_offset = 0
         #: ``(entry, ValidationError)`` for blocks that failed in the last activation.
         self.connect_failures: List[Tuple[BlockIndexEntry, ValidationError]] = []
         #: ``-prune`` mode (manual or automatic) and the automatic target in bytes (0: none).
@@ -96,6 +109,15 @@ class ChainState:
         self._prune_checked_file: Optional[int] = None
         self._prune_height_cache: Optional[Tuple[int, int]] = None
         self._prune_generation = 0
+        self._marked_pruned = False
+        #: The chain as of the last consistent state (see coin.chain.snapshot).
+        self.published = ChainSnapshot([], None, self)
+        #: Masternode payments (design.md §6), set by the masternode service so consensus
+        #: code imports none of it: ``payee_check(height, coinbase)`` is False for a block
+        #: breaking the payee rule (``bad-cb-payee``); ``block_payee(height)`` is the miner's
+        #: ``(script, amount)`` for coinbase output 1, or None.  Both run on the worker.
+        self.payee_check: Optional[Callable[[int, Transaction], bool]] = None
+        self.block_payee: Optional[Callable[[int], Optional[Tuple[bytes, int]]]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -125,15 +147,24 @@ class ChainState:
         return self.index.get(block_hash)
 
     def read_block(self, entry: BlockIndexEntry) -> Block:
-        if not entry.have_data():
-            if self.is_pruned_block(entry):
-                raise CorruptionError("block %s not available (pruned data)"
-                                      % entry.hash[::-1].hex())
-            raise CorruptionError("block %s has no data" % entry.hash[::-1].hex())
-        return Block.deserialize(self.store.read_block(entry.file_no, entry.data_pos))
+        """The stored block; BlockUnavailable if it has no data or was pruned (any thread)."""
+        return Block.deserialize(self.read_raw_block(entry))
+
+    def read_raw_block(self, entry: BlockIndexEntry) -> bytes:
+        """The serialized block, read under the lock pruning takes to drop positions."""
+        with self._block_data_lock:
+            if not entry.have_data():
+                raise BlockUnavailable(PRUNED_MESSAGE if self.is_pruned_block(entry)
+                                       else NOT_ON_DISK_MESSAGE, entry.hash)
+            return self.store.read_block(entry.file_no, entry.data_pos)
 
     def read_undo(self, entry: BlockIndexEntry) -> List[List[Coin]]:
-        raw = self.store.read_undo(entry.undo_file, entry.undo_pos, entry.hash)
+        """The block's undo data; BlockUnavailable once pruned (any thread)."""
+        with self._block_data_lock:
+            if not entry.status & BLOCK_HAVE_UNDO:
+                raise BlockUnavailable(PRUNED_MESSAGE if self.have_pruned
+                                       else NOT_ON_DISK_MESSAGE, entry.hash)
+            raw = self.store.read_undo(entry.undo_file, entry.undo_pos, entry.hash)
         return deserialize_block_undo(raw)
 
     # ----------------------------------------------------------- pruning
@@ -145,16 +176,24 @@ class ChainState:
 
     @property
     def have_pruned(self) -> bool:
-        """Whether block data was ever pruned from this data directory."""
-        return self.store.have_pruned()
+        """Whether block data was ever pruned from this data directory.
+
+        True from the moment entries lose their data (as Core's fHavePruned, set
+        before the flush), so a read losing the race to the first prune says "pruned".
+        """
+        return self._marked_pruned or self.store.have_pruned()
 
     def is_pruned_block(self, entry: BlockIndexEntry) -> bool:
         """Core's test: data was stored once (``nTx > 0``), is gone, and the node has pruned."""
         return not entry.have_data() and entry.tx_count > 0 and self.have_pruned
 
-    def prune_height(self) -> Optional[int]:
-        """Lowest height from which the active chain's blocks are all stored (pruneheight)."""
-        tip = self.tip
+    def prune_height(self, view: Optional[ChainSnapshot] = None) -> Optional[int]:
+        """Lowest height from which ``view``'s chain (default: the published one) is stored.
+
+        Readers call it (pruneheight): it walks a snapshot, never the list the writer changes.
+        """
+        view = view or self.published
+        tip = view.tip
         if tip is None:
             return None
         if not self.have_pruned:
@@ -163,7 +202,7 @@ class ChainState:
         cached = self._prune_height_cache
         if cached is not None and cached[0] == self._prune_generation and cached[1] <= tip.height:
             return cached[1]
-        height = pruning.prune_height(self)
+        height = pruning.prune_height(view)
         if height is not None:
             self._prune_height_cache = (self._prune_generation, height)
         return height
@@ -190,17 +229,9 @@ class ChainState:
         return self.store.file_usage() >= self.prune_target
 
     def adjusted_time(self) -> int:
-        return int(self._now()) + self.time_offset
+        return self.clock.adjusted_time()
 
-    def find_fork(self, a: BlockIndexEntry, b: BlockIndexEntry) -> BlockIndexEntry:
-        """Last common ancestor of two entries."""
-        if a.height > b.height:
-            a = a.get_ancestor(b.height)
-        elif b.height > a.height:
-            b = b.get_ancestor(a.height)
-        while a is not b:
-            a, b = a.prev, b.prev
-        return a
+    find_fork = staticmethod(find_fork)
 
     def chain_tips(self) -> List[BlockIndexEntry]:
         """Entries with no known child (getchaintips), the active tip included."""
@@ -275,7 +306,7 @@ class ChainState:
                 self._dirty.add(entry)
 
     def _set_tip_from_marker(self, best: Optional[bytes]) -> None:
-        self.chain = []
+        self._replace_chain([])
         if best is None:
             return
         entry = self.index.get(best)
@@ -290,7 +321,25 @@ class ChainState:
         while walk is not None:
             chain[walk.height] = walk
             walk = walk.prev
+        self._replace_chain(chain)
+
+    def _replace_chain(self, chain: List[BlockIndexEntry]) -> None:
+        """Give the writer a new list (published snapshots keep theirs)."""
         self.chain = chain
+        self._chain_shared = False
+
+    def _publish_snapshot(self) -> None:
+        """Let readers see the chain as it is now: call only in a consistent state."""
+        published = self.published
+        if published.tip is self.tip and published.best_header is self.best_header:
+            return
+        self._chain_shared = True
+        self.published = ChainSnapshot(self.chain, self.best_header, self)
+
+    def _extends_published(self) -> bool:
+        """Whether the chain is the published one plus blocks on top (no reorg under way)."""
+        published_tip = self.published.tip
+        return published_tip is None or self.contains(published_tip)
 
     def _replay_block_files(self, full: bool) -> None:
         """Re-accept blocks present in the block files but not in the index."""
@@ -373,6 +422,8 @@ class ChainState:
         self.index[block_hash] = entry
         self._dirty.add(entry)
         self._update_best_header(entry)
+        if self.best_header is entry and self._extends_published():
+            self._publish_snapshot()
         return entry
 
     def accept_headers(self, headers: Sequence[BlockHeader]) -> List[BlockIndexEntry]:
@@ -535,11 +586,14 @@ class ChainState:
                         self._candidates.discard(entry)
                     self._rebuild_candidates()
                     break
+                if self._extends_published():
+                    self._publish_snapshot()
                 if self.store.needs_flush() or self._prune_due():
                     self.flush()
             self._prune_candidates()
         if self.tip is not old_tip and self.tip is not None:
             events.append(TipChanged(self.tip))
+        self._publish_snapshot()
         if events:
             self.store.sync()
             self._publish(events)
@@ -609,7 +663,7 @@ class ChainState:
         block_txids = {tx.txid for tx in txs}
         wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
                   if i.prevout.txid not in block_txids]
-        if not is_super_majority(2, prev, params.majority_enforce, params):
+        if not bip34_in_force(prev, params):
             # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
             out_keys = [(tx.txid, n) for tx in txs for n in range(len(tx.vout))]
             if any(c is not None for c in coins.fetch(out_keys)):
@@ -667,6 +721,9 @@ class ChainState:
             raise ValidationError("bad-cb-amount",
                                   "coinbase pays too much (actual=%d vs limit=%d)" % (reward, limit),
                                   dos=100)
+        if self.payee_check is not None and not self.payee_check(height, txs[0]):
+            # The reference's DoS score 0: a node with another view of the votes is no attacker.
+            raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
 
         for key in spent_keys:
             if created.pop(key, None) is None:
@@ -695,6 +752,8 @@ class ChainState:
             if i:
                 for txin, coin in zip(tx.vin, undo[i - 1]):
                     coins.add((txin.prevout.txid, txin.prevout.n), coin)
+        if self._chain_shared:
+            self._replace_chain(list(self.chain))
         self.chain.pop()
         self._candidates.add(entry)
         return BlockDisconnected(entry, block)
@@ -722,7 +781,9 @@ class ChainState:
             if prune_blk or prune_rev:
                 log.info("Pruning block files {blk} and undo files {rev}",
                          blk=prune_blk, rev=prune_rev)
-                self._dirty.update(pruning.mark_entries_pruned(self, prune_blk, prune_rev))
+                with self._block_data_lock:
+                    self._dirty.update(pruning.mark_entries_pruned(self, prune_blk, prune_rev))
+                    self._marked_pruned = True
                 self._prune_generation += 1
         self.store.flush(list(self._dirty), tip.hash, prune_blk, prune_rev)
         self._dirty.clear()

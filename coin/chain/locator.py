@@ -1,7 +1,8 @@
 """Block locators and the header runs peers ask for (getheaders / getblocks).
 
-Pure reads of the in-memory block index: safe from the reactor thread, since
-the index only grows and the active chain list is replaced, never half-built.
+Pure reads of the in-memory block index and of one active chain: readers off
+the writer thread pass a :class:`~coin.chain.snapshot.ChainSnapshot`, so a run
+of headers never spans two chains of a reorg.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from coin.chain.chainstate import ChainState
+from coin.chain.snapshot import ChainSnapshot
 from coin.chain.index import BlockIndexEntry
 
 
@@ -29,7 +31,7 @@ def block_locator(entry: Optional[BlockIndexEntry]) -> List[bytes]:
     return hashes
 
 
-def fork_in_locator(chainstate: ChainState, locator: Sequence[bytes]) -> BlockIndexEntry:
+def fork_in_locator(chainstate: ChainState | ChainSnapshot, locator: Sequence[bytes]) -> BlockIndexEntry:
     """The first locator block on the active chain (Core's FindForkInGlobalIndex).
 
     A locator naming a block off the active chain counts its fork with the
@@ -44,10 +46,12 @@ def fork_in_locator(chainstate: ChainState, locator: Sequence[bytes]) -> BlockIn
         tip = chainstate.tip
         if tip is not None and entry.chainwork <= tip.chainwork:
             return chainstate.find_fork(tip, entry)
-    return chainstate.chain[0]
+    genesis = chainstate.at_height(0)
+    assert genesis is not None, "a loaded chain always has genesis"
+    return genesis
 
 
-def headers_after(chainstate: ChainState, start: BlockIndexEntry, hash_stop: bytes,
+def headers_after(chainstate: ChainState | ChainSnapshot, start: BlockIndexEntry, hash_stop: bytes,
                   limit: int) -> List[BlockIndexEntry]:
     """Active-chain entries after ``start``, up to ``limit`` or ``hash_stop`` included."""
     found: List[BlockIndexEntry] = []

@@ -25,6 +25,7 @@ from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_HAVE_UNDO, BlockIndexEntry
 
 if TYPE_CHECKING:  # pragma: no cover
     from coin.chain.chainstate import ChainState
+    from coin.chain.snapshot import ChainSnapshot
 
 #: Blocks at the tip never pruned (Core's MIN_BLOCKS_TO_KEEP): reorgs up to this deep work.
 MIN_BLOCKS_TO_KEEP = 288
@@ -133,13 +134,15 @@ def mark_entries_pruned(chainstate: "ChainState", prune_blk: Iterable[int],
     return changed
 
 
-def prune_height(chainstate: "ChainState") -> Optional[int]:
-    """Lowest height of the active chain from which every block's data is stored."""
-    tip = chainstate.tip
+def prune_height(view: "ChainSnapshot") -> Optional[int]:
+    """Lowest height of the snapshot's chain from which every block's data is stored."""
+    tip = view.tip
     if tip is None:
         return None
-    chain = chainstate.chain
     height = tip.height
-    while height > 0 and chain[height - 1].have_data():
+    while height > 0:
+        below = view.at_height(height - 1)
+        if below is None or not below.have_data():
+            break
         height -= 1
     return height

@@ -124,3 +124,12 @@ class ValidationService(service.Service):
     def call(self, f: Callable, *args: Any) -> Deferred:
         """Run ``f(chainstate, *args)`` on the writer thread (consistent reads, mining)."""
         return self._run(f, self.chainstate, *args)
+
+    def sync_listeners(self) -> Deferred:
+        """Fires once every event published before the call has been delivered to the
+        reactor-side listeners (Core's SyncWithValidationInterfaceQueue).
+
+        Work already queued on the writer runs first, and it hands its events to the
+        reactor with ``callFromThread`` before this call's own (empty) result.
+        """
+        return self._run(lambda: None)

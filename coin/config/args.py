@@ -117,6 +117,7 @@ class Config:
         self.datadir = self._resolve_datadir(_CONFFILE_ERROR + 'specified data directory "%s" '
                                              'does not exist.')
         self._warn_about_sections()
+        self._refuse_unsupported()
 
     # -- lookups --------------------------------------------------------------
 
@@ -283,6 +284,22 @@ class Config:
         if not value or not os.path.isdir(value):
             raise ConfigError(missing_message % value)
         return os.path.abspath(value)
+
+    def _refuse_unsupported(self) -> None:
+        """Stop on a Core option this node registers as refused, unless it is given the
+        value the node already behaves as (``-upnp=0``, ``-noproxy``)."""
+        for option in self.registry:
+            if not option.refused or not self.is_set(option.name):
+                continue
+            values = (self.get_all(option.name) if option.repeatable
+                      else [self.get(option.name)]) or ["0"]
+            if option.kind == "bool":
+                refused = any(interpret_bool(value) != option.node_does for value in values)
+            else:  # a text or number: only off ("0", empty, negated) is what the node does
+                refused = any(value not in ("", "0") for value in values)
+            if refused:
+                raise ConfigError("Error: -%s is not supported by this node: %s"
+                                  % (option.name, option.refused))
 
     def _warn_about_sections(self) -> None:
         unknown = {section for section, _ in self._file

@@ -35,6 +35,24 @@ DEFAULT_PID_FILE = "coind.pid"
 DEFAULT_DEBUG_LOG = "debug.log"
 DEFAULT_RPC_MAX_CONNECTIONS = 256
 DEFAULT_RPC_SERVER_TIMEOUT = 30  # seconds (Core's -rpcservertimeout)
+DEFAULT_MAX_TIP_AGE = 24 * 60 * 60  # seconds (Core's -maxtipage)
+DEFAULT_FALLBACK_FEE = "0.0002"      # coins per kB (Core's -fallbackfee)
+DEFAULT_MIN_TX_FEE = "0.00001"       # coins per kB (Core's -mintxfee)
+
+#: Core 0.17's -help sections, in its order.
+CATEGORY_ORDER = (
+    "Options", "Connection options", "Wallet options", "Wallet debugging/testing options",
+    "ZeroMQ notification options", "Debugging/Testing options", "Chain selection options",
+    "Masternode options", "Node relay options", "Block creation options", "RPC server options",
+)
+
+#: Reasons shared by several refused options.
+_NO_NOTIFY = "it runs no notification commands"
+_NO_PROXY = "it has no SOCKS5 proxy support yet"
+_NO_TOR = "it has no Tor support"
+_NO_ZMQ = "it has no ZeroMQ notifications"
+_NO_BDB = "its wallets are SQLite databases, not Berkeley DB"
+_NO_DNS_SEEDS = "it has no DNS seeds"
 
 
 def _ports(attribute: str) -> str:
@@ -44,7 +62,7 @@ def _ports(attribute: str) -> str:
 
 def node_options() -> OptionRegistry:
     """A fresh registry of every option coind accepts."""
-    r = OptionRegistry()
+    r = OptionRegistry(CATEGORY_ORDER)
     r.add("?", "Print this help message and exit")
     r.add("h", "", hidden=True)
     r.add("help", "", hidden=True)
@@ -80,6 +98,9 @@ def node_options() -> OptionRegistry:
           kind="bool", default=False)
     r.add("reindex-chainstate", "Rebuild chain state from the currently indexed blocks",
           kind="bool", default=False)
+    r.add("sporkaddr", "Override the spork address (test and regtest only)",
+          meta="=<address>")
+    r.add("sporkkey", "Private key to send spork messages", meta="=<key>")
     r.add("sysperms", "Create new files with system default permissions, instead of umask 077 "
           "(only effective with disabled wallet functionality)", kind="bool", default=False)
     r.add("txindex", "Maintain a full transaction index, used by the getrawtransaction rpc "
@@ -195,6 +216,10 @@ def node_options() -> OptionRegistry:
           "answered 503 and closed (default: %d)" % DEFAULT_RPC_MAX_CONNECTIONS, kind="int",
           default=DEFAULT_RPC_MAX_CONNECTIONS, category=c, meta="=<n>")
     r.add("rpcpassword", "Password for JSON-RPC connections", category=c, meta="=<pw>")
+    r.add("rpcplugin", "Load the RPC methods of this installed distribution's coin.rpc entry "
+          "points (doc/plugins.md); start-up fails if it cannot be loaded, unless given as "
+          "<dist>:optional. This option can be specified multiple times", repeatable=True,
+          category=c, meta="=<dist>")
     r.add("rpcport", "Listen for JSON-RPC connections on <port> (%s)" % _ports("rpc_port"),
           kind="int", category=c, meta="=<port>")
     r.add("rpcservertimeout", "Timeout during HTTP requests: idle connections are closed, and "
@@ -214,6 +239,15 @@ def node_options() -> OptionRegistry:
           "all rpc users are subject to empty whitelists.", kind="bool", category=c)
     r.add("server", "Accept command line and JSON-RPC commands", kind="bool", default=True,
           category=c)
+
+    c = "Masternode options"
+    r.add("masternode", "Enable the client to act as a masternode (0-1, default: 0)", kind="bool",
+          default=False, category=c, meta="=<n>")
+    r.add("mnconf", "Specify masternode configuration file (default: masternode.conf)",
+          default="masternode.conf", category=c, meta="=<file>")
+    r.add("masternodeprivkey", "Set the masternode private key", category=c, meta="=<n>")
+
+    _add_core_options(r)
     return r
 
 
@@ -235,7 +269,11 @@ class NodeConfig:
     #: None with -nodebuglogfile.
     debug_log: Optional[str]
     print_to_console: bool
+    #: -logtimemicros, -logtimestamps.
+    log_time_micros: bool
+    log_timestamps: bool
     debug: Tuple[str, ...]
+    debug_exclude: Tuple[str, ...]
     txindex: bool
     prune: int
     reindex: bool
@@ -243,8 +281,11 @@ class NodeConfig:
     dbcache_mib: int
     #: None: the store's default.
     blockfile_size: Optional[int]
+    #: -persistmempool; -zapwallettxes turns its default off (as Core).
     persist_mempool: bool
     disable_wallet: bool
+    #: -zapwallettxes as Core reads it: 0 off, 2 drop all, else 1 (keep metadata).
+    zap_mode: int
     #: -wallet names in load order, duplicates dropped ("" is the default wallet).
     wallets: Tuple[str, ...]
     keypool: int
@@ -254,6 +295,8 @@ class NodeConfig:
     rpc_port: int
     rpc_server_timeout: int
     rpc_max_connections: int
+    #: -rpcplugin distributions, loaded when the node is built.
+    rpc_plugins: Tuple[str, ...]
 
     @classmethod
     def from_config(cls, config: Config) -> "NodeConfig":
@@ -273,23 +316,296 @@ class NodeConfig:
         if not config.is_negated("debuglogfile"):
             debug_log = config.resolve_path(config.get("debuglogfile", DEFAULT_DEBUG_LOG))
         daemon = config.get_bool("daemon", False)
+        zap_mode = 0
+        if config.get_bool("zapwallettxes"):
+            zap_mode = 2 if config.get("zapwallettxes") == "2" else 1
         return cls(
             config=config, network=network, datadir=config.net_datadir,
             pid_file=config.resolve_path(config.get("pid", DEFAULT_PID_FILE)
                                          or DEFAULT_PID_FILE),
             debug_log=debug_log,
             print_to_console=config.get_bool("printtoconsole", not daemon),
+            log_time_micros=config.get_bool("logtimemicros"),
+            log_timestamps=config.get_bool("logtimestamps"),
             debug=tuple(config.get_all("debug")),
+            debug_exclude=tuple(config.get_all("debugexclude")),
             txindex=txindex, prune=prune,
             reindex=config.get_bool("reindex", False),
             reindex_chainstate=config.get_bool("reindex-chainstate", False),
             dbcache_mib=max(4, config.get_int("dbcache") or DEFAULT_DBCACHE),
             blockfile_size=config.get_int("blockfilesize") or None,
-            persist_mempool=config.get_bool("persistmempool", True),
-            disable_wallet=config.get_bool("disablewallet", False),
+            persist_mempool=config.get_bool("persistmempool", not zap_mode),
+            disable_wallet=config.get_bool("disablewallet", False), zap_mode=zap_mode,
             wallets=tuple(dict.fromkeys(config.get_all("wallet") or [""])),
             keypool=max(1, config.get_int("keypool")),
             server=config.get_bool("server", True),
             rest=config.get_bool("rest", True),
             rpc_port=config.get_int("rpcport", NETWORKS[network].rpc_port),
-            rpc_server_timeout=timeout, rpc_max_connections=max_connections)
+            rpc_server_timeout=timeout, rpc_max_connections=max_connections,
+            rpc_plugins=tuple(config.get_all("rpcplugin")))
+
+
+def check_node_values(config: Config) -> None:
+    """Refuse values of implemented options this chain cannot honour (ConfigError).
+
+    Only legacy addresses exist without segwit, so ``-addresstype=bech32`` is Core's
+    "Unknown address type" error with the reason; -mocktime pins the clock of test
+    chains only, as ``setmocktime`` does; -rpcserialversion takes Core's 0 and 1.
+    """
+    for name, what in (("addresstype", "address"), ("changetype", "change")):
+        value = config.get(name)
+        if value is not None and value != "legacy":
+            raise ConfigError("Error: Unknown %s type '%s' (this chain has no segwit: the only "
+                              "type is 'legacy')" % (what, value))
+    if config.get_int("mocktime") and config.network != "regtest":
+        raise ConfigError("Error: -mocktime is for regression testing (-regtest mode) only")
+    if config.get_bool("zapwallettxes") and len(config.get_all("wallet")) > 1:
+        raise ConfigError("Error: -zapwallettxes is only allowed with a single wallet file")
+    if config.get_int("rpcserialversion") < 0:
+        raise ConfigError("Error: rpcserialversion must be non-negative.")
+    if config.get_int("rpcserialversion") > 1:
+        raise ConfigError("Error: unknown rpcserialversion requested.")
+
+
+def _add_core_options(r: OptionRegistry) -> None:
+    """The rest of Core 0.17's -help and -help-debug: implemented, or refused with a reason.
+
+    A refused option parses, so a Core-era command line is not "Invalid parameter", but a
+    value other than what the node already does stops start-up (see doc/config.md).
+    """
+    r.add("alertnotify", "Execute command when a relevant alert is received or we see a "
+          "really long fork (%s in cmd is replaced by message)", meta="=<cmd>",
+          refused=_NO_NOTIFY)
+    r.add("assumevalid", "If this block is in the chain assume that it and its ancestors are "
+          "valid and potentially skip their script verification (0 to verify all)",
+          meta="=<hex>", refused="it verifies every script (only -assumevalid=0)")
+    r.add("blocknotify", "Execute command when the best block changes (%s in cmd is replaced "
+          "by block hash)", meta="=<cmd>", refused=_NO_NOTIFY)
+    r.add("blockreconstructionextratxn", "Extra transactions to keep in memory for compact "
+          "block reconstructions (default: 100)", kind="int", meta="=<n>",
+          refused="it has no compact blocks")
+    r.add("blocksonly", "Whether to operate in a blocks only mode (default: 0)", kind="bool",
+          default=False)
+    r.add("dbbatchsize", "Maximum database write batch size in bytes (default: 16777216)",
+          kind="int", meta="=<n>", debug_only=True,
+          refused="it writes each chain state flush as one database transaction")
+    r.add("feefilter", "Tell other nodes to filter invs to us by our mempool min fee "
+          "(default: 1)", kind="bool", debug_only=True, node_does=True,
+          refused="it always sends feefilter")
+    r.add("loadblock", "Imports blocks from external blk000??.dat file on startup",
+          repeatable=True, meta="=<file>", refused="importing external block files is not "
+          "implemented (copy them to blocks/ and use -reindex)")
+    r.add("maxorphantx", "Keep at most <n> unconnectable transactions in memory (default: "
+          "100)", kind="int", default=100, meta="=<n>")
+    r.add("par", "Set the number of script verification threads (-2 to 16, 0 = auto, <0 = "
+          "leave that many cores free, default: 0)", kind="int", meta="=<n>",
+          refused="script verification threads are not configurable (only -par=0)")
+    r.add("shrinkdebugfile", "Shrink debug.log file on client startup (default: 1 when no "
+          "-debug)", kind="bool", refused="it never shrinks debug.log (only "
+          "-shrinkdebugfile=0)")
+
+    c = "Connection options"
+    for name, text, reason, does in (
+            ("discover", "Discover own IP addresses (default: 1 when listening and no "
+             "-externalip or -proxy)", "it does not discover or advertise its own address",
+             False),
+            ("dns", "Allow DNS lookups for -addnode, -seednode and -connect (default: 1)",
+             "it resolves no host names", False),
+            ("dnsseed", "Query for peer addresses via DNS lookup, if low on addresses "
+             "(default: 1 unless -connect used)", _NO_DNS_SEEDS, False),
+            ("enablebip61", "Send reject messages per BIP61 (default: 1)",
+             "sending BIP61 reject messages is not configurable", True),
+            ("forcednsseed", "Always query for peer addresses via DNS lookup (default: 0)",
+             _NO_DNS_SEEDS, False),
+            ("listenonion", "Automatically create Tor hidden service (default: 1)", _NO_TOR,
+             False),
+            ("peerbloomfilters", "Support filtering of blocks and transaction with bloom "
+             "filters (default: 1)", "it serves no BIP37 bloom filters", False),
+            ("upnp", "Use UPnP to map the listening port (default: 0)", "it has no UPnP support",
+             False)):
+        r.add(name, text, kind="bool", category=c, refused=reason, node_does=does)
+    r.add("allowprivatenet", "Allow RFC1918 addresses to be relayed and connected to "
+          "(default: 0)", kind="bool", default=False, category=c)
+    r.add("externalip", "Specify your own public address", repeatable=True, category=c,
+          meta="=<ip>", refused="it does not advertise its own address")
+    r.add("maxreceivebuffer", "Maximum per-connection receive buffer, <n>*1000 bytes "
+          "(default: 5000)", kind="int", category=c, meta="=<n>",
+          refused="the receive side has its own flow control (reading stops while a "
+          "message is processed)")
+    r.add("maxsendbuffer", "Maximum per-connection send buffer, <n>*1000 bytes (Core's "
+          "default: 1000; here 64 KiB unless given)", kind="int", category=c, meta="=<n>")
+    r.add("maxtimeadjustment", "Maximum allowed median peer time offset adjustment. Local "
+          "perspective of time may be influenced by peers forward or backward by this amount. "
+          "(default: 4200 seconds)", kind="int", category=c, meta="=<n>",
+          refused="the adjustment limit is fixed at 4200 seconds")
+    r.add("maxuploadtarget", "Tries to keep outbound traffic under the given target (in MiB "
+          "per 24h), 0 = no limit (default: 0)", kind="int", category=c, meta="=<n>",
+          refused="it has no upload target (only -maxuploadtarget=0)")
+    r.add("onion", "Use separate SOCKS5 proxy to reach peers via Tor hidden services "
+          "(default: -proxy)", category=c, meta="=<ip:port>", refused=_NO_PROXY)
+    r.add("onlynet", "Make outgoing connections only through network <net> (ipv4, ipv6 or "
+          "onion). Incoming connections are not affected by this option. This option can be "
+          "specified multiple times to allow multiple networks.", repeatable=True, category=c,
+          meta="=<net>", refused="outgoing connections cannot be limited by network")
+    r.add("proxy", "Connect through SOCKS5 proxy", category=c, meta="=<ip:port>",
+          refused=_NO_PROXY)
+    r.add("proxyrandomize", "Randomize credentials for every proxy connection. This enables "
+          "Tor stream isolation (default: 1)", kind="bool", category=c, refused=_NO_PROXY)
+    r.add("seednode", "Connect to a node to retrieve peer addresses, and disconnect",
+          repeatable=True, category=c, meta="=<ip>", refused="it has no seed node connections")
+    r.add("torcontrol", "Tor control port to use if onion listening enabled (default: "
+          "127.0.0.1:9051)", category=c, meta="=<ip>:<port>", refused=_NO_TOR)
+    r.add("torpassword", "Tor control port password (default: empty)", category=c,
+          meta="=<pass>", refused=_NO_TOR)
+    r.add("whitebind", "Bind to given address and whitelist peers connecting to it. Use "
+          "[host]:port notation for IPv6", repeatable=True, category=c, meta="=<addr>",
+          refused="a whitelisting listener is not implemented (use -bind and -whitelist)")
+    r.add("whitelist", "Whitelist peers connecting from the given IP address (e.g. 1.2.3.4) "
+          "or CIDR notated network (e.g. 1.2.3.0/24). Can be specified multiple times. "
+          "Whitelisted peers cannot be DoS banned or evicted, connect while their address is "
+          "banned, and with -whitelistrelay their transactions are taken under -blocksonly",
+          repeatable=True, category=c, meta="=<IP address or network>")
+
+    c = "Wallet options"
+    r.add("addresstype", "What type of addresses to use (only \"legacy\": this chain has no "
+          "segwit; default: legacy)", default="legacy", category=c, meta="=<type>")
+    r.add("changetype", "What type of change to use (only \"legacy\": this chain has no "
+          "segwit; default: legacy)", category=c, meta="=<type>")
+    r.add("discardfee", "The fee rate (in COIN/kB) that indicates your tolerance for "
+          "discarding change by adding it to the fee", category=c, meta="=<amt>",
+          refused="change below the dust threshold is discarded, a fixed rule")
+    for name, text, default in (
+            ("fallbackfee", "A fee rate (in COIN/kB) that will be used when fee estimation "
+             "has insufficient data", DEFAULT_FALLBACK_FEE),
+            ("mintxfee", "Fees (in COIN/kB) smaller than this are considered zero fee for "
+             "transaction creation", DEFAULT_MIN_TX_FEE),
+            ("paytxfee", "Fee (in COIN/kB) to add to transactions you send", "0.00")):
+        r.add(name, "%s (default: %s)" % (text, default), default=default, category=c,
+              meta="=<amt>")
+    r.add("rescan", "Rescan the block chain for missing wallet transactions on startup",
+          kind="bool", default=False, category=c)
+    r.add("salvagewallet", "Attempt to recover private keys from a corrupt wallet on startup",
+          kind="bool", category=c, refused=_NO_BDB)
+    r.add("spendzeroconfchange", "Spend unconfirmed change when sending transactions "
+          "(default: 1)", kind="bool", default=True, category=c)
+    r.add("txconfirmtarget", "If paytxfee is not set, include enough fee so transactions "
+          "begin confirmation on average within n blocks (default: 6)", kind="int",
+          default=6, category=c, meta="=<n>")
+    r.add("upgradewallet", "Upgrade wallet to latest format on startup", kind="bool",
+          category=c, refused="its wallets have a single format")
+    r.add("walletbroadcast", "Make the wallet broadcast transactions (default: 1)",
+          kind="bool", default=True, category=c)
+    r.add("walletnotify", "Execute command when a wallet transaction changes (%s in cmd is "
+          "replaced by TxID)", category=c, meta="=<cmd>", refused=_NO_NOTIFY)
+    r.add("walletrbf", "Send transactions with full-RBF opt-in enabled (default: 0)",
+          kind="bool", category=c, refused="this chain has no replace-by-fee")
+    r.add("zapwallettxes", "Delete all wallet transactions and only recover those parts of "
+          "the blockchain through -rescan on startup (1 = keep tx meta data e.g. account "
+          "owner and payment request information, 2 = drop tx meta data)", category=c,
+          meta="=<mode>")
+    c = "Wallet debugging/testing options"
+    r.add("dblogsize", "Flush wallet database activity from memory to disk log every <n> "
+          "megabytes (default: 100)", kind="int", category=c, meta="=<n>", debug_only=True,
+          refused=_NO_BDB)
+    for name, text in (
+            ("flushwallet", "Run a thread to flush wallet periodically (default: 1)"),
+            ("privdb", "Sets the DB_PRIVATE flag in the wallet db environment (default: 1)")):
+        r.add(name, text, kind="bool", category=c, debug_only=True, refused=_NO_BDB)
+    r.add("walletrejectlongchains", "Wallet will not create transactions that violate mempool "
+          "chain limits (default: 0)", kind="bool", category=c, debug_only=True,
+          refused="the wallet gives up any payment the mempool refuses, whatever the reason")
+
+    c = "ZeroMQ notification options"
+    for what in ("hashblock", "hashtx", "rawblock", "rawtx"):
+        r.add("zmqpub" + what, "Enable publish %s in <address>" % what.replace("hash", "hash ")
+              .replace("raw", "raw "), category=c, meta="=<address>", refused=_NO_ZMQ)
+
+    c = "Debugging/Testing options"
+    r.add("addrmantest", "Allows to test address relay on localhost", kind="bool",
+          category=c, debug_only=True, refused="regtest keeps unroutable addresses already")
+    r.add("checkblockindex", "Do a full consistency check for mapBlockIndex, setBlockIndex"
+          "Candidates, chainActive and mapBlocksUnlinked occasionally. (default: 0, regtest: "
+          "1)", kind="bool", category=c, debug_only=True,
+          refused="it has no periodic block index check")
+    r.add("checkblocks", "How many blocks to check at startup (default: 6, 0 = all)",
+          kind="int", default=6, category=c, meta="=<n>", debug_only=True)
+    r.add("checklevel", "How thorough the block verification of -checkblocks is (0-4, "
+          "default: 3)", kind="int", default=3, category=c, meta="=<n>", debug_only=True)
+    r.add("checkmempool", "Run checks every <n> transactions (default: 0, regtest: 1)",
+          kind="int", category=c, meta="=<n>", debug_only=True,
+          refused="it has no periodic mempool check (only -checkmempool=0)")
+    r.add("checkpoints", "Disable expensive verification for known chain history (default: "
+          "1)", kind="bool", category=c, debug_only=True, refused="it has no checkpoints")
+    r.add("debugexclude", "Exclude debugging information for a category. Can be used in "
+          "conjunction with -debug=1 to output debug logs for all categories except one or "
+          "more specified categories.", repeatable=True, category=c, meta="=<category>")
+    r.add("deprecatedrpc", "Allows deprecated RPC method(s) to be used (this node has none, so "
+          "every value is accepted and changes nothing, as Core with a name it does not know)",
+          repeatable=True, category=c, meta="=<method>", debug_only=True)
+    r.add("dropmessagestest", "Randomly drop 1 of every <n> network messages", kind="int",
+          category=c, meta="=<n>", debug_only=True, refused="it drops no messages for tests")
+    r.add("logips", "Include IP addresses in debug output (default: 0)", kind="bool",
+          category=c, node_does=True, refused="logging of peer addresses is not configurable")
+    r.add("logtimemicros", "Add microsecond precision to debug timestamps (default: 0)",
+          kind="bool", default=False, category=c, debug_only=True)
+    r.add("logtimestamps", "Prepend debug output with timestamp (default: 1)", kind="bool",
+          default=True, category=c)
+    r.add("maxsigcachesize", "Limit sum of signature cache and script execution cache sizes "
+          "to <n> MiB (default: 32)", kind="int", category=c, meta="=<n>", debug_only=True,
+          refused="it has no signature cache (only -maxsigcachesize=0)")
+    r.add("maxtipage", "Maximum tip age in seconds to consider node in initial block download "
+          "(default: %d)" % DEFAULT_MAX_TIP_AGE, kind="int", default=DEFAULT_MAX_TIP_AGE,
+          category=c, meta="=<n>", debug_only=True)
+    r.add("mocktime", "Replace actual time with <n> seconds since epoch (default: 0; regtest "
+          "only)", kind="int", default=0, category=c, meta="=<n>", debug_only=True)
+    r.add("printpriority", "Log transaction fee per kB when mining blocks (default: 0)",
+          kind="bool", category=c, debug_only=True,
+          refused="the block assembler does not log per transaction")
+    r.add("stopafterblockimport", "Stop running after importing blocks from disk (default: "
+          "0)", kind="bool", category=c, debug_only=True, refused="it has no block import")
+    r.add("stopatheight", "Stop running after reaching the given height in the main chain "
+          "(default: 0)", kind="int", default=0, category=c, meta="=<n>", debug_only=True)
+    r.add("vbparams", "Use given start/end times for specified version bits deployment "
+          "(regtest-only)", repeatable=True, category=c, meta="=deployment:start:end",
+          debug_only=True, refused="version bits deployments are fixed")
+
+    c = "Node relay options"
+    r.add("bytespersigop", "Equivalent bytes per sigop in transactions for relay and mining "
+          "(default: 20)", kind="int", category=c, meta="=<n>",
+          refused="the sigop policy is fixed")
+    r.add("dustrelayfee", "Fee rate (in COIN/kB) used to defined dust, the value of an output "
+          "such that it will cost more than its value in fees at this fee rate to spend it. "
+          "(default: 0.00003)", category=c, meta="=<amt>", debug_only=True,
+          refused="the dust fee rate is fixed")
+    r.add("mempoolreplacement", "Enable transaction replacement in the memory pool (default: "
+          "0)", kind="bool", category=c, refused="this chain has no replace-by-fee")
+    r.add("whitelistforcerelay", "Force relay of transactions from whitelisted peers even if "
+          "they violate local relay policy (Core's default: 1)", kind="bool", category=c,
+          refused="whitelisted peers' transactions are relayed only once the mempool accepts "
+          "them (only -whitelistforcerelay=0)")
+    r.add("whitelistrelay", "Accept relayed transactions received from whitelisted peers even "
+          "when not relaying transactions (default: 1)", kind="bool", default=True,
+          category=c)
+
+    c = "Block creation options"
+    r.add("blockmaxweight", "Set maximum BIP141 block weight (default: 3996000)", kind="int",
+          category=c, meta="=<n>", refused="this chain has no block weight")
+    r.add("blockmaxsize", "Set maximum block size in bytes", kind="int", category=c,
+          meta="=<n>", refused="the block size limit of templates is fixed")
+    r.add("blockmintxfee", "Set lowest fee rate (in COIN/kB) for transactions to be included "
+          "in block creation. (default: 0.00001)", category=c, meta="=<amt>",
+          refused="the block minimum fee rate is fixed")
+    r.add("blockversion", "Override block version to test forking scenarios", kind="int",
+          category=c, meta="=<n>", debug_only=True, refused="block versions are fixed")
+
+    c = "RPC server options"
+    r.add("rpcserialversion", "Sets the serialization of raw transaction or block hex returned "
+          "in non-verbose mode, non-segwit(0) or segwit(1) (default: 1; without segwit on "
+          "this chain both are the same bytes)", kind="int", default=1, category=c,
+          meta="=<n>")
+    r.add("rpcthreads", "Set the number of threads to service RPC calls (default: 4)",
+          kind="int", category=c, meta="=<n>",
+          refused="RPC calls are served by the event loop, not a thread pool")
+    r.add("rpcworkqueue", "Set the depth of the work queue to service RPC calls (default: 16)",
+          kind="int", category=c, meta="=<n>", debug_only=True,
+          refused="RPC calls are served by the event loop, not a work queue")

@@ -25,10 +25,11 @@ class Option:
     """One known option. ``name`` has no leading dash; ``meta`` is the help placeholder."""
 
     __slots__ = ("name", "help", "default", "kind", "repeatable", "category", "meta",
-                 "debug_only", "hidden")
+                 "debug_only", "hidden", "refused", "node_does")
 
     def __init__(self, name: str, help: str, default: object, kind: str, repeatable: bool,
-                 category: str, meta: str, debug_only: bool, hidden: bool) -> None:
+                 category: str, meta: str, debug_only: bool, hidden: bool, refused: str = "",
+                 node_does: bool = False) -> None:
         self.name = name
         self.help = help
         self.default = default
@@ -38,6 +39,12 @@ class Option:
         self.meta = meta
         self.debug_only = debug_only
         self.hidden = hidden
+        #: Why this node refuses the option ("" if it implements it).
+        self.refused = refused
+        #: For a refused flag, the value the node already behaves as: that value
+        #: (``-upnp=0`` for a node without UPnP) is accepted, the other refused.  A refused
+        #: text or number option is accepted only when off ("0", empty or negated).
+        self.node_does = node_does
 
     def __repr__(self) -> str:
         return "Option(%r)" % self.name
@@ -46,13 +53,21 @@ class Option:
 class OptionRegistry:
     """Known options by name, in registration order."""
 
-    def __init__(self) -> None:
+    def __init__(self, category_order: tuple[str, ...] = ()) -> None:
         self._options: dict[str, Option] = {}
+        #: Categories -help shows first, in this order (Core's); others follow as registered.
+        self.category_order = category_order
 
     def add(self, name: str, help: str, *, default: object = None, kind: str = "str",
             repeatable: bool = False, category: str = "Options", meta: str = "",
-            debug_only: bool = False, hidden: bool = False) -> None:
-        """Register ``-name``; registering a name twice is a programming error."""
+            debug_only: bool = False, hidden: bool = False, refused: str = "",
+            node_does: bool = False) -> None:
+        """Register ``-name``; registering a name twice is a programming error.
+
+        ``refused`` registers a Core option this node does not implement: it parses (a
+        Core-era command line is not "Invalid parameter"), but a value other than
+        ``node_does`` stops start-up with "not supported by this node: <refused>".
+        """
         if name.startswith("-"):
             raise ValueError("option names are registered without the dash: %r" % name)
         if name.startswith("no"):
@@ -62,7 +77,7 @@ class OptionRegistry:
         if name in self._options:
             raise ValueError("option -%s registered twice" % name)
         self._options[name] = Option(name, help, default, kind, repeatable, category, meta,
-                                     debug_only, hidden)
+                                     debug_only, hidden, refused, node_does)
 
     def __contains__(self, name: object) -> bool:
         return name in self._options
@@ -82,11 +97,16 @@ class OptionRegistry:
             if option.hidden or (option.debug_only and not show_debug):
                 continue
             by_category.setdefault(option.category, []).append(option)
+        rank = {category: i for i, category in enumerate(self.category_order)}
         parts = []
-        for category, options in by_category.items():
+        for category, options in sorted(by_category.items(),
+                                        key=lambda item: rank.get(item[0], len(rank))):
             parts.append(category + ":\n\n")
             for option in sorted(options, key=lambda o: o.name):
-                text = textwrap.fill(option.help, width=_SCREEN_WIDTH,
+                shown = option.help
+                if option.refused:
+                    shown += " (not supported by this node: %s)" % option.refused
+                text = textwrap.fill(shown, width=_SCREEN_WIDTH,
                                      initial_indent=" " * _MSG_INDENT,
                                      subsequent_indent=" " * _MSG_INDENT,
                                      break_on_hyphens=False)

@@ -1,7 +1,8 @@
 """Contextual header and block checks, and the soft forks that decide them.
 
 BIP34/66/65 activate by version majority (Core 0.12's IsSuperMajority; the
-numbers are ``ChainParams.majority_*``), CSV (BIP68/112/113) by BIP9
+numbers are ``ChainParams.majority_*``) or, where the rule has a ``height``
+(regtest), from that height on as in Core 0.17; CSV (BIP68/112/113) by BIP9
 (:mod:`coin.consensus.versionbits`).
 
 Convention: every function takes ``prev``, the parent of the block being
@@ -66,21 +67,42 @@ def is_super_majority(min_version: int, prev: Optional[BlockIndexEntry], require
     return found >= required
 
 
-def majority_enforced(rule: MajorityRule, version: int, prev: Optional[BlockIndexEntry],
-                      params: ChainParams) -> bool:
+def rule_in_force(rule: MajorityRule, prev: Optional[BlockIndexEntry], params: ChainParams,
+                  required: Optional[int] = None) -> bool:
+    """Has ``rule`` taken effect for the block after ``prev``?
+
+    From its ``height`` on where it has one; otherwise once ``required``
+    (default: the enforce majority) of the last window carry its version.
+    """
+    if rule.height is not None:
+        return (prev.height + 1 if prev is not None else 0) >= rule.height
+    return is_super_majority(rule.version, prev,
+                             params.majority_enforce if required is None else required, params)
+
+
+def rule_enforced(rule: MajorityRule, version: int, prev: Optional[BlockIndexEntry],
+                  params: ChainParams) -> bool:
     """Does ``rule`` apply to a block of ``version`` after ``prev``?
 
     As in Core, only blocks that themselves carry the new version are held
     to the new rule; older versions are rejected outright once the reject
-    majority is reached (see :func:`check_header_contextual`).
+    majority (or the rule's height) is reached (see :func:`check_header_contextual`).
     """
-    return version >= rule.version and is_super_majority(
-        rule.version, prev, params.majority_enforce, params)
+    return version >= rule.version and rule_in_force(rule, prev, params)
+
+
+def bip34_in_force(prev: Optional[BlockIndexEntry], params: ChainParams) -> bool:
+    """Whether coinbases after ``prev`` are unique by BIP34 (so BIP30 may be skipped)."""
+    return rule_in_force(_rule(params, "bip34"), prev, params)
 
 
 def majority_status(prev: Optional[BlockIndexEntry], rule: MajorityRule,
                     params: ChainParams) -> Dict[str, Any]:
-    """Counts for getblockchaininfo's ``softforks`` entry of ``rule`` at tip ``prev``."""
+    """Counts for getblockchaininfo's ``softforks`` entry of ``rule`` at tip ``prev``.
+
+    For a rule with a ``height`` both statuses are Core 0.17's: whether the tip
+    has reached that height; the counts stay informative.
+    """
     found = 0
     remaining = params.majority_window
     entry = prev
@@ -89,13 +111,17 @@ def majority_status(prev: Optional[BlockIndexEntry], rule: MajorityRule,
             found += 1
         entry = entry.prev
         remaining -= 1
+    if rule.height is not None:
+        enforce = reject = prev is not None and prev.height >= rule.height
+    else:
+        enforce, reject = found >= params.majority_enforce, found >= params.majority_reject
     return {
         "found": found,
         "required_enforce": params.majority_enforce,
         "required_reject": params.majority_reject,
         "window": params.majority_window,
-        "enforce": found >= params.majority_enforce,
-        "reject": found >= params.majority_reject,
+        "enforce": enforce,
+        "reject": reject,
     }
 
 
@@ -113,8 +139,7 @@ def check_header_contextual(header: BlockHeader, prev: BlockIndexEntry, params: 
         raise ValidationError("time-too-new", "block timestamp too far in the future")
     version = header.version
     for rule in params.majority_rules:
-        if version < rule.version and is_super_majority(
-                rule.version, prev, params.majority_reject, params):
+        if version < rule.version and rule_in_force(rule, prev, params, params.majority_reject):
             shown = version & 0xFFFFFFFF
             raise ValidationError("bad-version(0x%08x)" % shown,
                                   "rejected nVersion=0x%08x block" % shown, code=REJECT_OBSOLETE)
@@ -137,7 +162,7 @@ def check_block_contextual(block: Block, prev: BlockIndexEntry, params: ChainPar
         if not is_final_tx(tx, height, cutoff):
             raise ValidationError("bad-txns-nonfinal", "non-final transaction", dos=10)
 
-    if majority_enforced(_rule(params, "bip34"), header.version, prev, params):
+    if rule_enforced(_rule(params, "bip34"), header.version, prev, params):
         if not block.txs[0].vin[0].script_sig.startswith(push_int(height)):
             raise ValidationError("bad-cb-height", "block height mismatch in coinbase",
                                   dos=100)
@@ -157,14 +182,14 @@ def script_flags_for_block(header: BlockHeader | BlockIndexEntry,
     """Consensus script flags for the block with ``header`` after ``prev``.
 
     P2SH from genesis (design.md §3); DERSIG and CHECKLOCKTIMEVERIFY for
-    blocks of version 3 / 4 once the enforce majority is reached;
+    blocks of version 3 / 4 once the enforce majority (or the rule's height) is reached;
     CHECKSEQUENCEVERIFY once CSV is ACTIVE.
     """
     flags = SCRIPT_VERIFY_P2SH
     version = header.version
     for rule in params.majority_rules:
         flag = _RULE_SCRIPT_FLAGS.get(rule.name)
-        if flag and majority_enforced(rule, version, prev, params):
+        if flag and rule_enforced(rule, version, prev, params):
             flags |= flag
     if deployment_state(prev, params, "csv", cache) == ACTIVE:
         flags |= SCRIPT_VERIFY_CHECKSEQUENCEVERIFY

@@ -33,9 +33,13 @@ def coinbase_script_sig(height: int, extra_nonce: int) -> bytes:
 
 
 def create_coinbase(height: int, script_pubkey: bytes, value: int,
-                    extra_nonce: int = 0) -> Transaction:
-    return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))],
-                       [TxOut(value, script_pubkey)])
+                    extra_nonce: int = 0, payee: Optional[Tuple[bytes, int]] = None) -> Transaction:
+    """The miner's output 0; with a masternode ``payee`` (script, amount) as output 1,
+    paid out of ``value``."""
+    outputs = [TxOut(value, script_pubkey)]
+    if payee is not None:
+        outputs = [TxOut(value - payee[1], script_pubkey), TxOut(payee[1], payee[0])]
+    return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))], outputs)
 
 
 def template_fees(chainstate: ChainState, txs: Sequence[Transaction]) -> int:
@@ -77,8 +81,9 @@ def create_block(chainstate: ChainState, script_pubkey: bytes,
         time = max(prev.median_time_past() + 1, chainstate.adjusted_time())
     if version is None:
         version = compute_block_version(prev, params, chainstate.versionbits)
+    payee = chainstate.block_payee(height) if chainstate.block_payee is not None else None
     coinbase = create_coinbase(height, script_pubkey, block_subsidy(height, params) + fees,
-                               extra_nonce)
+                               extra_nonce, payee)
     all_txs: List[Transaction] = [coinbase] + txs
     root, _ = merkle_root([tx.txid for tx in all_txs])
     bits = get_next_work_required(prev, time, params)

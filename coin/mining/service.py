@@ -113,7 +113,7 @@ class MiningService:
     def network_hashps(self, lookup: int, height: int) -> Deferred:
         """Fires with :func:`coin.mining.stats.network_hashps` (a float, or None)."""
         # A long walk down the in-memory index: off the reactor, without holding the writer.
-        return deferToThread(network_hashps, self._chain.state, lookup, height)
+        return deferToThread(network_hashps, self._chain.snapshot(), lookup, height)
 
     def info(self) -> Deferred:
         """Fires with :class:`coin.mining.stats.MiningInfo`."""

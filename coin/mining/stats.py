@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from coin.chain.chainstate import ChainState
+from coin.chain.snapshot import ChainSnapshot
 from coin.consensus.pow import get_difficulty
 from coin.mining.assembler import create_block_from_pool
 from coin.mining.template import TEMPLATE_SCRIPT
@@ -28,7 +29,7 @@ def _uint256_to_double(value: int) -> float:
     return result
 
 
-def network_hashps(chainstate: ChainState, lookup: int, height: int) -> Optional[float]:
+def network_hashps(chainstate: ChainState | ChainSnapshot, lookup: int, height: int) -> Optional[float]:
     """Core's GetNetworkHashPS: work over the time span of ``lookup`` blocks up to ``height``.
 
     None where there is nothing to measure (genesis, no elapsed time): Core

@@ -167,6 +167,8 @@ class AddrMan:
         self.tried_buckets = tried_buckets
         self.bucket_size = bucket_size
         self._reset(key or os.urandom(32))
+        #: -allowprivatenet: private (RFC1918) addresses are kept as well.
+        self.allow_private = False
         self.dirty = False
 
     def _reset(self, key: bytes) -> None:
@@ -198,8 +200,10 @@ class AddrMan:
         return self._entries.get((ip, port))
 
     def acceptable(self, addr: NetAddress) -> bool:
-        """Whether ``addr`` may enter the book: routable (so valid) and with a port."""
-        return addr.port != 0 and addr.is_routable()
+        """Whether ``addr`` may enter the book: routable (so valid) and with a port; with
+        -allowprivatenet an RFC1918 address is taken too, as Dash's IsRoutable does."""
+        return addr.port != 0 and (addr.is_routable() or (
+            self.allow_private and addr.is_valid() and addr.is_rfc1918()))
 
     # ------------------------------------------------------------ bucket positions
 

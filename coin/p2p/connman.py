@@ -13,6 +13,11 @@ Extension points for the sync and relay layers
       reading until it fires).  The base registers ping, pong, addr, getaddr,
       feefilter, sendheaders and reject; unknown commands without a handler are
       ignored.
+    * ``register_handler(command, fn)`` -- how services outside coin.p2p (sporks,
+      masternodes) claim their commands in ``handlers``; P2P never imports them.
+    * ``register_inventory(type, source)`` -- an :class:`InventorySource` for an inventory
+      type the block sync does not own: it gets that type's ``inv`` items and serves
+      its ``getdata`` items (the block sync owns the ``inv``/``getdata`` commands).
     * ``on_handshake``, ``on_disconnect`` -- lists of ``fn(peer)`` run when a peer
       completes the version/verack handshake, and when a registered peer's
       connection is gone.
@@ -40,7 +45,7 @@ import math
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 
 from twisted.application import service
 from twisted.internet import protocol
@@ -59,6 +64,7 @@ from coin.p2p.banman import (
     BanMan,
     Network,
     normalize_ip,
+    parse_subnet,
 )
 from coin.p2p.eviction import EvictionCandidate, select_node_to_evict
 from coin.p2p.messages import (
@@ -68,6 +74,8 @@ from coin.p2p.messages import (
     AddrMessage,
     FeeFilterMessage,
     GetAddrMessage,
+    InvItem,
+    Payload,
     PingMessage,
     PongMessage,
     RejectMessage,
@@ -100,6 +108,16 @@ _UA_COMMENT_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;-_?@")
 
 
+class InventorySource(Protocol):
+    """A service's inventory type on the wire (see ``register_inventory``)."""
+
+    def on_inv(self, peer: PeerProtocol, items: List[InvItem]) -> None:
+        """A peer announced these items (all of this source's type)."""
+
+    def lookup(self, item_hash: bytes) -> Optional[Payload]:
+        """The message that answers a ``getdata`` for ``item_hash``, or None (notfound)."""
+
+
 class P2PStartupError(Exception):
     """An option is invalid; the node refuses to start."""
 
@@ -110,6 +128,18 @@ def format_user_agent(name: str, version: str, comments: List[str]) -> str:
     if comments:
         text += "(%s)" % "; ".join(comments)
     return text + "/"
+
+
+def parse_whitelist(values: List[str]) -> List[Network]:
+    """-whitelist values as networks; P2PStartupError with Core's text for a bad one."""
+    networks = []
+    for value in values:
+        try:
+            networks.append(parse_subnet(value))
+        except ValueError:
+            raise P2PStartupError("Invalid netmask specified in -whitelist: '%s'"
+                                  % value) from None
+    return networks
 
 
 def check_user_agent(comments: List[str], user_agent: str) -> None:
@@ -155,6 +185,18 @@ class P2PSettings:
     #: eviction (set on regtest), so loopback test networks (127.0.0.1, 127.0.0.2...) model
     #: distinct networks.  The address book takes routable addresses only, whatever this says.
     distinct_unroutable_groups: bool = False
+    #: -allowprivatenet (Dash): the address book keeps RFC1918 addresses too.
+    allow_private: bool = False
+    #: -blocksonly: our version asks peers not to relay transactions; their transaction
+    #: announcements and transactions are ignored (ours are still announced).
+    blocks_only: bool = False
+    #: -whitelist networks: their peers are never banned or evicted, and connect while
+    #: their address is banned; with -whitelistrelay their transactions pass -blocksonly.
+    whitelist: List[Network] = field(default_factory=list)
+    whitelist_relay: bool = True
+    #: -maxsendbuffer in bytes: past it a peer's messages wait until it reads ours (Core's
+    #: fPauseSend); None keeps the transport's own 64 KiB.
+    max_send_buffer: Optional[int] = None
 
 
 class TimeData:
@@ -280,6 +322,7 @@ class P2PService(service.Service):
                              now, settings.bantime)
         self.addrman = AddrMan(
             os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now)
+        self.addrman.allow_private = settings.allow_private
         self.time_data = TimeData()
         self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}
@@ -298,11 +341,26 @@ class P2PService(service.Service):
             "ping": self._on_ping, "pong": self._on_pong, "addr": self._on_addr,
             "getaddr": self._on_getaddr, "feefilter": self._on_feefilter,
             "sendheaders": self._on_sendheaders, "reject": self._on_reject}
+        #: Inventory types served by other services (``register_inventory``).
+        self.inventory: Dict[int, InventorySource] = {}
         self.on_handshake: List[Callable[[PeerProtocol], None]] = []
         self.on_disconnect: List[Callable[[PeerProtocol], None]] = []
         self.on_tick: List[Callable[[float], None]] = []
         self._ticker: Optional[LoopingCall] = None
         self._last_dump = 0.0
+
+    def register_handler(self, command: str,
+                         handler: Callable[[PeerProtocol, Any], Optional[Deferred]]) -> None:
+        """Route a command's messages from handshaked peers to ``handler``; one per command."""
+        if command in self.handlers:
+            raise ValueError("a handler for %r is already registered" % command)
+        self.handlers[command] = handler
+
+    def register_inventory(self, inv_type: int, source: InventorySource) -> None:
+        """Hand ``inv``/``getdata`` items of ``inv_type`` to ``source``; one per type."""
+        if inv_type in self.inventory:
+            raise ValueError("inventory type %d is already registered" % inv_type)
+        self.inventory[inv_type] = source
 
     # ------------------------------------------------------------ clock and chain
 
@@ -380,7 +438,7 @@ class P2PService(service.Service):
                       addr=text)
             return None
         host = getattr(addr, "host", "")
-        if self.banman.is_banned(host):
+        if self.banman.is_banned(host) and not self.is_whitelisted(host):
             log.info("connection from {addr} dropped (banned)", addr=text)
             return None
         inbound = sum(1 for p in self.peers.values() if p.inbound and not p.disconnecting)
@@ -398,7 +456,8 @@ class P2PService(service.Service):
             last_block_time=p.last_block_time, last_tx_time=p.last_tx_time,
             relevant_services=bool(p.services & NODE_NETWORK), relay_txes=p.relay,
             keyed_net_group=self.keyed_net_group(p.address))
-            for p in self.peers.values() if p.inbound and not p.disconnecting]
+            for p in self.peers.values() if p.inbound and not p.disconnecting
+            and not self.is_whitelisted(p.address.ip if p.address is not None else "")]
         victim = select_node_to_evict(candidates)
         if victim is None:
             return False
@@ -644,8 +703,30 @@ class P2PService(service.Service):
         except OSError as e:
             log.error("Failed to write the ban list: {error}", error=e)
 
+    def is_whitelisted(self, ip: str) -> bool:
+        """Whether ``ip`` is in a -whitelist network (Core's fWhitelisted)."""
+        if not self.settings.whitelist or not ip:
+            return False
+        try:
+            addr = normalize_ip(ip)
+        except ValueError:
+            return False
+        return any(addr in net for net in self.settings.whitelist if addr.version == net.version)
+
+    def relays_from(self, peer: PeerProtocol) -> bool:
+        """Whether transactions from ``peer`` are taken: not with -blocksonly, unless it is
+        whitelisted and -whitelistrelay (Core's fBlocksOnly / fRelayTxes checks)."""
+        if not self.settings.blocks_only:
+            return True
+        return self.settings.whitelist_relay and peer.address is not None \
+            and self.is_whitelisted(peer.address.ip)
+
     def ban_misbehaving(self, peer: PeerProtocol) -> None:
-        """A peer crossed the ban threshold: ban its address (-bantime) and drop it."""
+        """A peer crossed the ban threshold: ban its address (-bantime) and drop it; a
+        whitelisted one is kept (Core: "not punishing whitelisted peer")."""
+        if peer.address is not None and self.is_whitelisted(peer.address.ip):
+            log.info("Warning: not punishing whitelisted peer {addr}!", addr=peer.addr)
+            return
         if peer.address is None:
             peer.disconnect("misbehaving", abort=True)
             return

@@ -56,8 +56,9 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from coin.consensus.errors import REJECT_MALFORMED
-from coin.p2p.netaddr import NetAddress
+from coin.p2p.netaddr import NetAddress, bytes_to_ip, ip_to_bytes
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.hashes import sha256d
 from coin.primitives.serialize import (
     ByteReader,
     DeserializationError,
@@ -68,7 +69,7 @@ from coin.primitives.serialize import (
     u64,
     var_bytes,
 )
-from coin.primitives.transaction import Transaction
+from coin.primitives.transaction import OutPoint, Transaction
 
 # -- protocol versions (Dash 0.12) ------------------------------------------------------
 
@@ -113,23 +114,21 @@ OVERSIZED_VECTOR_BAN_SCORE = 20
 MSG_TX = 1
 MSG_BLOCK = 2
 MSG_FILTERED_BLOCK = 3
-# Dash's (not relayed by this node; listed so logs can name them).
-MSG_TXLOCK_REQUEST = 4
-MSG_TXLOCK_VOTE = 5
-MSG_SPORK = 6
-MSG_MASTERNODE_PAYMENT_VOTE = 7
-MSG_MASTERNODE_PAYMENT_BLOCK = 8
-MSG_BUDGET_VOTE = 9
-MSG_BUDGET_PROPOSAL = 10
-MSG_BUDGET_FINALIZED = 11
-MSG_BUDGET_FINALIZED_VOTE = 12
-MSG_MASTERNODE_QUORUM = 13
-MSG_MASTERNODE_ANNOUNCE = 14
-MSG_MASTERNODE_PING = 15
-MSG_DSTX = 16
-MSG_GOVERNANCE_OBJECT = 17
-MSG_GOVERNANCE_OBJECT_VOTE = 18
-MSG_MASTERNODE_VERIFY = 19
+#: Core 0.17's (BIP152); the reason the reference node moved Dash's types to 1000 and up.
+MSG_CMPCT_BLOCK = 4
+#: The reference node's Dash types: its MSG_Bitcoin_OFFSET (1000) and up, in Dash 0.12.3's
+#: order less the retired budget types (Dash's own 4..19 collide with MSG_CMPCT_BLOCK).
+MSG_TXLOCK_REQUEST = 1000
+MSG_TXLOCK_VOTE = 1001
+MSG_SPORK = 1002
+MSG_MASTERNODE_PAYMENT_VOTE = 1003
+MSG_MASTERNODE_PAYMENT_BLOCK = 1004
+MSG_MASTERNODE_ANNOUNCE = 1005
+MSG_MASTERNODE_PING = 1006
+MSG_DSTX = 1007
+MSG_GOVERNANCE_OBJECT = 1008
+MSG_GOVERNANCE_OBJECT_VOTE = 1009
+MSG_MASTERNODE_VERIFY = 1010
 
 NULL_HASH = b"\x00" * 32
 
@@ -617,6 +616,248 @@ class RejectMessage(Payload):
         return cls(message, code, reason, data)
 
 
+class GetSporksMessage(_EmptyPayload):
+    """Asks a peer for every spork it holds (Dash's ``getsporks``)."""
+
+    __slots__ = ()
+    command = "getsporks"
+
+
+@dataclass(frozen=True, slots=True)
+class SporkMessage(Payload):
+    """A signed network setting (Dash's ``spork``): int32 id, int64 value, int64 signing
+    time, then the compact signature as a var_str."""
+
+    command: ClassVar[str] = "spork"
+    spork_id: int
+    value: int
+    time_signed: int
+    signature: bytes = b""
+
+    def serialize(self) -> bytes:
+        return self.signed_fields() + var_bytes(self.signature)
+
+    def signed_fields(self) -> bytes:
+        """The fields the inventory hash covers (everything but the signature)."""
+        return i32(self.spork_id) + i64(self.value) + i64(self.time_signed)
+
+    @property
+    def hash(self) -> bytes:
+        """The ``MSG_SPORK`` inventory hash: SHA256d of the fields, signature excluded."""
+        return sha256d(self.signed_fields())
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "SporkMessage":
+        return cls(r.read_i32(), r.read_i64(), r.read_i64(), r.read_var_bytes())
+
+
+# -- masternode messages (Dash 0.12.3 at protocol 70208) -----------------------------------
+
+#: Longest signature or public key a masternode message may carry (Dash reads any length;
+#: a compact signature is 65 bytes, a public key at most 65).
+MAX_MN_BLOB = 520
+#: Dash's defaults for pings without the sentinel/daemon fields.
+DEFAULT_SENTINEL_VERSION = 0x010001
+DEFAULT_DAEMON_VERSION = 120200
+
+
+def _mn_outpoint(outpoint: OutPoint) -> bytes:
+    """Dash at 70208 sends a collateral outpoint as a whole CTxIn (empty script, final)."""
+    return outpoint.serialize() + b"\x00" + u32(0xFFFFFFFF)
+
+
+def _read_mn_outpoint(r: ByteReader) -> OutPoint:
+    """Only the CTxIn's prevout counts; its script and sequence are read and dropped."""
+    outpoint = OutPoint.read(r)
+    _read_limited_bytes(r, MAX_MN_BLOB)
+    r.read_u32()
+    return outpoint
+
+
+def _service(ip: str, port: int) -> bytes:
+    """A CService: 16 address bytes and the port in network byte order."""
+    return ip_to_bytes(ip) + struct.pack(">H", port)
+
+
+def _read_service(r: ByteReader) -> Tuple[str, int]:
+    ip = bytes_to_ip(r.read(16))
+    return ip, struct.unpack(">H", r.read(2))[0]
+
+
+@dataclass(frozen=True, slots=True)
+class MasternodePingMessage(Payload):
+    """``mnp``: a masternode's proof of life, signed with its masternode key.
+
+    The sentinel and daemon fields are optional on the wire, as in Dash.
+    """
+
+    command: ClassVar[str] = "mnp"
+    outpoint: OutPoint
+    block_hash: bytes
+    sig_time: int
+    signature: bytes = b""
+    sentinel_current: bool = False
+    sentinel_version: int = DEFAULT_SENTINEL_VERSION
+    daemon_version: int = DEFAULT_DAEMON_VERSION
+
+    def serialize(self) -> bytes:
+        return b"".join((_mn_outpoint(self.outpoint), self.block_hash, i64(self.sig_time),
+                         var_bytes(self.signature), b"\x01" if self.sentinel_current else b"\x00",
+                         u32(self.sentinel_version), u32(self.daemon_version)))
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "MasternodePingMessage":
+        outpoint = _read_mn_outpoint(r)
+        block_hash, sig_time = r.read(32), r.read_i64()
+        signature = _read_limited_bytes(r, MAX_MN_BLOB)
+        if not r.remaining():
+            return cls(outpoint, block_hash, sig_time, signature)
+        current, sentinel = r.read_u8() != 0, r.read_u32()
+        daemon = r.read_u32() if r.remaining() else DEFAULT_DAEMON_VERSION
+        return cls(outpoint, block_hash, sig_time, signature, current, sentinel, daemon)
+
+    @property
+    def hash(self) -> bytes:
+        """Dash's ping identity: the collateral and the signing time."""
+        return sha256d(_mn_outpoint(self.outpoint) + i64(self.sig_time))
+
+
+@dataclass(frozen=True, slots=True)
+class MasternodeBroadcastMessage(Payload):
+    """``mnb``: announces a masternode; signed with the collateral key."""
+
+    command: ClassVar[str] = "mnb"
+    outpoint: OutPoint
+    ip: str
+    port: int
+    collateral_pubkey: bytes
+    masternode_pubkey: bytes
+    signature: bytes
+    sig_time: int
+    protocol_version: int
+    last_ping: MasternodePingMessage
+
+    def serialize(self) -> bytes:
+        return b"".join((_mn_outpoint(self.outpoint), _service(self.ip, self.port),
+                         var_bytes(self.collateral_pubkey), var_bytes(self.masternode_pubkey),
+                         var_bytes(self.signature), i64(self.sig_time), i32(self.protocol_version),
+                         self.last_ping.serialize()))
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "MasternodeBroadcastMessage":
+        outpoint = _read_mn_outpoint(r)
+        ip, port = _read_service(r)
+        blobs = [_read_limited_bytes(r, MAX_MN_BLOB) for _ in range(3)]
+        sig_time, protocol = r.read_i64(), r.read_i32()
+        return cls(outpoint, ip, port, blobs[0], blobs[1], blobs[2], sig_time, protocol,
+                   MasternodePingMessage.read(r))
+
+    @property
+    def hash(self) -> bytes:
+        """Dash's broadcast identity: collateral, collateral key and signing time."""
+        return sha256d(_mn_outpoint(self.outpoint) + var_bytes(self.collateral_pubkey)
+                       + i64(self.sig_time))
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentVoteMessage(Payload):
+    """``mnw``: a top-ranked masternode's vote for the payee of one block height."""
+
+    command: ClassVar[str] = "mnw"
+    outpoint: OutPoint
+    height: int
+    payee: bytes
+    signature: bytes = b""
+
+    def serialize(self) -> bytes:
+        return b"".join((_mn_outpoint(self.outpoint), i32(self.height), var_bytes(self.payee),
+                         var_bytes(self.signature)))
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "PaymentVoteMessage":
+        outpoint, height = _read_mn_outpoint(r), r.read_i32()
+        payee = _read_limited_bytes(r, 10000)
+        return cls(outpoint, height, payee, _read_limited_bytes(r, MAX_MN_BLOB))
+
+    @property
+    def hash(self) -> bytes:
+        return sha256d(var_bytes(self.payee) + i32(self.height) + self.outpoint.serialize())
+
+
+@dataclass(frozen=True, slots=True)
+class DsegMessage(Payload):
+    """``dseg``: asks for the masternode list (null outpoint) or for one entry."""
+
+    command: ClassVar[str] = "dseg"
+    outpoint: OutPoint = OutPoint()
+
+    def serialize(self) -> bytes:
+        return _mn_outpoint(self.outpoint)
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "DsegMessage":
+        return cls(_read_mn_outpoint(r))
+
+
+@dataclass(frozen=True, slots=True)
+class MnGetMessage(Payload):
+    """``mnget``: asks for the payment votes of the last ``count`` heights."""
+
+    command: ClassVar[str] = "mnget"
+    count: int = 0
+
+    def serialize(self) -> bytes:
+        return i32(self.count)
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "MnGetMessage":
+        return cls(r.read_i32())
+
+
+@dataclass(frozen=True, slots=True)
+class SyncStatusCountMessage(Payload):
+    """``ssc``: how many items of one sync asset (MASTERNODE_SYNC_*) the sender sent."""
+
+    command: ClassVar[str] = "ssc"
+    item_id: int
+    count: int
+
+    def serialize(self) -> bytes:
+        return i32(self.item_id) + i32(self.count)
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "SyncStatusCountMessage":
+        return cls(r.read_i32(), r.read_i32())
+
+
+@dataclass(frozen=True, slots=True)
+class MasternodeVerifyMessage(Payload):
+    """``mnv``: Dash's proof-of-service exchange (parsed; this node does not start one)."""
+
+    command: ClassVar[str] = "mnv"
+    outpoint1: OutPoint
+    outpoint2: OutPoint
+    ip: str
+    port: int
+    nonce: int
+    height: int
+    signature1: bytes = b""
+    signature2: bytes = b""
+
+    def serialize(self) -> bytes:
+        return b"".join((_mn_outpoint(self.outpoint1), _mn_outpoint(self.outpoint2),
+                         _service(self.ip, self.port), i32(self.nonce), i32(self.height),
+                         var_bytes(self.signature1), var_bytes(self.signature2)))
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "MasternodeVerifyMessage":
+        first, second = _read_mn_outpoint(r), _read_mn_outpoint(r)
+        ip, port = _read_service(r)
+        nonce, height = r.read_i32(), r.read_i32()
+        return cls(first, second, ip, port, nonce, height, _read_limited_bytes(r, MAX_MN_BLOB),
+                   _read_limited_bytes(r, MAX_MN_BLOB))
+
+
 @dataclass(frozen=True, slots=True)
 class UnknownMessage:
     """A message whose command this node does not know; Core ignores these."""
@@ -631,14 +872,18 @@ class UnknownMessage:
 Message = Union[VersionMessage, VerackMessage, PingMessage, PongMessage, AddrMessage,
                 GetAddrMessage, InvMessage, GetDataMessage, NotFoundMessage, GetHeadersMessage,
                 GetBlocksMessage, HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage,
-                FeeFilterMessage, MempoolMessage, RejectMessage, UnknownMessage]
+                FeeFilterMessage, MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage,
+                MasternodePingMessage, MasternodeBroadcastMessage, PaymentVoteMessage, DsegMessage,
+                MnGetMessage, SyncStatusCountMessage, MasternodeVerifyMessage, UnknownMessage]
 
 #: command -> payload class, for every command this module parses.
 MESSAGE_TYPES: Dict[str, Type[Payload]] = {cls.command: cls for cls in (
     VersionMessage, VerackMessage, PingMessage, PongMessage, AddrMessage, GetAddrMessage,
     InvMessage, GetDataMessage, NotFoundMessage, GetHeadersMessage, GetBlocksMessage,
     HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage, FeeFilterMessage,
-    MempoolMessage, RejectMessage)}
+    MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage, MasternodePingMessage,
+    MasternodeBroadcastMessage, PaymentVoteMessage, DsegMessage, MnGetMessage,
+    SyncStatusCountMessage, MasternodeVerifyMessage)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ Flow control and memory bounds
       ``pauseProducing``), so a peer cannot queue unbounded work.
     * Send: the peer registers itself as a streaming producer on its own
       transport.  When the transport's write buffer exceeds its ``bufferSize``
-      (64 KiB) Twisted calls :meth:`pauseProducing`: the peer then stops
+      (64 KiB, or ``-maxsendbuffer``) Twisted calls :meth:`pauseProducing`: the peer then stops
       reading (a peer that does not read gets no more answers, like Core's
       ``fPauseSend``) and counts the bytes written while paused.  More than
       ``MAX_SEND_BUFFER`` such bytes disconnects it.  :meth:`when_drained`
@@ -292,6 +292,8 @@ class PeerProtocol(protocol.Protocol):
         self.local_address = _net_address(self.transport.getHost())
         if not self.addr_name and not self.inbound and self.address is not None:
             self.addr_name = str(self.address)
+        if self.connman.settings.max_send_buffer is not None:
+            self.transport.bufferSize = self.connman.settings.max_send_buffer  # -maxsendbuffer
         self.transport.registerProducer(self, True)
         if not self.connman.peer_connected(self):
             self.disconnect("refused by connection manager", abort=True)
@@ -411,7 +413,7 @@ class PeerProtocol(protocol.Protocol):
             addr_recv=NetAddress(self.services, addr_you.ip, addr_you.port),
             addr_from=NetAddress(connman.local_services, "0.0.0.0", 0),
             nonce=self.local_nonce, user_agent=connman.user_agent,
-            start_height=connman.start_height(), relay=True)
+            start_height=connman.start_height(), relay=not connman.settings.blocks_only)
         self.version_sent = True
         self.send(message)
         log.debug("send version message: version {version}, blocks={height}, us={us}, "

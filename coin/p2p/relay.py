@@ -353,6 +353,10 @@ class TxRelay(TxSource):
     # ------------------------------------------------------------ requesting
 
     def on_inv(self, peer: "PeerProtocol", items: List[InvItem]) -> None:
+        if not self.p2p.relays_from(peer):  # -blocksonly: known, never asked for (Core)
+            peer.known_inventory.update(item.hash for item in items)
+            log.debug("transaction inv sent in violation of protocol peer={id}", id=peer.id)
+            return
         st = self.peer_state(peer)
         ibd = self.sync.is_initial_block_download()
         now = self.p2p.now()
@@ -438,6 +442,9 @@ class TxRelay(TxSource):
         return st.unrequested <= self.unrequested_tx_allowance
 
     def _on_tx(self, peer: "PeerProtocol", message: TxMessage) -> Optional[Deferred]:
+        if not self.p2p.relays_from(peer):  # -blocksonly
+            log.debug("transaction sent in violation of protocol peer={id}", id=peer.id)
+            return None
         tx = message.tx
         txid = tx.txid
         st = self.peer_state(peer)

@@ -308,7 +308,7 @@ class BlockSync:
         return self.p2p.now()
 
     def _adjusted_now(self) -> float:
-        return self._now() + self._state.time_offset
+        return self._now() + self._state.clock.time_offset
 
     @staticmethod
     def peer_state(peer: "PeerProtocol") -> PeerSync:
@@ -503,6 +503,7 @@ class BlockSync:
         state = self._state
         unknown: Optional[bytes] = None
         tx_items: List[InvItem] = []
+        registered: Dict[int, List[InvItem]] = {}
         for item in message.items:
             if item.type == MSG_TX:
                 tx_items.append(item)
@@ -511,6 +512,10 @@ class BlockSync:
                 self._update_availability(peer, item.hash)
                 if state.lookup(item.hash) is None and item.hash not in self.in_flight:
                     unknown = item.hash
+            elif item.type in self.p2p.inventory:
+                registered.setdefault(item.type, []).append(item)
+        for inv_type, items in registered.items():
+            self.p2p.inventory[inv_type].on_inv(peer, items)
         if unknown is not None:
             # Headers first: ask for the headers up to the announced block (Core sends
             # one getheaders per unknown block; one per message is enough).
@@ -846,7 +851,7 @@ class BlockSync:
             log.debug("Ignoring getheaders from peer={id} because node is in initial block "
                       "download", id=peer.id)
             return
-        state = self._state
+        state = self._state.published
         st = self.peer_state(peer)
         if not message.locator:
             entry = state.lookup(message.hash_stop)
@@ -861,7 +866,7 @@ class BlockSync:
         log.debug("getheaders from peer={id}: sent {n} headers", id=peer.id, n=len(entries))
 
     def _on_getblocks(self, peer: "PeerProtocol", message: GetBlocksMessage) -> None:
-        state = self._state
+        state = self._state.published
         st = self.peer_state(peer)
         walk = state.next_on_chain(fork_in_locator(state, message.locator))
         items: List[InvItem] = []
@@ -895,13 +900,17 @@ class BlockSync:
             peer.send(NotFoundMessage(missing))
 
     def _serve_tx(self, peer: "PeerProtocol", item: InvItem) -> bool:
-        if item.type != MSG_TX:
-            return False
-        tx = self.tx_source.lookup_tx(item.hash)
-        if tx is None:
+        """Serve a non-block item: a transaction or a registered inventory type."""
+        reply: Any = None
+        if item.type == MSG_TX:
+            tx = self.tx_source.lookup_tx(item.hash)
+            reply = TxMessage(tx) if tx is not None else None
+        elif item.type in self.p2p.inventory:
+            reply = self.p2p.inventory[item.type].lookup(item.hash)
+        if reply is None:
             return False
         peer.known_inventory.add(item.hash)
-        peer.send(TxMessage(tx))
+        peer.send(reply)
         return True
 
     @inlineCallbacks

@@ -22,6 +22,7 @@ never holds the reactor for its whole render.
 from __future__ import annotations
 
 import re
+import string
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -37,6 +38,7 @@ from coin.chain.access import ChainAccess
 from coin.chain.index import BlockIndexEntry
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
+from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
 from coin.rest.formats import (
     ALL_FORMATS, BIN, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
     block_json_body, json_body,
@@ -89,13 +91,70 @@ class NoSuchPath(Exception):
 # ---------------------------------------------------------------- parsing
 
 
-def parse_format(part: str, formats: Sequence[str]) -> Tuple[str, str]:
-    """Split ``<param>.<fmt>`` at the last dot; 404 unless ``fmt`` is one of ``formats``."""
+def split_format(part: str) -> Tuple[str, Optional[str]]:
+    """Core's ParseDataFormat: ``<param>.<fmt>`` split at the last dot.
+
+    Without a known suffix the whole text is the parameter and there is no format,
+    so ``<hash>.json?x=y`` (the query string is part of the path, as Core reads it)
+    and ``<hash>.xml`` are an invalid hash, not a missing format.
+    """
     param, dot, suffix = part.rpartition(".")
-    if not dot or suffix not in formats:
+    if dot and suffix in ALL_FORMATS:
+        return param, suffix
+    return part, None
+
+
+def check_format(fmt: Optional[str], formats: Sequence[str]) -> str:
+    """``fmt`` if the endpoint serves it; else Core's 404 (its last check, after the lookup)."""
+    if fmt not in formats:
         raise RESTError(HTTP_NOT_FOUND,
                         "output format not found (available: %s)" % available_text(tuple(formats)))
-    return param, suffix
+    return fmt
+
+
+def parse_format(part: str, formats: Sequence[str]) -> Tuple[str, str]:
+    """:func:`split_format` and :func:`check_format` at once (paths with no parameter check)."""
+    param, fmt = split_format(part)
+    return param, check_format(fmt, formats)
+
+
+def parse_hex_body(body: bytes) -> bytes:
+    """Core's ParseHex: pairs of hex digits, whitespace between them skipped; stops at the
+    first character that is not a hex digit (a dangling digit is dropped)."""
+    text = body.decode("latin-1")
+    out = bytearray()
+    i = 0
+    while True:
+        while i < len(text) and text[i] in " \t\n\v\f\r":
+            i += 1
+        pair = text[i:i + 2]
+        if len(pair) != 2 or not all(c in string.hexdigits for c in pair):
+            return bytes(out)
+        out.append(int(pair, 16))
+        i += 2
+
+
+def parse_posted_outpoints(data: bytes) -> Tuple[bool, List[Tuple[bytes, int]]]:
+    """The outpoints of a POSTed getutxos body, read exactly as Core 0.17 reads them.
+
+    Core puts the body into its stream as a serialized string, that is behind its
+    compact-size length, then reads ``bool checkmempool, vector<COutPoint>``: the flag
+    is taken from the length prefix and the vector from the body's first byte on.
+    Unreadable data is Core's 400 "Parse error".
+    """
+    reader = ByteReader(compact_size(len(data)) + data)
+    try:
+        check_mempool = reader.read_u8() != 0
+        count = reader.read_compact_size()
+        if count * 36 > reader.remaining():
+            raise DeserializationError("unexpected end of data")
+        outpoints = []
+        for _ in range(count):
+            txid = reader.read(32)
+            outpoints.append((txid, reader.read_u32()))
+    except DeserializationError:
+        raise RESTError(HTTP_BAD_REQUEST, "Parse error") from None
+    return check_mempool, outpoints
 
 
 def parse_int32(text: str) -> Optional[int]:
@@ -126,7 +185,8 @@ def parse_hash(text: str) -> bytes:
 
 
 def parse_outpoints(segments: Sequence[str]) -> Tuple[bool, List[Tuple[bytes, int]]]:
-    """``[checkmempool, ]txid-n, ...`` -> (check mempool, outpoints); Core's errors."""
+    """``[checkmempool, ]txid-n, ...`` -> (check mempool, outpoints); Core's errors (the
+    maximum is checked by :func:`check_outpoint_count`)."""
     check_mempool = bool(segments) and segments[0] == "checkmempool"
     outpoints: List[Tuple[bytes, int]] = []
     for segment in segments[1 if check_mempool else 0:]:
@@ -138,10 +198,13 @@ def parse_outpoints(segments: Sequence[str]) -> Tuple[bool, List[Tuple[bytes, in
         outpoints.append((bytes.fromhex(txid)[::-1], n & 0xFFFFFFFF))
     if not outpoints:
         raise RESTError(HTTP_BAD_REQUEST, "Error: empty request")
+    return check_mempool, outpoints
+
+
+def check_outpoint_count(outpoints: Sequence[Tuple[bytes, int]]) -> None:
     if len(outpoints) > MAX_GETUTXOS_OUTPOINTS:
         raise RESTError(HTTP_BAD_REQUEST, "Error: max outpoints exceeded (max: %d, tried: %d)"
                         % (MAX_GETUTXOS_OUTPOINTS, len(outpoints)))
-    return check_mempool, outpoints
 
 
 def entry_header(entry: BlockIndexEntry) -> bytes:
@@ -195,9 +258,11 @@ class RESTHandlers:
 
     @inlineCallbacks
     def block(self, part: str, tx_detail: bool):
-        param, fmt = parse_format(part, ALL_FORMATS)
+        param, fmt = split_format(part)
         block_hash = parse_hash(param)
+        view = self.chain.snapshot()
         entry = yield self._block_entry(block_hash, param)
+        check_format(fmt, ALL_FORMATS)
         state, params = self.chain.state, self.chain.params
 
         def read_and_render() -> Optional[Body]:
@@ -206,7 +271,7 @@ class RESTHandlers:
             except Exception:
                 return None
             if fmt == JSON:
-                return block_json_body(block_json(block, entry, state, params,
+                return block_json_body(block_json(block, entry, view, params,
                                                   tx_detail=tx_detail))
             return binary_body(fmt, block.serialize())
 
@@ -219,7 +284,7 @@ class RESTHandlers:
         return body
 
     def headers(self, part: str) -> Deferred:
-        param, fmt = parse_format(part, ALL_FORMATS)
+        param, fmt = split_format(part)
         pieces = param.split("/")
         if len(pieces) != 2:
             raise RESTError(HTTP_BAD_REQUEST,
@@ -229,7 +294,7 @@ class RESTHandlers:
         if not 1 <= count <= MAX_HEADERS:
             raise RESTError(HTTP_BAD_REQUEST, "Header count out of range: %s" % count_text)
         block_hash = parse_hash(hash_text)
-        state = self.chain.state
+        state = self.chain.snapshot()
         entries: List[BlockIndexEntry] = []
         entry = state.lookup(block_hash)
         # Core: only a block on the active chain starts a run (an unknown one gives []).
@@ -238,20 +303,20 @@ class RESTHandlers:
             if len(entries) == count:
                 break
             entry = state.next_on_chain(entry)
-        if fmt == JSON:
+        if check_format(fmt, ALL_FORMATS) == JSON:
             # Up to 2,000 header objects: rendered off the reactor thread, like blocks.
             return self._in_thread(lambda: json_body([header_json(e, state) for e in entries]))
         return succeed(binary_body(fmt, b"".join(entry_header(e) for e in entries)))
 
     def blockhash_by_height(self, part: str) -> Deferred:
-        param, fmt = parse_format(part, ALL_FORMATS)
+        param, fmt = split_format(part)
         height = parse_int32(param)
         if height is None or height < 0:
             raise RESTError(HTTP_BAD_REQUEST, "Invalid height: %s" % sanitize(param))
-        entry = self.chain.state.at_height(height)
+        entry = self.chain.snapshot().at_height(height)
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
-        if fmt == JSON:
+        if check_format(fmt, ALL_FORMATS) == JSON:
             return succeed(json_body({"blockhash": hash_to_hex(entry.hash)}))
         if fmt == HEX:
             return succeed((b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n"))
@@ -261,17 +326,17 @@ class RESTHandlers:
 
     @inlineCallbacks
     def tx(self, part: str):
-        param, fmt = parse_format(part, ALL_FORMATS)
+        param, fmt = split_format(part)
         txid = parse_hash(param)
         found = yield self.chain.get_transaction(txid)
         if found is None:
             raise RESTError(HTTP_NOT_FOUND, "%s not found" % param)
         tx, entry = found
-        if fmt != JSON:
+        if check_format(fmt, ALL_FORMATS) != JSON:
             return binary_body(fmt, tx.serialize())
         spent = yield self._spent_outputs(tx, entry)
-        state = self.chain.state
-        fields: Dict[str, Any] = tx_block_fields(entry, state) if entry is not None else {}
+        view = self.chain.snapshot()
+        fields: Dict[str, Any] = tx_block_fields(entry, view) if entry is not None else {}
         return json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
 
     @inlineCallbacks
@@ -322,17 +387,31 @@ class RESTHandlers:
         return spent
 
     @inlineCallbacks
-    def getutxos(self, part: str):
-        """``part`` is what follows ``getutxos`` (``""`` or ``/...``) with the suffix."""
-        param, fmt = parse_format(part, ALL_FORMATS)
+    def getutxos(self, part: str, body: bytes = b""):
+        """``part`` is what follows ``getutxos`` (``""`` or ``/...``) with the suffix;
+        ``body`` the request's, holding the outpoints for ``.bin``/``.hex`` (Core's order
+        of checks: path, empty request, format and body, count)."""
+        param, fmt = split_format(part)
         segments = [s for s in param.split("/")[1:]] if param.startswith("/") else (
             [] if param == "" else None)
         if segments is None:
             raise NoSuchPath()
         if segments and segments[-1] == "":
             segments.pop()
+        if not segments and not body:
+            raise RESTError(HTTP_BAD_REQUEST, "Error: empty request")
+        check_mempool, outpoints = parse_outpoints(segments) if segments else (False, [])
+        if fmt in (BIN, HEX) and body:
+            if segments:
+                raise RESTError(HTTP_BAD_REQUEST, "Combination of URI scheme inputs and raw "
+                                "post data is not allowed")
+            data = parse_hex_body(body) if fmt == HEX else body
+            if data:
+                check_mempool, outpoints = parse_posted_outpoints(data)
+        elif check_format(fmt, ALL_FORMATS) == JSON and not segments:
+            raise RESTError(HTTP_BAD_REQUEST, "Error: empty request")
+        check_outpoint_count(outpoints)
         # With checkmempool: pool outputs count as unspent and pool spends as spent (Core).
-        check_mempool, outpoints = parse_outpoints(segments)
         pool = self.pool_service.pool if check_mempool else None
         tip, coins = yield self.chain.call(
             lambda cs: (cs.tip, coins_with_pool(cs, pool, outpoints, hide_spent=True)))
@@ -350,11 +429,11 @@ class RESTHandlers:
         if name != "chaininfo":
             raise NoSuchPath()
         # The same arguments getblockchaininfo passes (the pruning fields).
-        state = self.chain.state
+        state, view = self.chain.state, self.chain.snapshot()
         pruned = bool(getattr(state, "prune_mode", False))
         return succeed(json_body(chain_info_json(
-            state, self.chain.params, pruned=pruned,
-            prune_height=state.prune_height() if pruned else None)))
+            view, self.chain.params, pruned=pruned,
+            prune_height=state.prune_height(view) if pruned else None)))
 
     def mempool(self, part: str) -> Deferred:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""
@@ -380,6 +459,10 @@ def _exact(name: str, path: str) -> Optional[str]:
     return None
 
 
+def _is_getutxos(path: str) -> bool:
+    return path == "getutxos" or path.startswith(("getutxos/", "getutxos."))
+
+
 class RESTResource(resource.Resource):
     """The ``/rest`` tree; no authentication (Core serves REST to anyone allowed in)."""
 
@@ -391,8 +474,9 @@ class RESTResource(resource.Resource):
         self.handlers = RESTHandlers(chain, mempool, pruned=pruned)
         self._warmup = warmup
 
-    def route(self, path: str) -> Deferred:
-        """Dispatch the path after ``/rest/``; raises RESTError or NoSuchPath."""
+    def route(self, path: str, body: bytes = b"") -> Deferred:
+        """Dispatch the path after ``/rest/`` (``body``: getutxos's); raises RESTError or
+        NoSuchPath."""
         h = self.handlers
         if path.startswith("block/notxdetails/"):
             return h.block(path[len("block/notxdetails/"):], False)
@@ -404,8 +488,8 @@ class RESTResource(resource.Resource):
             return h.tx(path[len("tx/"):])
         if path.startswith("blockhashbyheight/"):
             return h.blockhash_by_height(path[len("blockhashbyheight/"):])
-        if path == "getutxos" or path.startswith(("getutxos/", "getutxos.")):
-            return h.getutxos(path[len("getutxos"):])
+        if _is_getutxos(path):
+            return h.getutxos(path[len("getutxos"):], body)
         if _exact("chaininfo", path):
             return h.chaininfo(path)
         for name in ("info", "contents"):
@@ -414,7 +498,13 @@ class RESTResource(resource.Resource):
         raise NoSuchPath()
 
     def render(self, request: server.Request) -> Any:
-        if request.method not in (b"GET", b"HEAD"):
+        # Core hands its handlers the request target with the query string: it is part
+        # of the last path parameter (``<hash>.json?x=y`` is an invalid hash).
+        raw = request.uri
+        path = raw[len(b"/rest/"):].decode("utf-8", "replace")
+        # getutxos takes its outpoints from a POST body too; other paths keep GET/HEAD.
+        posted = request.method == b"POST" and _is_getutxos(path)
+        if request.method not in (b"GET", b"HEAD") and not posted:
             self._reply(request, HTTP_BAD_METHOD, b"text/plain",
                         b"Only GET and HEAD requests are supported for REST\r\n")
             return server.NOT_DONE_YET
@@ -423,13 +513,15 @@ class RESTResource(resource.Resource):
                         b"Service temporarily unavailable: %s\r\n"
                         % self._warmup.message.encode("utf-8"))
             return server.NOT_DONE_YET
-        raw = request.path
         if not raw.startswith(b"/rest/"):
             self._reply(request, HTTP_NOT_FOUND, None, b"")
             return server.NOT_DONE_YET
-        path = raw[len(b"/rest/"):].decode("utf-8", "replace")
+        body = b""
+        if _is_getutxos(path) and request.content is not None:
+            request.content.seek(0)
+            body = request.content.read()
         try:
-            answer = self.route(path)
+            answer = self.route(path, body)
         except Exception:
             answer = Deferred()
             answer.errback(Failure())

@@ -1,16 +1,26 @@
-"""What a method handler receives: a small, stable facade of the node.
+"""What a method handler receives: the per-call :class:`RPCContext`.
 
-Plugins see only these protocols, never the node's internals, so the node can change
-behind them (style.md item 9). The daemon provides the concrete objects.
+Third-party plugins use only its :class:`~coin.rpc.plugin.PluginContext` side (the typed
+read views of coin.rpc.plugin). The node's own methods also reach the services behind
+them through ``node``, a :class:`NodeFacade`; that part is internal and may change with
+the node (style.md item 9). The daemon provides the concrete objects.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
 if TYPE_CHECKING:
+    from coin.chain.access import ChainAccess
+    from coin.mempool.pool import Mempool
+    from coin.mempool.service import MempoolService
+    from coin.mining.service import MiningService
+    from coin.p2p.connman import P2PService
+    from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
+    from coin.wallet.service import WalletService
+    from coin.wallet.wallet import Wallet
 
 
 class LogControl(Protocol):
@@ -27,16 +37,22 @@ class LogControl(Protocol):
 
 
 class NodeFacade(Protocol):
-    """The node as RPC methods see it."""
+    """The node as the built-in RPC methods see it (internal: plugins use RPCContext)."""
 
-    #: Read access to chain state; its interface is defined by the chain views.
-    chain: Any
+    #: Chain reads, submissions and mining.
+    chain: ChainAccess
+    #: The memory pool service.
+    mempool: MempoolService
+    #: The wallet service; None with -disablewallet.
+    wallet_service: Optional[WalletService]
+    #: The P2P service.
+    p2p: Optional[P2PService]
     #: Loaded wallets by name ("" is the default wallet), in load order.
-    wallets: Mapping[str, Any]
+    wallets: Mapping[str, Wallet]
     #: Debug-log category switches.
     logging: LogControl
-    #: Templates, block submission and long polls (coin.mining.service.MiningService).
-    mining: Any
+    #: Templates, block submission and long polls.
+    mining: MiningService
 
     def shutdown(self) -> None:
         """Request an orderly shutdown; returns at once so the reply still goes out."""
@@ -47,14 +63,38 @@ class NodeFacade(Protocol):
 
 @dataclass(frozen=True)
 class RPCContext:
-    """Per-call context handed to a handler as its first argument."""
+    """Per-call context handed to a handler as its first argument: a PluginContext."""
 
     node: NodeFacade
     #: The authenticated RPC user ("__cookie__" for cookie authentication).
     user: str
     #: The wallet the call runs against (methods with ``needs_wallet``), else None.
-    wallet: Any
+    wallet: Optional[Wallet]
     #: The wallet name from a ``/wallet/<name>`` path, None on ``/``.
-    wallet_name: str | None
+    wallet_name: Optional[str]
     #: The method table serving this call (``help`` reads it).
     methods: MethodTable
+
+    @property
+    def wallets(self) -> Mapping[str, Wallet]:
+        return self.node.wallets
+
+    @property
+    def mempool(self) -> Mempool:
+        return self.node.mempool.pool
+
+    @property
+    def network(self) -> Optional[P2PService]:
+        return self.node.p2p
+
+    def chain(self) -> ChainView:
+        return self.node.chain.snapshot()
+
+    def uptime(self) -> int:
+        return self.node.uptime()
+
+
+if TYPE_CHECKING:
+    def _satisfies_contract(ctx: RPCContext) -> PluginContext:
+        """mypy checks here that the node's objects satisfy every view of the contract."""
+        return ctx

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
+from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPCError
 
 #: What C's isspace() skips before the digits (Core's SetHex).
 _C_SPACE = " \t\n\v\f\r"
@@ -40,13 +40,23 @@ def is_hex(text: str) -> bool:
     return _HEX_PAIRS.match(text) is not None
 
 
+def _require_hex(text: str, name: str, code: int) -> None:
+    if not is_hex(text):
+        raise RPCError(code, "%s must be hexadecimal string (not '%s')" % (name, text))
+
+
 def parse_hex_v(value: Any, name: str) -> bytes:
     """Core's ParseHexV: hex text -> bytes, else -8 "<name> must be hexadecimal string"."""
     text = value if isinstance(value, str) else ""
-    if not is_hex(text):
-        raise RPCError(RPC_INVALID_PARAMETER,
-                       "%s must be hexadecimal string (not '%s')" % (name, text))
+    _require_hex(text, name, RPC_INVALID_PARAMETER)
     return bytes.fromhex(text)
+
+
+def parse_hash_str(text: str, name: str) -> bytes:
+    """Core 0.17's ParseHashStr (prioritisetransaction): hex of any even length, read as
+    ``uint256S`` reads it; anything else fails as a plain runtime error, -1."""
+    _require_hex(text, name, RPC_MISC_ERROR)
+    return uint256_from_hex(text)
 
 
 def parse_hash_v(value: Any, name: str) -> bytes:

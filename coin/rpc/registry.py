@@ -2,9 +2,11 @@
 
 Every method is declared once as an :class:`RPCMethod`: name, category, arguments,
 help text, whether it runs against a wallet, and a handler ``handler(ctx, *args)``
-where ``ctx`` is an :class:`~coin.rpc.context.RPCContext`. Modules list their methods
-in a module-level sequence that an entry point of group ``coin.rpc`` names; the node's
-own methods register exactly like a third-party package's (style.md item 9).
+where ``ctx`` is an :class:`~coin.rpc.context.RPCContext` (the typed contract of
+:mod:`coin.rpc.plugin`). Modules list their methods in a module-level sequence that an
+entry point of group ``coin.rpc`` names; the node's own methods register exactly like a
+third-party package's (style.md item 9), but a third-party distribution's load only when
+``-rpcplugin`` names it (:func:`load_plugins`).
 
 Argument errors follow Core 0.17: a wrong argument count answers -1 with the method's
 help text, a value of the wrong JSON type answers -1 with UniValue's getter message
@@ -17,17 +19,25 @@ from __future__ import annotations
 import enum
 import importlib.metadata
 import inspect
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import simplejson
+from twisted.logger import Logger
 
 from coin.views.amounts import AmountError, parse_amount
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPCError
 
+log = Logger()
+
 #: The entry-point group every RPC plugin registers under.
 ENTRY_POINT_GROUP = "coin.rpc"
+#: The distribution whose entry points are the built-in methods: they always load.
+BUILTIN_DISTRIBUTION = "coin"
+#: ``-rpcplugin=<distribution>:optional`` skips that plugin, with a warning, if it fails.
+OPTIONAL_SUFFIX = ":optional"
 
 
 class PluginError(Exception):
@@ -366,6 +376,9 @@ def command_family(name: str, *, category: str, help: str, subcommands: Sequence
     """
     by_name: dict[str, SubCommand] = {}
     for sub in subcommands:
+        problem = _handler_problem(sub.handler, sub.args)
+        if problem:
+            raise PluginError(f"{name} {sub.name}: {problem}")
         for word in (sub.name, *sub.aliases):
             if word in by_name:
                 raise PluginError(f"{name}: sub-command {word!r} is declared twice")
@@ -375,11 +388,11 @@ def command_family(name: str, *, category: str, help: str, subcommands: Sequence
     help_text = help + "\nAvailable commands:\n" + "".join(
         f"  {(sub.label or sub.name):<{pad}} - {sub.summary}\n" for sub in subcommands)
 
-    def dispatch(ctx: Any, command: str, *rest: Any) -> Any:
+    def dispatch(ctx: Any, command: str, *args: Any) -> Any:
         sub = by_name.get(command)
         if sub is None:
             raise _misc(help_text)
-        return sub.handler(ctx, *convert_params(sub.args, rest, sub.usage or help_text))
+        return sub.handler(ctx, *convert_params(sub.args, args, sub.usage or help_text))
 
     return RPCMethod(name=name, category=category, handler=dispatch, help_text=help_text,
                      args=(Arg("command", STR, help="The command to execute"),
@@ -411,17 +424,42 @@ def _spec_problem(method: RPCMethod) -> str | None:
         if arg.required and seen_optional:
             return f"{method.name}: required argument {arg.name!r} follows an optional one"
         seen_optional = seen_optional or not arg.required
+    problem = _handler_problem(method.handler, method.args)
+    return f"{method.name}: {problem}" if problem else None
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _handler_problem(handler: Callable[..., Any], args: Sequence[Arg]) -> str | None:
+    """Why ``handler`` cannot serve ``args``, or None.
+
+    It must take the context, then one positional parameter per fixed argument under the
+    argument's name (named JSON parameters bind by these names, so a mismatch is a bug
+    waiting for the first named call) or a ``*values`` taking the rest, and ``*values``
+    for a variadic last argument.
+    """
     try:
-        parameters = inspect.signature(method.handler)
+        signature = inspect.signature(handler)
     except (TypeError, ValueError):
         return None  # a builtin without a signature: nothing more to check
-    fixed = sum(not arg.variadic for arg in method.args)
-    extra = 2 if method.args and method.args[-1].variadic else 0
+    fixed = [arg for arg in args if not arg.variadic]
+    variadic = bool(args) and args[-1].variadic
+    extra = 2 if variadic else 0
     try:
-        parameters.bind(None, *([None] * (fixed + extra)))
+        signature.bind(None, *([None] * (len(fixed) + extra)))
     except TypeError:
-        return (f"{method.name}: handler must accept the context and {fixed} argument(s)"
-                + (" plus any number more" if extra else ""))
+        return (f"handler must accept the context and {len(fixed)} argument(s)"
+                + (" plus any number more" if variadic else ""))
+    parameters = list(signature.parameters.values())[1:]
+    for position, (arg, parameter) in enumerate(zip(fixed, parameters), 1):
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            break  # ``*values`` takes this argument and the rest as one tuple
+        if parameter.kind not in _POSITIONAL or parameter.name != arg.name:
+            return (f"handler parameter {position} is {parameter.name!r} but the declared "
+                    f"argument is {arg.name!r}")
+    if variadic and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return f"handler must take *{args[-1].name} for the variadic argument"
     return None
 
 
@@ -436,16 +474,24 @@ class MethodTable:
 
     def add(self, method: RPCMethod, origin: str = "<direct>") -> None:
         """Register ``method``; a bad spec or a duplicate name raises PluginError."""
-        if not isinstance(method, RPCMethod):
-            raise PluginError(f"RPC plugin {origin}: {method!r} is not an RPCMethod")
-        problem = _spec_problem(method)
-        if problem:
-            raise PluginError(f"RPC plugin {origin}: {problem}")
-        if method.name in self._methods:
-            raise PluginError(f"RPC method {method.name!r} is registered twice: by "
-                              f"{self._origins[method.name]} and by {origin}")
-        self._methods[method.name] = method
-        self._origins[method.name] = origin
+        self.add_all([(method, origin)])
+
+    def add_all(self, methods: Sequence[tuple[RPCMethod, str]]) -> None:
+        """Register each ``(method, origin)``, all or none: PluginError before any is added."""
+        origins = dict(self._origins)
+        for method, origin in methods:
+            if not isinstance(method, RPCMethod):
+                raise PluginError(f"RPC plugin {origin}: {method!r} is not an RPCMethod")
+            problem = _spec_problem(method)
+            if problem:
+                raise PluginError(f"RPC plugin {origin}: {problem}")
+            if method.name in origins:
+                raise PluginError(f"RPC method {method.name!r} is registered twice: by "
+                                  f"{origins[method.name]} and by {origin}")
+            origins[method.name] = origin
+        for method, origin in methods:
+            self._methods[method.name] = method
+        self._origins = origins
 
     def get(self, name: str) -> RPCMethod | None:
         return self._methods.get(name)
@@ -487,30 +533,93 @@ def _origin(entry_point: importlib.metadata.EntryPoint) -> str:
     return f"{dist.name} {dist.version} ({where})" if dist is not None else where
 
 
-def load_plugins(group: str = ENTRY_POINT_GROUP,
+def canonical_name(distribution: str) -> str:
+    """A distribution name as pip compares them (PEP 503): case, ``-``, ``_``, ``.`` ignored."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+@dataclass(frozen=True)
+class PluginRequest:
+    """One ``-rpcplugin`` value: a distribution to load, and whether it may be skipped."""
+
+    distribution: str
+    optional: bool = False
+
+    @classmethod
+    def parse(cls, value: str) -> PluginRequest:
+        """``<distribution>`` or ``<distribution>:optional``; anything else is PluginError."""
+        name, optional = value, value.endswith(OPTIONAL_SUFFIX)
+        if optional:
+            name = value[:-len(OPTIONAL_SUFFIX)]
+        if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", name):
+            raise PluginError(f"-rpcplugin={value}: expected a distribution name, optionally "
+                              f"followed by {OPTIONAL_SUFFIX}")
+        return cls(name, optional)
+
+
+def _load_entry_point(entry_point: importlib.metadata.EntryPoint) -> list[tuple[RPCMethod, str]]:
+    """The ``(method, origin)`` pairs one entry point names; PluginError naming it if unusable."""
+    origin = _origin(entry_point)
+    try:
+        loaded = entry_point.load()
+    except Exception as exc:
+        raise PluginError(f"RPC plugin {origin} failed to load: {exc!r}") from exc
+    if isinstance(loaded, RPCMethod):
+        loaded = [loaded]
+    elif not isinstance(loaded, (list, tuple)):
+        raise PluginError(f"RPC plugin {origin}: expected an RPCMethod or a list of them, "
+                          f"got {type(loaded).__name__}")
+    return [(method, origin) for method in loaded]
+
+
+def _load_distribution(table: MethodTable,
+                       entry_points: Sequence[importlib.metadata.EntryPoint]) -> None:
+    """Add every method of one distribution's entry points, all or none."""
+    ordered = sorted(entry_points, key=lambda ep: ep.name)
+    table.add_all([pair for entry_point in ordered for pair in _load_entry_point(entry_point)])
+
+
+def load_plugins(plugins: Iterable[str] = (), *, group: str = ENTRY_POINT_GROUP,
                  entry_points: Iterable[importlib.metadata.EntryPoint] | None = None
                  ) -> MethodTable:
-    """Discover, load and check every RPC plugin of ``group``.
+    """The method table: the built-in methods, then each plugin ``-rpcplugin`` names.
 
-    Each entry point names an RPCMethod or a list/tuple of them. Any failure names the
-    plugin; an empty group means coin itself is not installed.
+    ``plugins`` are ``-rpcplugin`` values in the order given. Entry points of the
+    ``coin`` distribution (or without one: passed in directly) always load; another
+    distribution's load only when named. A named plugin that is not installed, fails to
+    import, declares a bad spec or a method name already taken raises PluginError naming
+    it and the reason (the node refuses to start); with ``:optional`` it is logged and
+    skipped instead, none of its methods registered. No method at all means coin itself
+    is not installed.
     """
+    requests = [PluginRequest.parse(value) for value in plugins]
     if entry_points is None:
         entry_points = importlib.metadata.entry_points(group=group)
+    by_distribution: dict[str | None, list[importlib.metadata.EntryPoint]] = {}
+    for entry_point in entry_points:
+        dist = entry_point.dist
+        key = canonical_name(dist.name) if dist is not None else None
+        by_distribution.setdefault(key, []).append(entry_point)
     table = MethodTable()
-    for entry_point in sorted(entry_points, key=lambda ep: (_origin(ep), ep.name)):
-        origin = _origin(entry_point)
+    for key in (None, BUILTIN_DISTRIBUTION):
+        _load_distribution(table, by_distribution.get(key, []))
+    loaded = {None, BUILTIN_DISTRIBUTION}
+    for request in requests:
+        key = canonical_name(request.distribution)
+        if key in loaded:
+            continue  # named twice, or the built-ins named: already there
+        loaded.add(key)
         try:
-            loaded = entry_point.load()
-        except Exception as exc:
-            raise PluginError(f"RPC plugin {origin} failed to load: {exc!r}") from exc
-        if isinstance(loaded, RPCMethod):
-            loaded = [loaded]
-        elif not isinstance(loaded, (list, tuple)):
-            raise PluginError(f"RPC plugin {origin}: expected an RPCMethod or a list of them, "
-                              f"got {type(loaded).__name__}")
-        for method in loaded:
-            table.add(method, origin)
+            found = by_distribution.get(key)
+            if not found:
+                raise PluginError(f"RPC plugin {request.distribution} is not installed: no "
+                                  f"distribution of that name has {group!r} entry points")
+            _load_distribution(table, found)
+        except PluginError as e:
+            if not request.optional:
+                raise
+            log.warn("Skipping optional RPC plugin {plugin}: {error}",
+                     plugin=request.distribution, error=str(e))
     if not len(table):
         raise PluginError(f"no RPC methods are registered in entry-point group {group!r}; "
                           "is coin installed (pip install -e .)?")

@@ -38,6 +38,9 @@ DEFAULT_SERVER_TIMEOUT = DEFAULT_RPC_SERVER_TIMEOUT
 DEFAULT_MAX_CONNECTIONS = DEFAULT_RPC_MAX_CONNECTIONS
 #: Bytes of request line plus headers (one line or all together) before 400 and close.
 MAX_HEADER_BYTES = 16384
+#: Core's MAX_HEADERS_SIZE, which libevent applies to the request line alone: a longer
+#: one (a very long path) is 400 Bad Request, not a 404 for the path.
+MAX_REQUEST_LINE = 8192
 HTTP_SERVICE_UNAVAILABLE = 503
 #: Seconds a refused connection stays open after its 503, its input read and dropped.
 OVERLOAD_LINGER = 2.0
@@ -144,8 +147,9 @@ class CoreHTTPChannel(http.HTTPChannel):
 
     - lines end with LF, an optional CR before it dropped (libevent's EVBUFFER_EOL_CRLF),
       so a bare-LF request is answered instead of waiting for a CRLF that never comes;
-    - a header line or a header block over MAX_HEADER_BYTES is answered 400 and closed
-      (Twisted's line reader would close silently);
+    - a header line or a header block over MAX_HEADER_BYTES, or a request line over
+      MAX_REQUEST_LINE, is answered 400 and closed (Twisted's line reader would close
+      silently);
     - a request's headers must be complete ``timeOut`` seconds after their first byte:
       the idle timeout alone restarts with every byte, so a client trickling headers
       would hold the connection for ever.
@@ -165,7 +169,11 @@ class CoreHTTPChannel(http.HTTPChannel):
         super().dataReceived(data)
 
     def lineReceived(self, line: bytes) -> None:
-        super().lineReceived(line[:-1] if line.endswith(b"\r") else line)
+        line = line[:-1] if line.endswith(b"\r") else line
+        if self._receivedHeaderSize == 0 and len(line) > MAX_REQUEST_LINE:
+            self._respondToBadRequestAndDisconnect()  # the request line (no header yet)
+            return
+        super().lineReceived(line)
 
     def lineLengthExceeded(self, line: bytes) -> None:
         self._respondToBadRequestAndDisconnect()

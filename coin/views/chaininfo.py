@@ -21,14 +21,19 @@ from coin.views.chain import ChainView
 
 
 class ChainInfoSource(ChainView, Protocol):
-    """What :func:`chain_info_json` reads of :class:`coin.chain.chainstate.ChainState`."""
+    """What :func:`chain_info_json` reads: a :class:`coin.chain.snapshot.ChainSnapshot`."""
 
     @property
     def tip(self) -> Optional[BlockIndexEntry]:
         """The active tip."""
 
-    best_header: Optional[BlockIndexEntry]
-    versionbits: VersionBitsCache
+    @property
+    def best_header(self) -> Optional[BlockIndexEntry]:
+        """The most-work valid header known."""
+
+    @property
+    def versionbits(self) -> VersionBitsCache:
+        """The BIP9 state cache."""
 
 
 #: Blocks whose transaction counts give the average used to extrapolate missing blocks.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from coin.chain.chainstate import ChainState
+from coin.chain.snapshot import ChainSnapshot
 from coin.mempool.pool import Mempool
 from coin.primitives.address import Destination, encode_address, try_decode_address
 from coin.primitives.hashes import hash_to_hex
@@ -49,7 +50,7 @@ def bip125_replaceable(wtx: WalletTx, depth: int, pool: Mempool) -> str:
     return "no"
 
 
-def wallet_tx_fields(wallet: Wallet, wtx: WalletTx, chain: ChainState,
+def wallet_tx_fields(wallet: Wallet, wtx: WalletTx, chain: ChainState | ChainSnapshot,
                      pool: Mempool) -> Dict[str, Any]:
     """Core's WalletTxToJSON: confirmations, block or trust, txid, conflicts, times."""
     depth = wallet.depth(wtx)
@@ -87,7 +88,8 @@ def _category(wallet: Wallet, wtx: WalletTx, depth: int) -> str:
 
 
 def transaction_entries(wallet: Wallet, wtx: WalletTx, min_depth: int, long: bool,
-                        filter_: int, chain: ChainState, pool: Mempool) -> List[Dict[str, Any]]:
+                        filter_: int, chain: ChainState | ChainSnapshot,
+                        pool: Mempool) -> List[Dict[str, Any]]:
     """Core 0.17's ListTransactions for one wallet transaction (all accounts)."""
     received, sent, fee = wallet.amounts(wtx, filter_)
     involves_watch_only = wallet.debit(wtx.tx, ISMINE_WATCH_ONLY) > 0
@@ -129,8 +131,8 @@ def transaction_entries(wallet: Wallet, wtx: WalletTx, min_depth: int, long: boo
     return entries
 
 
-def gettransaction_json(wallet: Wallet, wtx: WalletTx, filter_: int, chain: ChainState,
-                        pool: Mempool) -> Dict[str, Any]:
+def gettransaction_json(wallet: Wallet, wtx: WalletTx, filter_: int,
+                        chain: ChainState | ChainSnapshot, pool: Mempool) -> Dict[str, Any]:
     """gettransaction: net amount, fee (own spends), WalletTxToJSON, details, hex."""
     tx = wtx.tx
     # Core's GetCredit counts nothing of an immature (or orphaned) coinbase.

@@ -10,10 +10,11 @@ shares them.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional
 
 from twisted.internet.defer import Deferred
 
+from coin.chain.snapshot import ChainSnapshot
 from coin.wallet.errors import RPC_MISC_ERROR, RPC_WALLET_ERROR, WalletError
 from coin.wallet.wallet import Wallet
 
@@ -83,7 +84,7 @@ class Rescanner:
         return True
 
 
-def height_for_time(chain: Any, timestamp: int) -> Optional[int]:  # chain: ChainState
+def height_for_time(chain: ChainSnapshot, timestamp: int) -> Optional[int]:
     """First active-chain height with a block time at or after ``timestamp - 2h``
     (Core's FindEarliestAtLeast over the running maximum block time), or None."""
     threshold = timestamp - TIMESTAMP_WINDOW

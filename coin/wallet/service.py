@@ -2,9 +2,10 @@
 
 Each wallet is one SQLite file: the default (empty-named) wallet is
 ``<walletdir>/wallet.dat``, wallet ``w2`` is ``<walletdir>/w2/wallet.dat``;
-``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``.  A name
-becomes a path in one place, :func:`resolve_wallet_path`, which resolves
-symlinks and refuses anything that lands outside the wallet directory.  Loaded
+``<walletdir>`` is ``-walletdir`` or ``<network datadir>/wallets``; an absolute
+name is a directory anywhere, as in Core 0.17.  A name becomes a path in one
+place, :func:`resolve_wallet_path`, which resolves symlinks and refuses a
+relative name that lands outside the wallet directory.  Loaded
 wallets follow the chain through a validation worker hook (blocks connected
 and disconnected, in order, before the next submission) and the mempool
 through its acceptance listener.  A wallet behind the chain when it loads is
@@ -48,7 +49,9 @@ from coin.wallet.errors import (
 )
 from coin.wallet.keystore import ISMINE_SPENDABLE
 from coin.wallet.rescan import Reservation, Rescanner, height_for_time
-from coin.wallet.spend import Created, FeePolicy, Recipient, SpendError, create_transaction
+from coin.wallet.spend import (
+    Created, FeePolicy, Recipient, SpendError, WalletFeeSettings, create_transaction,
+)
 from coin.wallet.wallet import Output, Wallet
 
 log = Logger()
@@ -110,25 +113,28 @@ def _inside(root: str, path: str) -> bool:
 
 
 def resolve_wallet_path(walletdir: str, name: str) -> str:
-    """The real path of wallet ``name``'s database file, checked to lie inside ``walletdir``.
+    """The real path of wallet ``name``'s database file, checked as Core 0.17 checks it.
 
-    The one place a wallet name becomes a path (resolve, then check), so that
-    accepting absolute paths later, as Core 0.17 does, changes only this.  The
-    forms are Core's: a directory (existing, to be created, or a symlink to one)
-    holding wallet.dat, or the name of an existing data file in walletdir.
-    Symlinks are resolved before the check, so none leads out.  Raises
-    WalletLoadError: -8 for a name that is not UTF-8, -4 for a refused path.
+    The one place a wallet name becomes a path (resolve, then check).  The forms
+    are Core's: a directory (existing, to be created, or a symlink to one) holding
+    wallet.dat, or the name of an existing data file in walletdir.  A relative name
+    is taken inside ``walletdir`` and must stay there (symlinks are resolved before
+    the check, so none leads out); an absolute name, as Core accepts it, is the
+    directory exactly as written: no "." or ".." part, no decoding, never a file.
+    Raises WalletLoadError: -8 for a name that is not UTF-8, -4 for a refused path.
     """
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         raise WalletLoadError(RPC_INVALID_PARAMETER,
                               "Invalid wallet name: not a valid UTF-8 string") from None
-    parts = name.split("/") if name else []
-    if "\0" in name or os.path.isabs(name) or any(p in ("", ".", "..") for p in parts):
+    absolute = os.path.isabs(name)
+    parts = name.split("/")[1 if absolute else 0:] if name else []
+    if "\0" in name or (absolute and parts == [""]) \
+            or any(p in ("", ".", "..") for p in parts):
         raise _invalid_path(name, walletdir)
     root = os.path.realpath(walletdir)
-    named = os.path.join(root, *parts)
+    named = os.path.join(os.sep if absolute else root, *parts)
     if any(len(p.encode("utf-8")) > NAME_MAX for p in parts) \
             or len(os.fsencode(os.path.join(named, WALLET_FILE))) >= PATH_MAX:
         raise _load_failed(name, os.strerror(errno.ENAMETOOLONG))
@@ -139,7 +145,8 @@ def resolve_wallet_path(walletdir: str, name: str) -> str:
     except OSError as e:
         raise _load_failed(name, e.strerror) from None
     if mode is not None and stat.S_ISREG(mode):
-        if len(parts) != 1 or any(name.endswith(suffix) for suffix in COMPANION_SUFFIXES[1:]):
+        if absolute or len(parts) != 1 \
+                or any(name.endswith(suffix) for suffix in COMPANION_SUFFIXES[1:]):
             raise _invalid_path(name, walletdir)  # nested, or some database's -wal/-shm
         path = named  # a data file directly in walletdir (Core's backwards-compatible form)
     elif mode is None or stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and os.path.isdir(named)):
@@ -148,9 +155,9 @@ def resolve_wallet_path(walletdir: str, name: str) -> str:
         raise _invalid_path(name, walletdir)
     real = os.path.realpath(path)
     # A folder called wallet.dat (or -wal, -shm) would stand where a wallet's file belongs.
-    folders = os.path.relpath(real, root).split(os.sep)[:-1]
-    if not _inside(root, real) or any(WALLET_FILE + suffix in folders
-                                      for suffix in COMPANION_SUFFIXES):
+    folders = (real if absolute else os.path.relpath(real, root)).split(os.sep)[:-1]
+    if (not absolute and not _inside(root, real)) or any(WALLET_FILE + suffix in folders
+                                                         for suffix in COMPANION_SUFFIXES):
         raise _invalid_path(name, walletdir)
     return real
 
@@ -226,6 +233,18 @@ class WalletService(service.Service):
         self.walletdir = walletdir
         self._now = now
         self.keypool_size = keypool_size
+        #: -spendzeroconfchange, given to every wallet loaded.
+        self.spend_zero_conf_change = True
+        #: -paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget.
+        self.fee_settings = WalletFeeSettings()
+        #: -rescan: every wallet loaded is scanned from the genesis block (Core's
+        #: CreateWalletFromFile), not only from its last block.
+        self.rescan_on_load = False
+        #: -zapwallettxes: 0 (off), 1 (zap, keep metadata) or 2 (zap all), as Core.
+        self.zap_mode = 0
+        #: -walletbroadcast: with False, wallet transactions are recorded but never given
+        #: to the mempool (so never relayed), at creation or again at load, as Core.
+        self.broadcast = True
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
@@ -284,6 +303,8 @@ class WalletService(service.Service):
         pool = self.mempool.pool
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
+        wallet.spend_zero_conf_change = self.spend_zero_conf_change
+        wallet.pay_tx_fee = self.fee_settings.pay_tx_fee
         try:
             wallet.open(created, disable_private_keys=disable_private_keys and created)
         except Exception as e:
@@ -303,9 +324,15 @@ class WalletService(service.Service):
         """Load (or create) ``name``, catch it up with the chain, resubmit its pending txs."""
         wallet = yield self.validation.call(self.open_wallet, name, create, must_create,
                                             disable_private_keys)
+        zapped = (yield self.validation.call(lambda _cs: wallet.zap_transactions())
+                  ) if self.zap_mode else []
         start = yield self.validation.call(_catch_up_height, wallet)
+        if self.rescan_on_load or self.zap_mode:
+            start = 0
         if start is not None:
             yield self.rescan(wallet, start, None)
+        if self.zap_mode == 1:
+            yield self.validation.call(lambda _cs: wallet.restore_metadata(zapped))
         yield self.validation.call(self._reaccept, wallet)
         return wallet
 
@@ -423,7 +450,8 @@ class WalletService(service.Service):
         or TransactionRejected when the pool refuses it (it is then abandoned at once,
         giving its coins back).
         """
-        return self.validation.call(_send_on_worker, self.mempool, wallet, recipients, fees)
+        return self.validation.call(_send_on_worker, self.mempool, wallet, recipients, fees,
+                                    self.broadcast)
 
     def fund(self, wallet: Wallet, tx: Transaction, recipients: List[Recipient],
              fees: FeePolicy, change_script: Optional[bytes], watching: bool,
@@ -495,7 +523,7 @@ class WalletService(service.Service):
             lines = await deferToThread(read_dump_lines, filename)
             time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
                                                self._tip().time, write=True, slow=True)
-            start = height_for_time(self.validation.chainstate, time_begin)
+            start = height_for_time(self.validation.chainstate.published, time_begin)
             if start is not None:
                 await reservation.scan_to_tip(start)
         if not good:
@@ -532,6 +560,8 @@ class WalletService(service.Service):
     def _reaccept(self, chainstate: ChainState, wallet: Wallet) -> int:
         """Offer the wallet's unconfirmed transactions to the mempool again."""
         count = 0
+        if not self.broadcast:
+            return count
         for wtx in wallet.ordered_txs():
             if wtx.abandoned or wtx.tx.is_coinbase() or wallet.depth(wtx) != 0:
                 continue
@@ -582,12 +612,14 @@ def _change_passphrase(wallet: Wallet, old: bytes, new: bytes) -> None:
 
 
 def _send_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wallet,
-                    recipients: List[Recipient], fees: FeePolicy) -> Created:
-    """Create, record, then submit: one turn of the validation worker."""
+                    recipients: List[Recipient], fees: FeePolicy, broadcast: bool) -> Created:
+    """Create, record, then submit (unless -walletbroadcast=0): one turn of the worker."""
     with wallet.lock:
         created = create_transaction(wallet, recipients, fees)
         # In the wallet file before the pool sees it: a crash never forgets the spend.
         wallet.sync_transaction(created.tx, None)
+    if not broadcast:
+        return created
     try:
         mempool.accept_on_worker(chainstate, created.tx, mempool.max_tx_fee)
         return created

@@ -37,6 +37,8 @@ MIN_CHANGE = 1_000_000
 DEFAULT_FALLBACK_FEE = 20_000
 #: Core's DEFAULT_TX_CONFIRM_TARGET.
 DEFAULT_CONFIRM_TARGET = 6
+#: Core's DEFAULT_TRANSACTION_MINFEE (base units per kB): -mintxfee.
+DEFAULT_TRANSACTION_MINFEE = 1_000
 #: Sequence of wallet inputs: final, no replaceability (this coin has no RBF).
 WALLET_SEQUENCE = 0xFFFFFFFF
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
@@ -67,6 +69,17 @@ class Created(NamedTuple):
     change_pos: int
 
 
+class WalletFeeSettings(NamedTuple):
+    """Core's wallet fee options: -paytxfee (a new wallet's settxfee), -fallbackfee (no
+    estimate), -mintxfee (the wallet's floor) and -txconfirmtarget (no target named);
+    rates in base units per kB."""
+
+    pay_tx_fee: int = 0
+    fallback_fee: int = DEFAULT_FALLBACK_FEE
+    min_tx_fee: int = DEFAULT_TRANSACTION_MINFEE
+    confirm_target: int = DEFAULT_CONFIRM_TARGET
+
+
 class FeePolicy(NamedTuple):
     """What limits the fee: relay floor, pool floor, an estimate, and -maxtxfee.
 
@@ -81,13 +94,17 @@ class FeePolicy(NamedTuple):
     max_fee: int
     fixed: Optional[FeeRate] = None
     use_pay_tx_fee: bool = True
+    #: -fallbackfee and -mintxfee (Core's GetRequiredFeeRate takes the larger of it and
+    #: the relay minimum).
+    fallback: FeeRate = FeeRate(DEFAULT_FALLBACK_FEE)
+    min_tx: FeeRate = FeeRate(DEFAULT_TRANSACTION_MINFEE)
 
     def rate(self, pay_tx_fee: int) -> FeeRate:
         if self.fixed is not None:
             return self.fixed
         rate = FeeRate(pay_tx_fee) if pay_tx_fee and self.use_pay_tx_fee else (
-            self.estimate if self.estimate is not None else FeeRate(DEFAULT_FALLBACK_FEE))
-        return max(rate, self.min_relay, self.pool_floor)
+            self.estimate if self.estimate is not None else self.fallback)
+        return max(rate, self.min_relay, self.pool_floor, self.min_tx)
 
 
 def _pick(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
@@ -121,11 +138,14 @@ def _pick(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
     return run
 
 
-def select_coins(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
-    """Core's tiers of SelectCoinsMinConf (see the module docstring)."""
-    tiers = (lambda c: c.depth >= (1 if c.wtx.from_me else 6),
-             lambda c: c.depth >= 1,
-             lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
+def select_coins(coins: Sequence[Output], target: int,
+                 zero_conf_change: bool = True) -> Optional[List[Output]]:
+    """Core's tiers of SelectCoinsMinConf (see the module docstring); the last one only
+    with ``zero_conf_change`` (-spendzeroconfchange)."""
+    tiers = [lambda c: c.depth >= (1 if c.wtx.from_me else 6),
+             lambda c: c.depth >= 1]
+    if zero_conf_change:
+        tiers.append(lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
     for accept in tiers:
         chosen = _pick([c for c in coins if accept(c)], target)
         if chosen is not None:
@@ -163,7 +183,8 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
         target = send_total + (0 if subtracting else fee)
         chosen = list(preset)
         if target > preset_value:
-            extra = select_coins(available, target - preset_value)
+            extra = select_coins(available, target - preset_value,
+                                 wallet.spend_zero_conf_change)
             if extra is None:
                 raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds", fee)
             chosen += extra

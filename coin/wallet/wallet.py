@@ -126,6 +126,8 @@ class Wallet:
         self.locked_coins: Set[Outpoint] = set()
         #: settxfee's rate in base units per kB (0: estimate).
         self.pay_tx_fee = 0
+        #: -spendzeroconfchange: coin selection may fall back to own unconfirmed change.
+        self.spend_zero_conf_change = True
         self.best_block: Optional[bytes] = None
         self._unsaved_blocks = 0
         self._next_order = 0
@@ -164,6 +166,31 @@ class Wallet:
                     self.keys.disable_private_keys()
                 else:
                     self.keys.new_seed()
+
+    def zap_transactions(self) -> List[WalletTx]:
+        """-zapwallettxes: forget every transaction, in the file and in memory (the caller
+        rescans); returns them for :meth:`restore_metadata`."""
+        with self.lock:
+            zapped = list(self.txs.values())
+            for wtx in zapped:
+                self.db.delete_tx(wtx.txid)
+            self.txs.clear()
+            self.spends.clear()
+            self._next_order = 0
+            return zapped
+
+    def restore_metadata(self, zapped: List[WalletTx]) -> None:
+        """-zapwallettxes=1: what Core keeps of a zapped transaction the rescan found again
+        (time received, order, from-me)."""
+        with self.lock:
+            for old in zapped:
+                wtx = self.txs.get(old.txid)
+                if wtx is None:
+                    continue
+                wtx.time_received, wtx.order_pos, wtx.from_me = (old.time_received,
+                                                                 old.order_pos, old.from_me)
+                self._next_order = max(self._next_order, wtx.order_pos + 1)
+                self.db.put_tx(wtx.row())
 
     def _corrupt_key_text(self, error: CorruptKey) -> str:
         address = encode_address(Destination("pubkeyhash", hash160(error.pubkey)), self.params)

@@ -24,6 +24,7 @@ from coin.chain.chainstate import ChainState
 from coin.chain.pruning import MIN_BLOCKS_TO_KEEP
 from coin.chain.index import BLOCK_VALID_SCRIPTS, BLOCK_VALID_TREE, BlockIndexEntry
 from coin.chain.verify import DEFAULT_CHECKBLOCKS, DEFAULT_CHECKLEVEL, verify_chain
+from coin.chain.snapshot import BlockUnavailable, ChainSnapshot
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block, BlockHeader
 from coin.mempool.coinview import coins_with_pool
@@ -58,9 +59,9 @@ def _chain(ctx: RPCContext) -> ChainAccess:
     return ctx.node.chain
 
 
-def _lookup(chain: ChainAccess, text: str) -> BlockIndexEntry:
+def _lookup(view: ChainSnapshot, text: str) -> BlockIndexEntry:
     """The index entry for a hash parameter, read as Core 0.17 reads it (uint256S)."""
-    entry = chain.state.lookup(uint256_from_hex(text))
+    entry = view.lookup(uint256_from_hex(text))
     if entry is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found")
     return entry
@@ -81,7 +82,7 @@ def _help(name: str, args: Sequence[Arg], description: str, results: str, exampl
     result='"hex"      (string) the block hash hex encoded',
     examples=example_cli("getbestblockhash") + example_rpc("getbestblockhash"))
 def getbestblockhash(ctx: RPCContext) -> str:
-    return hash_to_hex(_chain(ctx).state.tip.hash)
+    return hash_to_hex(_chain(ctx).snapshot().tip.hash)
 
 
 @rpc_method(
@@ -90,7 +91,7 @@ def getbestblockhash(ctx: RPCContext) -> str:
     result="n    (numeric) The current block count",
     examples=example_cli("getblockcount") + example_rpc("getblockcount"))
 def getblockcount(ctx: RPCContext) -> int:
-    return _chain(ctx).state.height
+    return _chain(ctx).snapshot().height
 
 
 @rpc_method(
@@ -99,7 +100,7 @@ def getblockcount(ctx: RPCContext) -> int:
     result='"hash"         (string) The block hash',
     examples=example_cli("getblockhash", "1000") + example_rpc("getblockhash", "1000"))
 def getblockhash(ctx: RPCContext, height: int) -> str:
-    entry = _chain(ctx).state.at_height(height)
+    entry = _chain(ctx).snapshot().at_height(height)
     if entry is None:
         raise RPCError(RPC_INVALID_PARAMETER, "Block height out of range")
     return hash_to_hex(entry.hash)
@@ -112,7 +113,7 @@ def getblockhash(ctx: RPCContext, height: int) -> str:
             "difficulty."),
     examples=example_cli("getdifficulty") + example_rpc("getdifficulty"))
 def getdifficulty(ctx: RPCContext) -> Any:
-    return real_to_json(get_difficulty(_chain(ctx).state.tip.bits))
+    return real_to_json(get_difficulty(_chain(ctx).snapshot().tip.bits))
 
 
 @rpc_method(
@@ -161,9 +162,9 @@ def getdifficulty(ctx: RPCContext) -> Any:
     examples=example_cli("getblockchaininfo") + example_rpc("getblockchaininfo"))
 def getblockchaininfo(ctx: RPCContext) -> Dict[str, Any]:
     chain = _chain(ctx)
-    state = chain.state
-    return chain_info_json(state, chain.params, pruned=state.prune_mode,
-                           prune_height=state.prune_height() if state.prune_mode else None)
+    state, view = chain.state, chain.snapshot()
+    return chain_info_json(view, chain.params, pruned=state.prune_mode,
+                           prune_height=state.prune_height(view) if state.prune_mode else None)
 
 
 # ---------------------------------------------------------------- blocks and headers
@@ -199,7 +200,8 @@ _GETBLOCK_ARGS = (
 
 def getblock_(ctx: RPCContext, blockhash: str, verbosity: int | bool) -> Deferred:
     chain = _chain(ctx)
-    entry = _lookup(chain, blockhash)
+    view = chain.snapshot()
+    entry = _lookup(view, blockhash)
     if chain.state.is_pruned_block(entry):
         raise RPCError(RPC_MISC_ERROR, "Block not available (pruned data)")
     if not entry.have_data():
@@ -210,18 +212,16 @@ def getblock_(ctx: RPCContext, blockhash: str, verbosity: int | bool) -> Deferre
     def render(block: Block) -> Any:
         if level <= 0:
             return block.serialize().hex()
-        return block_json(block, entry, chain.state, chain.params, tx_detail=level >= 2)
+        return block_json(block, entry, view, chain.params, tx_detail=level >= 2)
 
-    return chain.read_block(entry).addCallbacks(render, _not_on_disk,
-                                                errbackArgs=(chain.state, entry))
+    return chain.read_block(entry).addCallbacks(render, _not_on_disk)
 
 
-def _not_on_disk(failure: Failure, state: Optional[ChainState] = None,
-                 entry: Optional[BlockIndexEntry] = None) -> None:
+def _not_on_disk(failure: Failure) -> None:
     failure.trap(StorageError, DeserializationError)
-    if state is not None and entry is not None and state.is_pruned_block(entry):
-        # Pruned while the read was on its way.
-        raise RPCError(RPC_MISC_ERROR, "Block not available (pruned data)")
+    if failure.check(BlockUnavailable):
+        # Pruned while the read was on its way: Core's message and code (rpc_code).
+        failure.raiseException()
     log.failure("Reading a block for getblock failed", failure)
     raise RPCError(RPC_MISC_ERROR, "Block not found on disk")
 
@@ -266,12 +266,12 @@ _GETBLOCKHEADER_ARGS = (
 
 
 def getblockheader_(ctx: RPCContext, blockhash: str, verbose: bool) -> Any:
-    chain = _chain(ctx)
-    entry = _lookup(chain, blockhash)
+    view = _chain(ctx).snapshot()
+    entry = _lookup(view, blockhash)
     if not verbose:
         return BlockHeader(entry.version, entry.prev_hash, entry.merkle_root, entry.time,
                            entry.bits, entry.nonce).serialize().hex()
-    return header_json(entry, chain.state)
+    return header_json(entry, view)
 
 
 getblockheader = RPCMethod(
@@ -398,12 +398,12 @@ def getchaintips(ctx: RPCContext) -> Deferred:
 def getchaintxstats(ctx: RPCContext, nblocks: Optional[int],
                     blockhash: Optional[str]) -> Dict[str, Any]:
     chain = _chain(ctx)
-    state = chain.state
+    view = chain.snapshot()
     if blockhash is None:
-        entry = state.tip
+        entry = view.tip
     else:
-        entry = _lookup(chain, blockhash)
-        if not state.contains(entry):
+        entry = _lookup(view, blockhash)
+        if not view.contains(entry):
             raise RPCError(RPC_INVALID_PARAMETER, "Block is not in main chain")
     if nblocks is None:
         count = max(0, min(_MONTH // chain.params.target_spacing, entry.height - 1))
@@ -609,7 +609,7 @@ _BLOCKHASH_EXAMPLES = {
     examples=_BLOCKHASH_EXAMPLES["preciousblock"])
 def preciousblock(ctx: RPCContext, blockhash: str) -> Deferred:
     chain = _chain(ctx)
-    return _done(chain.precious_block(_lookup(chain, blockhash).hash))
+    return _done(chain.precious_block(_lookup(chain.snapshot(), blockhash).hash))
 
 
 @rpc_method(
@@ -619,7 +619,7 @@ def preciousblock(ctx: RPCContext, blockhash: str) -> Deferred:
     examples=_BLOCKHASH_EXAMPLES["invalidateblock"])
 def invalidateblock(ctx: RPCContext, blockhash: str) -> Deferred:
     chain = _chain(ctx)
-    return _done(chain.invalidate_block(_lookup(chain, blockhash).hash))
+    return _done(chain.invalidate_block(_lookup(chain.snapshot(), blockhash).hash))
 
 
 @rpc_method(
@@ -630,7 +630,7 @@ def invalidateblock(ctx: RPCContext, blockhash: str) -> Deferred:
     examples=_BLOCKHASH_EXAMPLES["reconsiderblock"])
 def reconsiderblock(ctx: RPCContext, blockhash: str) -> Deferred:
     chain = _chain(ctx)
-    return _done(chain.reconsider_block(_lookup(chain, blockhash).hash))
+    return _done(chain.reconsider_block(_lookup(chain.snapshot(), blockhash).hash))
 
 
 # ---------------------------------------------------------------- waiting for blocks
@@ -658,11 +658,11 @@ def _wait(chain: ChainAccess, condition: Callable[[BlockIndexEntry], bool],
     Cancelling the call (client gone) cancels the wait and the timer.
     """
     if timeout_ms < 0:
-        return _tip_json(chain.state.tip)
+        return _tip_json(chain.snapshot().tip)
     waiting = chain.wait_for_tip(condition)
     if timeout_ms > 0:
         waiting.addTimeout(timeout_ms / 1000.0, chain.reactor,
-                           onTimeoutCancel=lambda _cancelled, _timeout: chain.state.tip)
+                           onTimeoutCancel=lambda _cancelled, _timeout: chain.snapshot().tip)
     return waiting.addCallback(_tip_json)
 
 
@@ -672,7 +672,7 @@ def _wait(chain: ChainAccess, condition: Callable[[BlockIndexEntry], bool],
     examples=example_cli("waitfornewblock", "1000") + example_rpc("waitfornewblock", "1000"))
 def waitfornewblock(ctx: RPCContext, timeout: int) -> Any:
     chain = _chain(ctx)
-    start = chain.state.tip
+    start = chain.snapshot().tip
     return _wait(chain, lambda tip: tip is not start, timeout)
 
 
@@ -700,7 +700,16 @@ def waitforblockheight(ctx: RPCContext, height: int, timeout: int) -> Any:
     return _wait(_chain(ctx), lambda tip: tip.height >= height, timeout)
 
 
-#: What the ``blockchain`` entry point registers.
+@rpc_method(
+    "syncwithvalidationinterfacequeue", category="hidden",
+    help="Waits for the validation interface queue to catch up on everything that was there "
+         "when we entered this function.",
+    examples=(example_cli("syncwithvalidationinterfacequeue", "")
+              + example_rpc("syncwithvalidationinterfacequeue", "")))
+def syncwithvalidationinterfacequeue(ctx: RPCContext) -> Deferred:
+    return _chain(ctx).sync_listeners().addCallback(lambda _: None)
+
+
 # ---------------------------------------------------------------- pruning
 
 #: Core's TIMESTAMP_WINDOW: pruneblockchain by time allows blocks this much older.
@@ -742,7 +751,9 @@ def pruneblockchain(ctx: RPCContext, height: int) -> Deferred:
     return _chain(ctx).call(_prune_to, height)
 
 
+#: What the ``blockchain`` entry point registers.
 METHODS = [getbestblockhash, getblock, getblockchaininfo, getblockcount, getblockhash,
            getblockheader, getchaintips, getchaintxstats, getdifficulty, gettxout,
            gettxoutsetinfo, preciousblock, pruneblockchain, verifychain, invalidateblock,
-           reconsiderblock, waitfornewblock, waitforblock, waitforblockheight]
+           reconsiderblock, waitfornewblock, waitforblock, waitforblockheight,
+           syncwithvalidationinterfacequeue]

@@ -9,7 +9,8 @@ import ctypes
 import os
 import sys
 import tempfile
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
@@ -192,16 +193,29 @@ def _echo(ctx: RPCContext, *values: Any) -> list[Any]:
     return list(values)
 
 
-_ECHO_ARGS = (Arg("message", ANY, variadic=True, help="Any values, returned as given"),)
+@dataclass(frozen=True)
+class _EchoMethod(RPCMethod):
+    """echo/echojson answer the parameters exactly as given (Core's ``request.params``).
+
+    The declared ``arg0``..``arg9`` only name positions for named parameters (Core
+    0.17's table), so any number of positional values still passes, and an explicit
+    null stays null.
+    """
+
+    def convert(self, params: Sequence[Any]) -> list[Any]:
+        return list(params)
+
+
+_ECHO_ARGS = tuple(Arg("arg%d" % i, ANY, default=None) for i in range(10))
 _ECHO_HELP = compose_help(
-    "echo", _ECHO_ARGS, signature='echo|echojson "message" ...',
+    "echo", (), signature='echo|echojson "message" ...',
     description=("Simply echo back the input arguments. This command is for testing.\n\n"
                  "The difference between echo and echojson is that echojson has argument "
                  "conversion enabled in the client-side table in coin-cli and the GUI. There "
                  "is no server-side difference."))
 
-echo, echojson = (RPCMethod(name=name, category="hidden", handler=_echo, args=_ECHO_ARGS,
-                            help_text=_ECHO_HELP) for name in ("echo", "echojson"))
+echo, echojson = (_EchoMethod(name=name, category="hidden", handler=_echo, args=_ECHO_ARGS,
+                              help_text=_ECHO_HELP) for name in ("echo", "echojson"))
 
 #: What the ``control`` entry point registers.
 METHODS = [help_, stop, uptime, getmemoryinfo, logging_, echo, echojson]

@@ -1,19 +1,12 @@
-"""Dash's governance, masternode and spork methods, answered from the node's real state.
+"""Dash's governance methods, answered from the node's real state.
 
-Registered through the ``coin.rpc`` entry point ``governance``. This node has no
-masternode network, no governance objects, no spork key and no P2P layer, so
-every list is empty and every count is 0; the messages, codes and help texts
-are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
+Registered through the ``coin.rpc`` entry point ``governance`` (the masternode methods are
+in :mod:`coin.rpc.methods.masternode`, ``spork`` in :mod:`coin.rpc.methods.spork`). This
+node has no governance objects, so every list is empty and every count is 0; the messages,
+codes and help texts are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
 
 - ``gobject count`` returns an object with the counts (Dash 0.13's fields), not
   the reference's formatted string (shared/reference/README.md).
-- ``masternode count`` returns the integer 0, as recorded (rpcm_35, cli_28).
-- ``mnsync status`` reports MASTERNODE_SYNC_FINISHED since start-up: with no
-  masternode network there is nothing to download (Dash in lite mode finishes
-  the same way). Block download progress is getblockchaininfo's business.
-- ``spork show`` lists the reference's Dash sporks (not its proof-of-stake one)
-  at their "off" values; none has an effect here, so ``spork active`` is all
-  false. Setting a spork answers -31: there is no P2P layer to relay it.
 - Creating, checking and voting on governance objects needs a governance object
   model this node does not have: ``check``/``submit`` say so (-1), ``prepare``
   and the masternode wallet commands first need a wallet (Core's -32601),
@@ -26,35 +19,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, NamedTuple
 
-import coincurve
-
 from coin.chainparams import COIN
-from coin.primitives.address import encode_wif
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_CLIENT_P2P_DISABLED, RPC_INTERNAL_ERROR, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
+    RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
     RPC_MISC_ERROR, RPCError,
 )
 from coin.rpc.jsonrpc import encode_json, parse_json
 from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
-    ANY, REAL, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc, rpc_method,
+    ANY, STR, Arg, SubCommand, command_family, example_cli, example_rpc, rpc_method,
 )
 from coin.views.amounts import amount_to_json
-
-#: Dash's "off" value for a time-based spork (2099-01-01).
-SPORK_OFF = 4070908800
-#: The sporks ``spork show`` lists, with their values on this chain.
-SPORKS = (("SPORK_2_INSTANTSEND_ENABLED", SPORK_OFF),
-          ("SPORK_3_INSTANTSEND_BLOCK_FILTERING", SPORK_OFF),
-          ("SPORK_5_INSTANTSEND_MAX_VALUE", 1000),
-          ("SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT", SPORK_OFF),
-          ("SPORK_9_SUPERBLOCKS_ENABLED", SPORK_OFF),
-          ("SPORK_10_MASTERNODE_PAY_UPDATED_NODES", SPORK_OFF),
-          ("SPORK_12_RECONSIDER_BLOCKS", 0),
-          ("SPORK_13_OLD_SUPERBLOCK_FLAG", SPORK_OFF),
-          ("SPORK_14_REQUIRE_SENTINEL_FLAG", SPORK_OFF))
-
 
 class GovernanceParams(NamedTuple):
     """Dash's governance parameters (its Consensus::Params fields and constants)."""
@@ -313,221 +289,5 @@ def getgovernanceinfo(ctx: RPCContext) -> Dict[str, Any]:
             "maxgovobjdatasize": GOVERNANCE.max_object_size}
 
 
-# ------------------------------------------------------------------ masternodelist
-
-_LIST_MODES = ("activeseconds", "addr", "daemon", "full", "info", "json", "lastseen",
-               "lastpaidtime", "lastpaidblock", "protocol", "payee", "pubkey", "rank",
-               "sentinel", "status")
-
-_MASTERNODELIST_HELP = """\
-masternodelist ( "mode" "filter" )
-Get a list of masternodes in different modes
-
-Arguments:
-1. "mode"      (string, optional/required to use filter, defaults = json) The mode to run \
-list in
-2. "filter"    (string, optional) Filter results. Partial match by outpoint by default in all \
-modes,
-                                    additional matches in some modes are also available
-
-Available modes:
-  activeseconds  - Print number of seconds masternode recognized by the network as enabled
-                   (since latest issued "masternode start/start-many/start-alias")
-  addr           - Print ip address associated with a masternode (can be additionally \
-filtered, partial match)
-  daemon         - Print daemon version of a masternode (can be additionally filtered, exact \
-match)
-  full           - Print info in format 'status protocol payee lastseen activeseconds \
-lastpaidtime lastpaidblock IP'
-                   (can be additionally filtered, partial match)
-  info           - Print info in format 'status protocol payee lastseen activeseconds \
-sentinelversion sentinelstate IP'
-                   (can be additionally filtered, partial match)
-  json           - Print info in JSON format (can be additionally filtered, partial match)
-  lastpaidblock  - Print the last block height a node was paid on the network
-  lastpaidtime   - Print the last time a node was paid on the network
-  lastseen       - Print timestamp of when a masternode was last seen on the network
-  payee          - Print Coin address associated with a masternode (can be additionally \
-filtered,
-                   partial match)
-  protocol       - Print protocol of a masternode (can be additionally filtered, exact match)
-  pubkey         - Print the masternode (not collateral) public key
-  rank           - Print rank of a masternode based on current block
-  sentinel       - Print sentinel version of a masternode (can be additionally filtered, \
-exact match)
-  status         - Print masternode status: PRE_ENABLED / ENABLED / EXPIRED / \
-SENTINEL_PING_EXPIRED / NEW_START_REQUIRED /
-                   UPDATE_REQUIRED / POSE_BAN / OUTPOINT_SPENT (can be additionally filtered, \
-partial match)
-"""
-
-_LIST_ARGS = (Arg("mode", STR, default="json"), Arg("filter", STR, default=""))
-
-
-def _masternode_list(ctx: RPCContext, mode: str, filter: str) -> Dict[str, Any]:
-    """Every mode lists the known masternodes: there are none."""
-    if mode not in _LIST_MODES:
-        raise RPCError(RPC_MISC_ERROR, _MASTERNODELIST_HELP)
-    return {}
-
-
-masternodelist = RPCMethod(name="masternodelist", category="masternode",
-                           handler=_masternode_list, help_text=_MASTERNODELIST_HELP,
-                           args=_LIST_ARGS)
-
-
-# ------------------------------------------------------------------ masternode
-
-def _masternode_count(ctx: RPCContext, *rest: Any) -> Any:
-    if len(rest) > 1:
-        raise _invalid("Too many parameters")
-    if not rest:
-        return 0
-    mode = _text(rest[0])
-    if mode in ("ps", "enabled", "qualify"):
-        return 0
-    if mode == "all":
-        return "Total: 0 (PS Compatible: 0 / Enabled: 0 / Qualify: 0)"
-    return None  # Dash falls through to the end of the command and answers null
-
-
-def _masternode_winner(ctx: RPCContext, *ignored: Any) -> str:
-    return "unknown"  # no masternode is in the payment queue
-
-
-def _masternode_genkey(ctx: RPCContext, *ignored: Any) -> str:
-    """A new masternode private key (uncompressed, as Dash makes them)."""
-    return encode_wif(coincurve.PrivateKey().secret, ctx.node.chain.params, compressed=False)
-
-
-def _masternode_wallet(ctx: RPCContext, *ignored: Any) -> Any:
-    raise _wallet_then(ctx, MASTERNODES_UNSUPPORTED)
-
-
-def _masternode_status(ctx: RPCContext, *ignored: Any) -> Any:
-    raise RPCError(RPC_INTERNAL_ERROR, "This is not a masternode")
-
-
-def _masternode_list_conf(ctx: RPCContext, *ignored: Any) -> Dict[str, Any]:
-    return {}  # masternode.conf is not read: no entries
-
-
-def _atoi(text: str) -> int:
-    """glibc's atoi: optional blanks and sign, then digits (0 if none), read as strtol
-    (clamped to 64 bits) and cut to a C int. Thousands of digits are no ValueError."""
-    text = text.lstrip(" \t\n\v\f\r")
-    sign = -1 if text[:1] == "-" else 1
-    digits = text[1:] if text[:1] in "+-" and text else text
-    run = len(digits) - len(digits.lstrip("0123456789"))
-    significant = digits[:run].lstrip("0")
-    value = sign * (int(significant or "0") if len(significant) <= 19 else 1 << 63)
-    value = max(-(1 << 63), min((1 << 63) - 1, value))
-    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
-
-
-def _masternode_winners(ctx: RPCContext, *rest: Any) -> Dict[str, str]:
-    """No payment votes exist, so every height's payee is "Unknown" (Dash's word).
-
-    The look-back is capped at the chain height (Dash would list negative heights too),
-    so a huge count cannot stall the reactor.
-    """
-    height = ctx.node.chain.state.height
-    last = _atoi(_text(rest[0])) if rest else 10
-    wanted = _text(rest[1]) if len(rest) == 2 else ""
-    if len(rest) > 2:
-        raise _invalid("Correct usage is 'masternode winners ( \"count\" \"filter\" )'")
-    if wanted and wanted not in "Unknown":
-        return {}
-    return {str(h): "Unknown" for h in range(height - min(last, height), height + 20)}
-
-
-def _masternode_sub(name: str, handler: Callable[..., Any], summary: str,
-                    **options: Any) -> SubCommand:
-    return SubCommand(name, handler, args=options.pop("args", _REST), summary=summary, **options)
-
-
-masternode = command_family(
-    "masternode", category="masternode", width=12,
-    help=('masternode "command"...\nSet of commands to execute masternode related actions\n\n'
-          "Arguments:\n"
-          '1. "command"        (string or set of strings, required) The command to execute\n'),
-    subcommands=[
-        _masternode_sub("count", _masternode_count, "Print number of all known masternodes "
-                        "(optional: 'ps', 'enabled', 'all', 'qualify')"),
-        _masternode_sub("current", _masternode_winner, "Print info on current masternode "
-                        "winner to be paid the next block (calculated locally)"),
-        _masternode_sub("genkey", _masternode_genkey, "Generate new masternodeprivkey"),
-        _masternode_sub("outputs", _masternode_wallet, "Print masternode compatible outputs"),
-        _masternode_sub("start-alias", _masternode_wallet, "Start single remote masternode by "
-                        "assigned alias configured in masternode.conf"),
-        _masternode_sub("start-all", _masternode_wallet, "Start remote masternodes configured "
-                        "in masternode.conf (<mode>: 'all', 'missing', 'disabled')",
-                        label="start-<mode>", aliases=("start-missing", "start-disabled")),
-        _masternode_sub("status", _masternode_status, "Print masternode status information"),
-        _masternode_sub("list", _masternode_list, "Print list of all known masternodes (see "
-                        "masternodelist for more info)", args=_LIST_ARGS,
-                        usage=_MASTERNODELIST_HELP),
-        _masternode_sub("list-conf", _masternode_list_conf,
-                        "Print masternode.conf in JSON format"),
-        _masternode_sub("winner", _masternode_winner,
-                        "Print info on next masternode winner to vote for"),
-        _masternode_sub("winners", _masternode_winners, "Print list of masternode winners"),
-    ])
-
-
-# ------------------------------------------------------------------ mnsync
-
-_SYNC_FINISHED = 999
-
-
-def _mnsync(ctx: RPCContext, mode: str) -> Any:
-    if mode == "status":
-        started = int(ctx.node.chain.clock.now()) - ctx.node.uptime()
-        return {"AssetID": _SYNC_FINISHED, "AssetName": "MASTERNODE_SYNC_FINISHED",
-                "AssetStartTime": started, "Attempt": 0, "IsBlockchainSynced": True,
-                "IsMasternodeListSynced": True, "IsWinnersListSynced": True, "IsSynced": True,
-                "IsFailed": False}
-    if mode == "next":
-        return "sync updated to MASTERNODE_SYNC_FINISHED"
-    if mode == "reset":
-        return "success"  # a restarted sync has nothing to fetch and finishes at once
-    return "failure"
-
-
-mnsync = RPCMethod(
-    name="mnsync", category="masternode", handler=_mnsync, args=(Arg("mode", STR),),
-    help_text=("mnsync [status|next|reset]\n"
-               "Returns the sync status, updates to the next step or resets it entirely.\n"))
-
-
-# ------------------------------------------------------------------ spork
-
-_SPORK_HELP = ("spork <name> [<value>]\n"
-               "<name> is the corresponding spork name, or 'show' to show all current spork "
-               "settings, active to show which sporks are active\n"
-               "<value> is a epoch datetime to enable or disable spork\n")
-_SPORK_ARGS = (Arg("name", STR, typecheck=True), Arg("value", REAL, typecheck=True))
-
-
-def _spork(ctx: RPCContext, *args: Any) -> Any:
-    if len(args) == 1:
-        command = _text(args[0])
-        if command == "show":
-            return dict(SPORKS)
-        if command == "active":
-            return {name: False for name, _ in SPORKS}
-    elif len(args) == 2:
-        name, _ = (arg.convert(value) for arg, value in zip(_SPORK_ARGS, args))
-        if name not in dict(SPORKS):
-            return "Invalid spork name"  # Dash answers this as a result, not an error
-        raise RPCError(RPC_CLIENT_P2P_DISABLED,
-                       "Error: Peer-to-peer functionality missing or disabled")
-    raise RPCError(RPC_MISC_ERROR, _SPORK_HELP)
-
-
-spork = RPCMethod(name="spork", category="coin", handler=_spork, help_text=_SPORK_HELP,
-                  args=(Arg("args", ANY, variadic=True),))
-
-
 #: What the ``governance`` entry point registers.
-METHODS = [gobject, getgovernanceinfo, masternode, masternodelist, mnsync, spork]
+METHODS = [gobject, getgovernanceinfo]

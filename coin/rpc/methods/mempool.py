@@ -27,7 +27,7 @@ from coin.rpc.errors import (
     RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPCError,
 )
 from coin.rpc.methods.rawtransactions import decode_transaction
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import parse_hash_str, parse_hash_v
 from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, REAL, STR, Arg, example_cli, example_rpc, rpc_method,
 )
@@ -298,7 +298,7 @@ async def testmempoolaccept(ctx: RPCContext, rawtxs: List[Any],
               help="API-Compatibility for previous API. Must be zero or null.\n"
                    "                  DEPRECATED. For forward compatibility use named "
                    "arguments and omit this parameter."),
-          Arg("fee_delta", INT64,
+          Arg("fee_delta", ANY,
               help="The fee value (in satoshis) to add (or subtract, if negative).\n"
                    "                  The fee is not actually paid, only the algorithm for "
                    "selecting transactions into a block\n"
@@ -308,13 +308,15 @@ async def testmempoolaccept(ctx: RPCContext, rawtxs: List[Any],
     result="true              (boolean) Returns true",
     examples=example_cli("prioritisetransaction", '"txid" 0.0 10000')
     + example_rpc("prioritisetransaction", '"txid", 0.0, 10000'))
-async def prioritisetransaction(ctx: RPCContext, txid: str, dummy: Any, fee_delta: int) -> bool:
-    txid_bytes = parse_hash_v(txid, "txid")
+async def prioritisetransaction(ctx: RPCContext, txid: str, dummy: Any, fee_delta: Any) -> bool:
+    # Core 0.17's order: the txid, then the fee delta, then the dummy (hence ANY above).
+    txid_bytes = parse_hash_str(txid, "txid")
+    delta = Arg("fee_delta", INT64).convert(fee_delta)
     # Positional, so it cannot be optional in the table: null or 0, read as Core's get_real.
     if dummy is not None and Arg("dummy", REAL).convert(dummy) != 0:
         raise RPCError(RPC_INVALID_PARAMETER, "Priority is no longer supported, dummy argument "
                        "to prioritisetransaction must be 0.")
-    await _service(ctx).prioritise(txid_bytes, fee_delta)
+    await _service(ctx).prioritise(txid_bytes, delta)
     return True
 
 

@@ -16,8 +16,8 @@ Where this differs from Core 0.17, and why:
   the pool changed and a minute has passed, re-checking every 10 seconds.
 - No segwit: no ``weight``/``weightlimit``/``default_witness_commitment``;
   ``sigoplimit``/``sizelimit`` are this chain's legacy limits. Dash 0.12's
-  ``masternode``/``superblock`` fields are present and say what is true here:
-  nothing is owed to masternodes or superblocks.
+  ``masternode`` fields name the elected masternode's payment (coinbase output 1,
+  ``doc/masternode.md``); the ``superblock`` fields say no superblock is owed.
 - Proposals (BIP23) run the header, context-free and contextual block checks;
   the UTXO checks of Core's TestBlockValidity (ConnectBlock on a scratch view)
   need a non-mutating connect in ``ChainState`` that does not exist yet.
@@ -40,7 +40,8 @@ from coin.consensus.pow import compact_to_target
 from coin.mining.service import MiningService
 from coin.mining.stats import MiningInfo
 from coin.mining.template import LongPollId, Template
-from coin.primitives.address import try_decode_address
+from coin.masternode.params import masternode_params
+from coin.primitives.address import encode_address, try_decode_address
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError
@@ -54,7 +55,7 @@ from coin.rpc.params import is_hex, parse_hash_v
 from coin.rpc.registry import (
     ANY, INT, INT64, OBJ, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
 )
-from coin.script.standard import destination_script
+from coin.script.standard import destination_script, extract_destinations
 from coin.views.amounts import real_to_json
 
 
@@ -137,8 +138,18 @@ def _template_transactions(template: Template) -> List[Dict[str, Any]]:
                                                 selection.sigops, selection.depends)]
 
 
+def _masternode_payments(coinbase: Any, params: ChainParams) -> List[Dict[str, Any]]:
+    """Dash's ``masternode`` array: the template coinbase's output 1 is the payment."""
+    payments = []
+    for out in coinbase.vout[1:]:
+        _, destinations, _ = extract_destinations(out.script_pubkey)
+        payments.append({"payee": encode_address(destinations[0], params) if destinations else "",
+                         "script": out.script_pubkey.hex(), "amount": out.value})
+    return payments
+
+
 def template_json(template: Template, params: ChainParams,
-                  force_version: bool) -> Dict[str, Any]:
+                  force_version: bool, payments_enforced: bool = False) -> Dict[str, Any]:
     """The BIP22/23/9 template object in Core 0.17's key order (module docstring)."""
     prev, block = template.prev, template.block
     header = block.header
@@ -155,7 +166,7 @@ def template_json(template: Template, params: ChainParams,
         "previousblockhash": hash_to_hex(prev.hash),
         "transactions": _template_transactions(template),
         "coinbaseaux": {"flags": ""},
-        "coinbasevalue": block.txs[0].vout[0].value,
+        "coinbasevalue": block.txs[0].total_out(),
         "longpollid": template.longpoll_id.text(),
         "target": "%064x" % compact_to_target(header.bits)[0],
         "mintime": prev.median_time_past() + 1,
@@ -166,10 +177,11 @@ def template_json(template: Template, params: ChainParams,
         "curtime": header.time,
         "bits": "%08x" % header.bits,
         "height": prev.height + 1,
-        # Dash 0.12's payment fields: no masternode or superblock is ever owed here.
-        "masternode": {},
-        "masternode_payments_started": False,
-        "masternode_payments_enforced": False,
+        # Dash 0.12's payment fields (no superblock is ever owed here).
+        "masternode": _masternode_payments(block.txs[0], params),
+        "masternode_payments_started":
+            prev.height + 1 >= masternode_params(params.name).payments_start_height,
+        "masternode_payments_enforced": payments_enforced,
         "superblock": [],
         "superblocks_started": False,
         "superblocks_enabled": False,
@@ -292,9 +304,16 @@ seconds since epoch (Jan 1 1970 GMT)
   "curtime" : ttt,                  (numeric) current timestamp in seconds since epoch (Jan 1 1970 GMT)
   "bits" : "xxxxxxxx",              (string) compressed target of next block
   "height" : n,                     (numeric) The height of the next block
-  "masternode" : { },               (json object) required masternode payee (none on this chain)
-  "masternode_payments_started" : false,  (boolean) masternode payments have started (never on this chain)
-  "masternode_payments_enforced" : false, (boolean) masternode payments are enforced (never on this chain)
+  "masternode" : [                  (array) required masternode payments that must be included in the \
+next block
+      {
+         "payee" : "xxxx",              (string) payee address
+         "script" : "xxxx",             (string) payee scriptPubKey
+         "amount": n                    (numeric) required amount to pay
+      }
+  ],
+  "masternode_payments_started" :  true|false, (boolean) true, if masternode payments started
+  "masternode_payments_enforced" : true|false, (boolean) true, if masternode payments are enforced
   "superblock" : [ ],               (array) required superblock payees (none on this chain)
   "superblocks_started" : false,    (boolean) superblock payments have started (never on this chain)
   "superblocks_enabled" : false     (boolean) superblock payments are enabled (never on this chain)
@@ -304,12 +323,12 @@ Examples:
 """ + example_cli("getblocktemplate") + example_rpc("getblocktemplate")
 
 
-async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) -> Any:
+async def getblocktemplate_(ctx: RPCContext, template_request: Optional[Dict[str, Any]]) -> Any:
     chain = _chain(ctx)
     mining = _mining(ctx)
-    mode, longpollid, force_version = _read_request(request)
+    mode, longpollid, force_version = _read_request(template_request)
     if mode == "proposal":
-        data = request.get("data")
+        data = template_request.get("data")
         if not isinstance(data, str):
             raise RPCError(RPC_TYPE_ERROR, "Missing data String key for proposal")
         return await mining.check_proposal(decode_block(data))
@@ -320,7 +339,9 @@ async def getblocktemplate_(ctx: RPCContext, request: Optional[Dict[str, Any]]) 
     if longpollid is not None:
         await mining.wait_for_change(_longpoll_id(mining, longpollid))
     template = await mining.template()
-    return template_json(template, chain.params, force_version)
+    masternodes = getattr(ctx.node, "masternodes", None)  # absent on nodes without P2P
+    return template_json(template, chain.params, force_version,
+                         masternodes is not None and masternodes.payments_enforced())
 
 
 getblocktemplate = RPCMethod(

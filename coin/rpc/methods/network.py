@@ -49,7 +49,7 @@ def client_version() -> int:
 
 
 def _p2p_or_none(ctx: RPCContext) -> Optional[P2PService]:
-    return getattr(ctx.node, "p2p", None)
+    return ctx.node.p2p
 
 
 def _p2p(ctx: RPCContext) -> P2PService:
@@ -412,15 +412,14 @@ def getnettotals(ctx: RPCContext) -> Dict[str, Any]:
 def getnetworkinfo(ctx: RPCContext) -> Dict[str, Any]:
     policy = ctx.node.mempool.policy
     p2p = _p2p_or_none(ctx)
+    offset = ctx.node.chain.clock.time_offset
     if p2p is not None:
         subversion = p2p.user_agent
         services = p2p.local_services
-        offset = p2p.time_data.offset
         active = p2p.network_active
     else:
         subversion = format_user_agent(CLIENT_NAME, __version__, [])
         services = 0
-        offset = ctx.node.chain.state.time_offset
         active = True
     return {
         "version": client_version(),

@@ -372,8 +372,9 @@ async def getrawtransaction_(ctx: RPCContext, txid: Any, verbose: Any, blockhash
             return tx.serialize().hex()
         if found_entry is None:
             return tx_json(tx, chain.params)
-        return tx_json(tx, chain.params, **tx_block_fields(found_entry, chain.state))
-    entry = chain.state.lookup(parse_hash_v(blockhash, "parameter 3"))
+        return tx_json(tx, chain.params, **tx_block_fields(found_entry, chain.snapshot()))
+    view = chain.snapshot()
+    entry = view.lookup(parse_hash_v(blockhash, "parameter 3"))
     if entry is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block hash not found")
     if not entry.have_data():
@@ -385,9 +386,8 @@ async def getrawtransaction_(ctx: RPCContext, txid: Any, verbose: Any, blockhash
                        "No such transaction found in the provided block" + _WALLET_HINT)
     if not verbose:
         return tx.serialize().hex()
-    state = chain.state
-    return {"in_active_chain": state.contains(entry),
-            **tx_json(tx, chain.params, **tx_block_fields(entry, state))}
+    return {"in_active_chain": view.contains(entry),
+            **tx_json(tx, chain.params, **tx_block_fields(entry, view))}
 
 
 getrawtransaction = RPCMethod(

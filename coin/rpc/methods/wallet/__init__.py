@@ -36,7 +36,7 @@ ADDRESS_ARG = Arg("address", STR)
 
 def wallet_service(ctx: RPCContext) -> WalletService:
     """The node's wallets; with -disablewallet, wallet methods do not exist (-32601)."""
-    service = getattr(ctx.node, "wallet_service", None)
+    service = ctx.node.wallet_service
     if service is None:
         raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")  # -disablewallet
     return service

@@ -17,7 +17,7 @@ from coin.rpc.errors import (
 )
 from coin.rpc.methods.rawtransactions import check_object
 from coin.rpc.methods.wallet import ADDRESS_ARG, decode_destination, is_final, ismine_filter
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import is_hex, uint256_from_hex
 from coin.rpc.registry import (
     ARR, BOOL, INT, INT64, OBJ, STR, Arg, amount_from_value, example_cli, example_rpc, rpc_method,
 )
@@ -206,10 +206,14 @@ def _read_outpoint(wallet: Wallet, value: Any, unlock: bool) -> Tuple[bytes, int
     """One lockunspent entry, checked as Core 0.17 does."""
     entry = _OBJECT.convert(value)
     check_object(entry, _OUTPOINT_FIELDS)
-    txid = parse_hash_v(entry["txid"], "txid")
+    # Core 0.17: any even-length hex is read as a number (uint256S), so a short txid is
+    # simply unknown.
+    if not is_hex(entry["txid"]):
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, expected hex txid")
     n = _VOUT.convert(entry["vout"])
     if n < 0:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, vout must be positive")
+    txid = uint256_from_hex(entry["txid"])
     wtx = wallet.txs.get(txid)
     if wtx is None:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, unknown transaction")

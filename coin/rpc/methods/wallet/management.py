@@ -102,7 +102,7 @@ async def unloadwallet(ctx: RPCContext, wallet_name: Optional[str]) -> None:
             "   ...\n]"),
     examples=example_cli("listwallets") + example_rpc("listwallets"))
 def listwallets(ctx: RPCContext) -> List[str]:
-    service = getattr(ctx.node, "wallet_service", None)
+    service = ctx.node.wallet_service
     return list(service.wallets) if service is not None else []
 
 

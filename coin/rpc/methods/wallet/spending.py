@@ -41,7 +41,7 @@ from coin.wallet.access import in_wallet
 from coin.wallet.addresses import ensure_unlocked
 from coin.wallet.keystore import ISMINE_SPENDABLE
 from coin.wallet.service import TransactionRejected
-from coin.wallet.spend import DEFAULT_CONFIRM_TARGET, FeePolicy, Recipient, SpendError
+from coin.wallet.spend import FeePolicy, Recipient, SpendError
 
 _ESTIMATE_MODES = ("UNSET", "ECONOMICAL", "CONSERVATIVE")
 
@@ -50,7 +50,8 @@ def _fee_policy(ctx: RPCContext, conf_target: Optional[int], estimate_mode: str,
                 replaceable: Optional[bool], fixed: Optional[FeeRate] = None) -> FeePolicy:
     """Core's GetMinimumFeeRate inputs for a coin control's target, mode and feeRate."""
     service: MempoolService = ctx.node.mempool
-    target = DEFAULT_CONFIRM_TARGET if conf_target is None else _conf_target(ctx, conf_target)
+    settings = wallet_service(ctx).fee_settings  # -txconfirmtarget, -fallbackfee, -mintxfee
+    target = settings.confirm_target if conf_target is None else _conf_target(ctx, conf_target)
     if estimate_mode not in _ESTIMATE_MODES:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid estimate_mode parameter")
     # Estimates are conservative unless the transaction signals replaceability (Core).
@@ -61,7 +62,8 @@ def _fee_policy(ctx: RPCContext, conf_target: Optional[int], estimate_mode: str,
         floor = service.pool.get_min_fee()
     return FeePolicy(min_relay=service.policy.min_relay_fee, pool_floor=floor,
                      estimate=FeeRate(rate) if rate is not None else None,
-                     max_fee=service.max_tx_fee, fixed=fixed, use_pay_tx_fee=conf_target is None)
+                     max_fee=service.max_tx_fee, fixed=fixed, use_pay_tx_fee=conf_target is None,
+                     fallback=FeeRate(settings.fallback_fee), min_tx=FeeRate(settings.min_tx_fee))
 
 
 def _reject_reason(error: Exception) -> str:

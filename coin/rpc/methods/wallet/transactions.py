@@ -18,7 +18,7 @@ from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_WALLET_ERROR, RPCError,
 )
 from coin.rpc.methods.wallet import is_final, ismine_filter, wallet_service
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import parse_hash_v, uint256_from_hex
 from coin.rpc.registry import BOOL, INT, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.script.standard import destination_script
 from coin.views.wallet import gettransaction_json, received_json, transaction_entries
@@ -167,7 +167,7 @@ respendable). Only available for the
 @rpc_method(
     "listtransactions", category="wallet", needs_wallet=True,
     signature="listtransactions (dummy count skip include_watchonly)",
-    args=[Arg("dummy", STR, default=None,
+    args=[Arg("dummy", STR, default=None, aliases=("account",),
               help='If set, should be "*" for backwards compatibility.'),
           Arg("count", INT, default=10, help="The number of transactions to return"),
           Arg("skip", INT, default=0, help="The number of transactions to skip"),
@@ -244,11 +244,12 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, sk
 async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confirmations: int,
                          include_watchonly: bool, include_removed: bool) -> Dict[str, Any]:
     chain = ctx.node.chain
-    state = chain.state
+    state = chain.snapshot()
     since = None   # the block asked for, or its fork point with the active chain
     detached = []  # blocks of the branch the asked-for block is on, tip first
     if blockhash:
-        asked = state.lookup(parse_hash_v(blockhash, "blockhash"))
+        # Core 0.17 reads the hash with SetHex: a malformed one is an unknown block (-5).
+        asked = state.lookup(uint256_from_hex(blockhash))
         if asked is None:
             raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found")
         since = asked if state.contains(asked) else state.find_fork(state.tip, asked)
