@@ -27,7 +27,7 @@ CATEGORIES: Sequence[str] = (
     "net", "tor", "mempool", "http", "bench", "zmq", "db", "rpc", "estimatefee", "addrman",
     "selectcoins", "reindex", "cmpctblock", "rand", "prune", "proxy", "mempoolrej",
     "libevent", "coindb", "qt", "leveldb", "validation", "masternode", "mnpayments", "mnsync",
-    "spork",
+    "spork", "gobject",
 )
 
 #: Log namespace prefix -> category (longest prefix wins).
@@ -44,6 +44,7 @@ _NAMESPACE_CATEGORIES: Dict[str, str] = {
     "coin.masternode.payments": "mnpayments",
     "coin.masternode.sync": "mnsync",
     "coin.wallet": "selectcoins",
+    "coin.governance": "gobject",
     "twisted.web": "http",
 }
 

@@ -29,6 +29,7 @@ from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
+from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
 from coin.config.node import NodeConfig
@@ -91,6 +92,8 @@ class NodeFacade:
         self.sporks = node.sporks
         #: Masternodes (coin.masternode.service.MasternodeService).
         self.masternodes = node.masternodes
+        #: Governance objects and votes (coin.governance.service.GovernanceService).
+        self.governance = node.governance
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
         #: Templates, block submission, long polls (stateless over the chain and its pool).
@@ -125,6 +128,8 @@ class NodeService(service.MultiService):
         self._observers: List[Any] = []
         #: What start-up logs as warnings (coin.conf's, -rpcbind's).
         self._warnings = list(settings.config.warnings)
+        #: Events logged while building (a skipped optional plugin), for debug.log once open.
+        self._early_events: List[dict] = []
         #: Whether the chain store is open and no service has closed it yet.
         self._store_opened = False
         #: The console stream, taken now: under twistd, stdout is redirected to the log later.
@@ -151,11 +156,16 @@ class NodeService(service.MultiService):
             raise StartupError(str(e)) from None
 
     def _load_methods(self) -> MethodTable:
-        """The built-in methods and the -rpcplugin ones (imported now, before any fork)."""
+        """The built-in methods and the -rpcplugin ones: imported now, so a bad plugin is
+        refused before any fork; what loading logs waits for debug.log to open."""
+        observer = self._early_events.append
+        globalLogPublisher.addObserver(observer)
         try:
             return load_plugins(self.settings.rpc_plugins)
         except Exception as e:
             raise StartupError("Error loading RPC plugins: %s" % e) from None
+        finally:
+            globalLogPublisher.removeObserver(observer)
 
     def uptime(self) -> int:
         """Seconds since start-up by the node's clock: setmocktime moves it, as in Core."""
@@ -233,6 +243,9 @@ class NodeService(service.MultiService):
             self.validation.subscribe, chainstate.adjusted_time, self.reactor, self.datadir,
             self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
         self.masternodes.setServiceParent(self)
+        self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
+                                            self.reactor)
+        self.governance.setServiceParent(self)
         if not settings.disable_wallet:
             self.wallets = WalletService(self.validation, self.mempool, self.params,
                                          default_walletdir(self.config, self.datadir),
@@ -418,6 +431,9 @@ class NodeService(service.MultiService):
                                           timestamps=self.settings.log_timestamps)
         for observer in self._observers:
             globalLogPublisher.addObserver(observer)
+            for event in self._early_events:
+                observer(event)
+        self._early_events = []
 
     def _make_rpc(self) -> ListenerGroup:
         """The JSON-RPC and REST server on its -rpcbind addresses (bound at start)."""

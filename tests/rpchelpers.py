@@ -91,6 +91,7 @@ class FakeNode:
     mining: Any = None
     wallet_service: Any = None
     p2p: Any = None
+    governance: Any = None
     shutdowns: int = 0
 
     def __post_init__(self) -> None:

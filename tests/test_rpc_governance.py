@@ -6,14 +6,23 @@ byte; the short recorded bodies that are not there are quoted inline with their 
 
 from __future__ import annotations
 
+import base64
 from decimal import Decimal
 
 import simplejson
+from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 
+from coin.chainparams import COIN
+from coin.governance.collateral import burn_script
+from coin.governance.object import NULL_HASH, GovernanceObject
+from coin.governance.service import GovernanceService
+from coin.governance.vote import OUTCOME_NO, OUTCOME_YES, SIGNAL_FUNDING
+from coin.primitives.hashes import hash_to_hex
 from coin.rpc.methods.governance import METHODS
 from coin.rpc.methods.masternode import METHODS as MASTERNODE_METHODS
 
+from .govhelpers import FakeMasternodes, proposal_hex, trigger_hex
 from .rpcchain import ChainRPCTestCase
 from .rpchelpers import transcript
 
@@ -23,6 +32,12 @@ RPCM_32_GOBJECT_LIST = b'{"result":{},"error":null,"id":32}\n'
 # Key order of rpcm_42 (getgovernanceinfo).
 GOVERNANCE_KEYS = ["governanceminquorum", "masternodewatchdogmaxseconds", "proposalfee",
                    "superblockcycle", "lastsuperblock", "nextsuperblock", "maxgovobjdatasize"]
+GET_KEYS = ["DataHex", "DataString", "Hash", "CollateralHash", "ObjectType", "CreationTime",
+            "FundingResult", "ValidResult", "DeleteResult", "EndorsedResult", "fLocalValidity",
+            "IsValidReason", "fCachedValid", "fCachedFunding", "fCachedDelete", "fCachedEndorsed"]
+LIST_KEYS = ["DataHex", "DataString", "Hash", "CollateralHash", "ObjectType", "CreationTime",
+             "AbsoluteYesCount", "YesCount", "NoCount", "AbstainCount", "fBlockchainValidity",
+             "IsValidReason", "fCachedValid", "fCachedFunding", "fCachedDelete", "fCachedEndorsed"]
 NO_WALLET = (404, -32601, "Method not found (wallet method is disabled because no wallet is "
                           "loaded)")
 REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "command"...',
@@ -32,6 +47,13 @@ REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "comma
 
 class GovernanceTestCase(ChainRPCTestCase):
     methods = METHODS
+
+    def setUp(self):
+        ready = super().setUp()
+        self.governance = GovernanceService(self.access, self.mktemp(), self.clock.adjusted_time,
+                                            reactor)
+        self.node.governance = self.governance
+        return ready
 
     @inlineCallbacks
     def replay(self, name: str):
@@ -121,16 +143,105 @@ class GobjectTests(GovernanceTestCase):
                          (500, -8, "Correct usage is 'gobject deserialize <data-hex>'"))
 
     @inlineCallbacks
-    def test_creating_objects_is_not_supported(self):
-        unsupported = (500, -1, "Governance objects are not supported by this node")
-        self.assertEqual((yield self.error("gobject", "check", "00")), unsupported)
+    def test_check(self):
+        self.assertEqual((yield self.result("gobject", "check", proposal_hex(self.address()))),
+                         {"Object status": "OK"})
+        not_proposal = (500, -8, "Invalid object type, only proposals can be validated")
+        self.assertEqual((yield self.error("gobject", "check", "00")), not_proposal)
+        self.assertEqual((yield self.error("gobject", "check", "7b7d")), not_proposal)
+        self.assertEqual((yield self.error("gobject", "check",
+                                           proposal_hex(self.address(), name="a b"))),
+                         (500, -8, "Invalid proposal data, error messages:name contains invalid "
+                                   "characters;Invalid name;"))
         self.assertEqual((yield self.error("gobject", "check")),
                          (500, -8, "Correct usage is 'gobject check <data-hex>'"))
-        self.assertEqual((yield self.error("gobject", "submit", "0", "1", "2", "00")),
-                         unsupported)
+
+    @inlineCallbacks
+    def test_submit_arguments(self):
         self.assertEqual((yield self.error("gobject", "submit", "0")),
                          (500, -8, "Correct usage is 'gobject submit <parent-hash> <revision> "
                                    "<time> <data-hex> <fee-txid>'"))
+        data = proposal_hex(self.address())
+        for params, expected in (
+                (("0", "1", "2", data), (-8, "The fee-txid parameter must be included to submit "
+                                             "this type of object")),
+                (("0", "1", "2", data, "xyz"),
+                 (-8, "fee-txid, parameter 6 must be hexadecimal string (not 'xyz')")),
+                (("xyz", "1", "2", data, HASH),
+                 (-8, "parent object hash, parameter 2 must be hexadecimal string (not 'xyz')")),
+                (("0", "one", "2", data, HASH),
+                 (-1, "bad lexical cast: source type value could not be interpreted as target")),
+                (("0", "1", "99999999999", data, HASH),
+                 (-1, "bad lexical cast: source type value could not be interpreted as target")),
+                (("0", "1", "2", trigger_hex(), HASH),
+                 (-8, "Only valid masternodes can submit this type of object")),
+                (("0", "1", "2", proposal_hex(self.address(), payment_amount=0), HASH),
+                 (-8, "Invalid proposal data, error messages:payment_amount is negative;"
+                      "Invalid payment amount;"))):
+            self.assertEqual((yield self.error("gobject", "submit", *params)), (500,) + expected,
+                             params)
+        self.assertEqual((yield self.result("gobject", "count"))["objects_total"], 0)
+
+    @inlineCallbacks
+    def test_submit_checks_the_fee_transaction(self):
+        """Missing, unconfirmed, too small and uncommitted fees are refused; nothing is kept."""
+        data = proposal_hex(self.address())
+        obj = GovernanceObject(NULL_HASH, 1, 1700000000, NULL_HASH, data)
+        object_hash = hash_to_hex(obj.hash)
+        burn = burn_script(obj.hash)
+
+        def refused(txid, why):
+            return self.error("gobject", "submit", "0", "1", "1700000000", data, txid)
+
+        reason = yield refused(HASH, None)
+        self.assertEqual(reason, (500, -32603, "Governance object is not valid - %s - Can't find "
+                                               "collateral tx %s" % (object_hash, HASH)))
+        small = self.builder.spend(self.mature_coinbase(1), [(burn, 5 * COIN - 1),
+                                                             (self.builder.script_pubkey, COIN)])
+        other = self.builder.spend(self.mature_coinbase(2), [(burn_script(bytes(32)), 5 * COIN),
+                                                             (self.builder.script_pubkey, COIN)])
+        young = self.builder.spend(self.mature_coinbase(3), [(burn, 5 * COIN),
+                                                             (self.builder.script_pubkey, COIN)])
+        yield self.mine(1, txs=[small, other])
+        yield self.mempool.accept(young)
+        for tx in (small, other):
+            code, message = (yield refused(tx.txid_hex, None))[1:]
+            self.assertEqual(code, -32603)
+            self.assertTrue(message.startswith("Governance object is not valid - %s - Couldn't find "
+                                               "opReturn %s in CTransaction(hash=%s" % (
+                                                   object_hash, object_hash, tx.txid_hex[:10])),
+                            message)
+        self.assertEqual((yield refused(young.txid_hex, None)),
+                         (500, -32603, "Governance object is not valid - %s - Collateral requires "
+                                       "at least 1 confirmations to be relayed throughout the "
+                                       "network (it has only 0), rejected -- try again later"
+                                       % object_hash))
+        self.assertEqual((yield self.result("gobject", "count"))["objects_total"], 0)
+        self.assertEqual((yield self.result("gobject", "list")), {})
+        yield self.mine(1, txs=[young])
+        self.assertEqual((yield self.result("gobject", "submit", "0", "1", "1700000000", data,
+                                            young.txid_hex)), object_hash)
+        got = yield self.result("gobject", "get", object_hash)
+        self.assertEqual(got["CollateralHash"], young.txid_hex)
+        self.assertEqual(got["DataString"], bytes.fromhex(data).decode())
+        self.assertEqual((got["ObjectType"], got["CreationTime"], got["fLocalValidity"],
+                          got["IsValidReason"], got["fCachedValid"], got["fCachedFunding"]),
+                         (1, 1700000000, True, "", True, False))
+        self.assertEqual(list(got), GET_KEYS)
+        listed = yield self.result("gobject", "list", "all", "proposals")
+        self.assertEqual(list(listed), [object_hash])
+        self.assertEqual(list(listed[object_hash]), LIST_KEYS)
+        self.assertEqual((yield self.result("gobject", "list", "funding")), {})
+        self.assertEqual((yield self.result("gobject", "list", "all", "triggers")), {})
+        self.assertEqual((yield self.result("gobject", "getvotes", object_hash)), {})
+        self.assertEqual((yield self.result("gobject", "getcurrentvotes", object_hash)), {})
+        self.assertEqual((yield self.result("gobject", "count")),
+                         {"objects_total": 1, "proposals": 1, "triggers": 0, "other": 0,
+                          "erased": 0, "votes": 0})
+        self.assertEqual(list((yield self.result("gobject", "diff"))), [])
+
+    @inlineCallbacks
+    def test_prepare_needs_a_wallet(self):
         self.assertEqual((yield self.error("gobject", "prepare", "0", "1", "2", "00")),
                          NO_WALLET)
 
@@ -156,7 +267,7 @@ class GobjectTests(GovernanceTestCase):
                  (-8, "Object hash must be hexadecimal string (not 'xyz')")),
                 (("vote-conf", HASH, "fund", "yes"),
                  (-8, "Invalid vote signal. Please using one of the following: "
-                      "(funding|valid|delete|endorsed)")),
+                      "(funding|valid|delete|endorsed) OR `custom sentinel code` ")),
                 (("vote-conf", HASH, "funding", "maybe"),
                  (-8, "Invalid vote outcome. Please use one of the following: 'yes', 'no' or "
                       "'abstain'")),
@@ -165,19 +276,105 @@ class GobjectTests(GovernanceTestCase):
             self.assertEqual((yield self.error("gobject", *params)), (500,) + expected, params)
 
     @inlineCallbacks
+    def test_voteraw_with_no_masternodes_as_the_reference_answers(self):
+        for params, expected in (
+                ((HASH, 0, HASH, "funding", "maybe", 5, "AAAA"),
+                 (-8, "Invalid vote outcome. Please use one of the following: 'yes', 'no' or "
+                      "'abstain'")),
+                ((HASH, 0, HASH, "fund", "yes", 5, "AAAA"),
+                 (-8, "Invalid vote signal. Please using one of the following: "
+                      "(funding|valid|delete|endorsed) OR `custom sentinel code` ")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AA!A"), (-5, "Malformed base64 encoding")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AAA"), (-5, "Malformed base64 encoding")),
+                ((HASH, 0, HASH, "funding", "yes", 5, "AAAA"),
+                 (-32603, "Failure to find masternode in list : COutPoint(%s, 0)" % HASH)),
+                ((HASH, -1, HASH, "funding", "yes", 5, ""),
+                 (-32603, "Failure to find masternode in list : COutPoint(%s, 4294967295)" % HASH)),
+                ((HASH, "0", HASH, "funding", "yes", 5, "AAAA"),
+                 (-1, "JSON value is not an integer as expected")),
+                ((HASH, 1.5, HASH, "funding", "yes", 5, "AAAA"), (-1, "JSON integer out of range")),
+                ((HASH, 0, HASH, 5, "yes", 5, "AAAA"), (-1, "JSON value is not a string as expected")),
+                ((HASH, 0, "zz", "fund", "yes", 5, 7),
+                 (-8, "Governance hash must be hexadecimal string (not 'zz')")),
+                (("zz", 0, HASH, "funding", "yes", 5, "AAAA"),
+                 (-8, "mn tx hash must be hexadecimal string (not 'zz')")),
+                ((HASH, 0), (-1, "voteraw <masternode-tx-hash> <masternode-tx-index> "
+                                 "<governance-hash> <vote-signal> [yes|no|abstain] <time> "
+                                 "<vote-sig>\nCompile and relay a governance vote with provided "
+                                 "external signature instead of signing vote internally\n"))):
+            self.assertEqual((yield self.error("voteraw", *params)), (500,) + expected, params)
+
+    @inlineCallbacks
+    def test_voteraw_counts_a_masternode_vote(self):
+        """With a masternode known (a fake list: the masternode network is not here yet)."""
+        masternodes = FakeMasternodes(2)
+        self.governance.keys = masternodes
+        data = proposal_hex(self.address())
+        obj = GovernanceObject(NULL_HASH, 1, 1700000000, NULL_HASH, data)
+        tx = self.builder.spend(self.mature_coinbase(1), [(burn_script(obj.hash), 5 * COIN),
+                                                          (self.builder.script_pubkey, COIN)])
+        yield self.mine(1, txs=[tx])
+        object_hash = yield self.result("gobject", "submit", "0", "1", "1700000000", data,
+                                        tx.txid_hex)
+        now = self.clock.adjusted_time()
+
+        def raw(vote):
+            return (hash_to_hex(vote.masternode.txid), vote.masternode.n, hash_to_hex(vote.parent_hash),
+                    "funding", {1: "yes", 2: "no"}[vote.outcome], vote.time,
+                    base64.b64encode(vote.signature).decode())
+
+        vote = masternodes.vote(0, obj.hash, SIGNAL_FUNDING, OUTCOME_YES, now)
+        self.assertEqual((yield self.result("voteraw", *raw(vote))), "Voted successfully")
+        self.assertEqual((yield self.result("gobject", "getcurrentvotes", object_hash)),
+                         {hash_to_hex(vote.hash): vote.text()})
+        got = yield self.result("gobject", "get", object_hash)
+        self.assertEqual((got["FundingResult"]["YesCount"], got["fCachedFunding"]), (1, True))
+        # Replayed, or an older vote: refused, nothing changes.
+        replay = yield self.error("voteraw", *raw(vote))
+        self.assertTrue(replay[2].startswith("Error voting : CGovernanceObject::ProcessVote -- "
+                                             "Masternode voting too often"), replay)
+        older = masternodes.vote(0, obj.hash, SIGNAL_FUNDING, OUTCOME_NO, now - 10)
+        self.assertEqual((yield self.error("voteraw", *raw(older))),
+                         (500, -32603, "Error voting : CGovernanceObject::ProcessVote -- Obsolete vote"))
+        forged = masternodes.vote(1, obj.hash, SIGNAL_FUNDING, OUTCOME_NO, now)
+        forged.signature = vote.signature
+        self.assertEqual((yield self.error("voteraw", *raw(forged))),
+                         (500, -32603, "Failure to verify vote."))
+        unknown = masternodes.vote(1, b"\x01" * 32, SIGNAL_FUNDING, OUTCOME_YES, now)
+        self.assertEqual((yield self.error("voteraw", *raw(unknown))), (500, -32603, (
+            "Error voting : CGovernanceManager::ProcessVote -- Unknown parent object , MN outpoint "
+            "= COutPoint(%s, 1), governance object hash = %s")
+            % (hash_to_hex(unknown.masternode.txid), "01" * 32)))
+        self.assertEqual((yield self.result("gobject", "getvotes", object_hash)),
+                         {hash_to_hex(vote.hash): vote.text()})
+        self.assertEqual((yield self.result("gobject", "count"))["votes"], 1)
+
+    @inlineCallbacks
     def test_getgovernanceinfo(self):
+        """This chain's regtest parameters (design.md §6), seen from height 110."""
         info = yield self.result("getgovernanceinfo")
         self.assertEqual(list(info), GOVERNANCE_KEYS)
-        self.assertEqual(info, {"governanceminquorum": 10, "masternodewatchdogmaxseconds": 7200,
-                                "proposalfee": Decimal("5.00000000"), "superblockcycle": 43200,
-                                "lastsuperblock": 0, "nextsuperblock": 43200,
+        self.assertEqual(info, {"governanceminquorum": 1, "masternodewatchdogmaxseconds": 7200,
+                                "proposalfee": Decimal("5.00000000"), "superblockcycle": 10,
+                                "lastsuperblock": 110, "nextsuperblock": 120,
                                 "maxgovobjdatasize": 16384})
         reply = yield self.send("getgovernanceinfo")
         self.assertIn(b'"proposalfee":5.00000000,', reply.body)
 
+    @inlineCallbacks
+    def test_getsuperblockbudget(self):
+        # Regtest halves every 150 blocks: 10% of 50 (then 25) coins x 10 blocks.
+        self.assertEqual((yield self.result("getsuperblockbudget", 120)), "50.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 150)), "25.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 121)), "0.00")
+        self.assertEqual((yield self.result("getsuperblockbudget", 0)), "0.00")
+        self.assertEqual((yield self.error("getsuperblockbudget", -1)),
+                         (500, -8, "Block height out of range"))
 
-class SporkTests(GovernanceTestCase):
+
+class HelpTests(GovernanceTestCase):
     methods = METHODS + MASTERNODE_METHODS  # the help listing names both
+
     @inlineCallbacks
     def test_help_listing(self):
         listing = (yield self.result("help")).split("\n")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 
 if TYPE_CHECKING:
     from coin.chain.access import ChainAccess
+    from coin.governance.service import GovernanceService
     from coin.mempool.pool import Mempool
     from coin.mempool.service import MempoolService
     from coin.mining.service import MiningService
@@ -47,6 +48,8 @@ class NodeFacade(Protocol):
     wallet_service: Optional[WalletService]
     #: The P2P service.
     p2p: Optional[P2PService]
+    #: Governance objects and votes.
+    governance: GovernanceService
     #: Loaded wallets by name ("" is the default wallet), in load order.
     wallets: Mapping[str, Wallet]
     #: Debug-log category switches.

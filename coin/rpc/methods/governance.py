@@ -1,54 +1,68 @@
 """Dash's governance methods, answered from the node's real state.
 
 Registered through the ``coin.rpc`` entry point ``governance`` (the masternode methods are
-in :mod:`coin.rpc.methods.masternode`, ``spork`` in :mod:`coin.rpc.methods.spork`). This
-node has no governance objects, so every list is empty and every count is 0; the messages,
-codes and help texts are the reference node's (Dash 0.12.3 on Core 0.17, rpcm_30..rpcm_42). Choices:
+in :mod:`coin.rpc.methods.masternode`, ``spork`` in :mod:`coin.rpc.methods.spork`).
+Governance objects are the node's own (coin.governance: created, checked, kept and listed
+here). Messages, codes and help texts are the reference node's (Dash 0.12.3 on Core 0.17,
+rpcm_30..rpcm_42). Choices:
 
 - ``gobject count`` returns an object with the counts (Dash 0.13's fields), not
   the reference's formatted string (shared/reference/README.md).
-- Creating, checking and voting on governance objects needs a governance object
-  model this node does not have: ``check``/``submit`` say so (-1), ``prepare``
-  and the masternode wallet commands first need a wallet (Core's -32601),
-  votes fail for want of masternodes exactly as Dash reports it.
-- Governance parameters (:data:`GOVERNANCE`) are the reference node's values; the
-  chain parameters (design.md §2) define none yet.
+- ``gobject prepare`` refuses with Core's -32601 when no wallet is loaded (the
+  reference would crash); a fee transaction the mempool refuses is an error, not a
+  txid that never confirms.
+- ``getgovernanceinfo`` and ``getsuperblockbudget`` answer this chain's parameters
+  (design.md §6), not the reference's constants.
+- Votes are not counted yet (the governance service is not yet given the masternode
+  list): they fail for want of masternodes exactly as Dash reports it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, NamedTuple
+import base64
+import binascii
+from typing import Any, Callable, Dict, Optional
 
-from coin.chainparams import COIN
+
+from coin.consensus.tx_check import _format_money as format_money
+from coin.governance.collateral import CollateralError, burn_script, minimum_fee
+from coin.governance.object import (
+    NULL_HASH, OBJECT_PROPOSAL, OBJECT_TRIGGER, OBJECT_WATCHDOG, GovernanceObject, data_as_string,
+    outpoint_text, parse_hex_prefix,
+)
+from coin.governance.params import (
+    MAX_OBJECT_DATA_SIZE, WATCHDOG_MAX_SECONDS, governance_params, superblock_budget,
+    superblocks_around,
+)
+from coin.governance.service import GovernanceService, KnownTx, ObjectError
+from coin.governance.store import Entry
+from coin.governance.validator import ProposalError, validate_proposal
+from coin.governance.vote import (
+    OUTCOMES, SIGNAL_DELETE, SIGNAL_ENDORSED, SIGNAL_FUNDING, SIGNAL_VALID, SIGNALS, Vote, VoteError,
+    vote_is_valid,
+)
+from coin.primitives.hashes import hash_to_hex
+from coin.primitives.transaction import OutPoint
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND,
-    RPC_MISC_ERROR, RPCError,
+    RPC_INTERNAL_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER,
+    RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError,
 )
 from coin.rpc.jsonrpc import encode_json, parse_json
+from coin.rpc.methods.wallet import wallet_service
+from coin.rpc.methods.wallet.spending import _fee_policy
 from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
-    ANY, STR, Arg, SubCommand, command_family, example_cli, example_rpc, rpc_method,
+    ANY, INT, INT64, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc,
+    rpc_method,
 )
 from coin.views.amounts import amount_to_json
+from coin.wallet.addresses import ensure_unlocked
+from coin.wallet.keystore import WalletLocked
+from coin.wallet.service import TransactionRejected
+from coin.wallet.spend import Recipient, SpendError
+from coin.wallet.wallet import Wallet
 
-class GovernanceParams(NamedTuple):
-    """Dash's governance parameters (its Consensus::Params fields and constants)."""
-
-    min_quorum: int
-    watchdog_max_seconds: int
-    proposal_fee: int
-    superblock_start: int
-    superblock_cycle: int
-    max_object_size: int
-
-
-#: The reference node's governance parameters (rpcm_42).
-GOVERNANCE = GovernanceParams(min_quorum=10, watchdog_max_seconds=7200, proposal_fee=5 * COIN,
-                              superblock_start=43200, superblock_cycle=43200,
-                              max_object_size=16384)
-
-GOVERNANCE_UNSUPPORTED = "Governance objects are not supported by this node"
 MASTERNODES_UNSUPPORTED = "Masternodes are not supported by this node"
 _NO_WALLET = "Method not found (wallet method is disabled because no wallet is loaded)"
 
@@ -74,69 +88,246 @@ def _wallet_then(ctx: RPCContext, unsupported: str) -> RPCError:
 
 # ------------------------------------------------------------------ gobject
 
+def _governance(ctx: RPCContext) -> GovernanceService:
+    return ctx.node.governance
+
+
+_BAD_CAST = "bad lexical cast: source type value could not be interpreted as target"
+
+
+def _lexical_int(value: Any, low: int, high: int, sign: bool = True) -> int:
+    """boost::lexical_cast to a C integer type: digits (and a sign), in range, or -1 with
+    boost's message (the RPC server passes the exception on)."""
+    text = _text(value)
+    digits = text[1:] if sign and text[:1] in "+-" else text
+    significant = digits.lstrip("0")
+    if not (digits.isascii() and digits.isdigit()) or len(significant) > 20:
+        raise RPCError(RPC_MISC_ERROR, _BAD_CAST)
+    number = -int(significant or "0") if text[:1] == "-" else int(significant or "0")
+    if not low <= number <= high:
+        raise RPCError(RPC_MISC_ERROR, _BAD_CAST)
+    return number
+
+
+def _parent_hash(value: Any, name: str) -> bytes:
+    """"0" attaches to the root (the zero hash); anything else must be a hash."""
+    if _text(value) == "0":
+        return NULL_HASH
+    return parse_hash_v(value, name)
+
+
+def _new_object(ctx: RPCContext, parent: bytes, revision: Any, time: Any, data: Any,
+                fee_txid: bytes = NULL_HASH) -> GovernanceObject:
+    """The object a user describes; proposals are checked as the reference's validator does."""
+    revision = _lexical_int(revision, -2**31, 2**31 - 1)
+    time = _lexical_int(time, -2**31, 2**31 - 1)
+    obj = GovernanceObject(parent, revision, time, fee_txid, _text(data))
+    if obj.object_type == OBJECT_PROPOSAL:
+        _validate_proposal(ctx, obj.data_hex)
+    return obj
+
+
+def _validate_proposal(ctx: RPCContext, data_hex: str) -> None:
+    try:
+        validate_proposal(data_hex, ctx.node.chain.params)
+    except ProposalError as e:
+        raise _invalid("Invalid proposal data, error messages:" + str(e)) from None
+
+
+def _not_valid(obj: GovernanceObject, why: Exception) -> RPCError:
+    return RPCError(RPC_INTERNAL_ERROR, "Governance object is not valid - %s - %s"
+                    % (hash_to_hex(obj.hash), why))
+
+
+def _gobject_check(ctx: RPCContext, *rest: Any) -> Dict[str, str]:
+    if len(rest) != 1:
+        raise _invalid("Correct usage is 'gobject check <data-hex>'")
+    obj = GovernanceObject(NULL_HASH, 1, ctx.node.chain.clock.adjusted_time(), NULL_HASH,
+                           _text(rest[0]))
+    if obj.object_type != OBJECT_PROPOSAL:
+        raise _invalid("Invalid object type, only proposals can be validated")
+    _validate_proposal(ctx, obj.data_hex)
+    return {"Object status": "OK"}
+
+
+def _prepare_wallet(ctx: RPCContext) -> Wallet:
+    """The wallet paying the fee: the one named in the URI, or the only one loaded."""
+    wallets = ctx.node.wallets
+    if ctx.wallet_name is not None:
+        if ctx.wallet_name not in wallets:
+            raise RPCError(RPC_WALLET_NOT_FOUND, "Requested wallet does not exist or is not loaded")
+        return wallets[ctx.wallet_name]
+    if not wallets:
+        raise RPCError(RPC_METHOD_NOT_FOUND, _NO_WALLET)
+    if len(wallets) > 1:
+        raise RPCError(RPC_WALLET_NOT_SPECIFIED, "Wallet file not specified (must request wallet "
+                       "RPC through /wallet/<filename> uri-path).")
+    return next(iter(wallets.values()))
+
+
+_COLLATERAL_FAILED = ("Error making collateral transaction for governance object. Please check "
+                      "your wallet balance and make sure your wallet is unlocked.")
+
+
+async def _gobject_prepare(ctx: RPCContext, *rest: Any) -> str:
+    """Burn the fee for the object in a wallet transaction; the txid is the fee-txid."""
+    wallet = _prepare_wallet(ctx)
+    if len(rest) != 4:
+        raise _invalid("Correct usage is 'gobject prepare <parent-hash> <revision> <time> "
+                       "<data-hex>'")
+    obj = _new_object(ctx, _parent_hash(rest[0], "fee-txid, parameter 1"), rest[1], rest[2], rest[3])
+    if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
+        raise _invalid("Trigger and watchdog objects need not be prepared (however only "
+                       "masternodes can create them)")
+    governance = _governance(ctx)
+    try:
+        governance.check_locally(obj)
+    except ObjectError as e:
+        raise _not_valid(obj, e) from None
+    fee = minimum_fee(obj.object_type, governance.params)
+    try:
+        ensure_unlocked(wallet)
+        created = await wallet_service(ctx).send(
+            wallet, [Recipient(burn_script(obj.hash), fee)], _fee_policy(ctx, None, "UNSET", None))
+    except (WalletLocked, SpendError, TransactionRejected):
+        raise RPCError(RPC_INTERNAL_ERROR, _COLLATERAL_FAILED) from None
+    return created.tx.txid_hex
+
+
+def _wallet_copy(ctx: RPCContext, txid: bytes) -> Optional[KnownTx]:
+    """A loaded wallet's copy of the fee transaction (``prepare`` made it there), for when
+    the chain cannot find it without -txindex."""
+    for wallet in ctx.node.wallets.values():
+        wtx = wallet.txs.get(txid)
+        if wtx is not None:
+            return wtx.tx, wtx.block.hash if wtx.block is not None else None
+    return None
+
+
+async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
+    if not 4 <= len(rest) <= 5:
+        raise _invalid("Correct usage is 'gobject submit <parent-hash> <revision> <time> "
+                       "<data-hex> <fee-txid>'")
+    fee_txid = parse_hash_v(rest[4], "fee-txid, parameter 6") if len(rest) == 5 else NULL_HASH
+    parent = _parent_hash(rest[0], "parent object hash, parameter 2")
+    obj = _new_object(ctx, parent, rest[1], rest[2], rest[3], fee_txid)
+    if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
+        # Only a masternode signs these; this node is none.
+        raise _invalid("Only valid masternodes can submit this type of object")
+    if len(rest) != 5:
+        raise _invalid("The fee-txid parameter must be included to submit this type of object")
+    try:
+        await _governance(ctx).submit(obj, _wallet_copy(ctx, fee_txid))
+    except (ObjectError, CollateralError) as e:
+        raise _not_valid(obj, e) from None
+    return hash_to_hex(obj.hash)
+
+
 def _gobject_count(ctx: RPCContext, *ignored: Any) -> Dict[str, int]:
-    return {"objects_total": 0, "proposals": 0, "triggers": 0, "other": 0, "erased": 0,
-            "votes": 0}
+    store = _governance(ctx).store
+    types = [entry.obj.object_type for entry in store]
+    proposals, triggers = types.count(OBJECT_PROPOSAL), types.count(OBJECT_TRIGGER)
+    return {"objects_total": len(types), "proposals": proposals, "triggers": triggers,
+            "other": len(types) - proposals - triggers, "erased": len(store.erased),
+            "votes": store.vote_count()}
 
 
 _LIST_SIGNALS = ("valid", "funding", "delete", "endorsed", "all")
-_LIST_TYPES = ("proposals", "triggers", "watchdogs", "all")
+_LIST_TYPES = {"proposals": OBJECT_PROPOSAL, "triggers": OBJECT_TRIGGER,
+               "watchdogs": OBJECT_WATCHDOG, "all": None}
 
 
-def _gobject_list(ctx: RPCContext, *rest: Any) -> Any:
-    """list and diff: the filters are checked (Dash answers bad ones as strings), no objects."""
+def _object_head(obj: GovernanceObject) -> Dict[str, Any]:
+    """The fields ``list`` and ``get`` both start with."""
+    head = {"DataHex": obj.data_hex, "DataString": data_as_string(obj.data_hex),
+            "Hash": hash_to_hex(obj.hash), "CollateralHash": hash_to_hex(obj.collateral_hash),
+            "ObjectType": obj.object_type, "CreationTime": obj.time}
+    if obj.signed:
+        head["SigningMasternode"] = outpoint_text(obj.masternode.prevout)
+    return head
+
+
+def _tally_json(entry: Entry, signal: int) -> Dict[str, int]:
+    tally = entry.book.tally(signal)
+    return {"AbsoluteYesCount": tally.absolute_yes, "YesCount": tally.yes, "NoCount": tally.no,
+            "AbstainCount": tally.abstain}
+
+
+def _flags_json(governance: GovernanceService, entry: Entry, validity_key: str) -> Dict[str, Any]:
+    reason = governance.local_validity(entry.obj)
+    return {validity_key: not reason, "IsValidReason": reason,
+            "fCachedValid": entry.flags.valid, "fCachedFunding": entry.flags.funding,
+            "fCachedDelete": entry.flags.delete, "fCachedEndorsed": entry.flags.endorsed}
+
+
+def _gobject_list(ctx: RPCContext, command: str, *rest: Any) -> Any:
+    """list and diff (since the last diff): objects by hash, filtered by flag and type."""
     if len(rest) > 2:
         raise _invalid("Correct usage is 'gobject [list|diff] ( signal type )'")
-    if rest and _text(rest[0]) not in _LIST_SIGNALS:
+    signal = _text(rest[0]) if rest else "valid"
+    if signal not in _LIST_SIGNALS:
         return "Invalid signal, should be 'valid', 'funding', 'delete', 'endorsed' or 'all'"
-    if len(rest) == 2 and _text(rest[1]) not in _LIST_TYPES:
+    kind = _text(rest[1]) if len(rest) == 2 else "all"
+    if kind not in _LIST_TYPES:
         return "Invalid type, should be 'proposals', 'triggers', 'watchdogs' or 'all'"
-    return {}
+    governance = _governance(ctx)
+    since = governance.store.last_diff_time if command == "diff" else 0
+    governance.store.last_diff_time = int(ctx.node.chain.clock.now())
+    result = {}
+    for entry in governance.store:
+        obj = entry.obj
+        if obj.time < since or (signal != "all" and not getattr(entry.flags, signal)):
+            continue
+        if _LIST_TYPES[kind] not in (None, obj.object_type):
+            continue
+        result[hash_to_hex(obj.hash)] = {**_object_head(obj), **_tally_json(entry, SIGNAL_FUNDING),
+                                         **_flags_json(governance, entry, "fBlockchainValidity")}
+    return result
+
+
+def _entry(ctx: RPCContext, value: Any, name: str, unknown: str) -> Entry:
+    entry = _governance(ctx).store.get(parse_hash_v(value, name))
+    if entry is None:
+        raise _invalid(unknown)
+    return entry
 
 
 def _gobject_get(ctx: RPCContext, *rest: Any) -> Any:
     if len(rest) != 1:
         raise _invalid("Correct usage is 'gobject get <governance-hash>'")
-    parse_hash_v(rest[0], "GovObj hash")
-    raise _invalid("Unknown governance object")
+    entry = _entry(ctx, rest[0], "GovObj hash", "Unknown governance object")
+    return {**_object_head(entry.obj),
+            "FundingResult": _tally_json(entry, SIGNAL_FUNDING),
+            "ValidResult": _tally_json(entry, SIGNAL_VALID),
+            "DeleteResult": _tally_json(entry, SIGNAL_DELETE),
+            "EndorsedResult": _tally_json(entry, SIGNAL_ENDORSED),
+            **_flags_json(_governance(ctx), entry, "fLocalValidity")}
+
+
+def _votes_json(votes: Any) -> Dict[str, str]:
+    return {hash_to_hex(vote.hash): vote.text() for vote in votes}
 
 
 def _gobject_getvotes(ctx: RPCContext, *rest: Any) -> Any:
     if len(rest) != 1:
         raise RPCError(RPC_MISC_ERROR, "Correct usage is 'gobject getvotes <governance-hash>'")
-    parse_hash_v(rest[0], "Governance hash")
-    raise _invalid("Unknown governance-hash")
+    entry = _entry(ctx, rest[0], "Governance hash", "Unknown governance-hash")
+    return _votes_json(entry.book.votes.values())
 
 
 def _gobject_getcurrentvotes(ctx: RPCContext, *rest: Any) -> Any:
     if len(rest) not in (1, 3):
         raise RPCError(RPC_MISC_ERROR, "Correct usage is 'gobject getcurrentvotes "
                        "<governance-hash> [txid vout_index]'")
-    parse_hash_v(rest[0], "Governance hash")
+    object_hash = parse_hash_v(rest[0], "Governance hash")
+    masternode = None
     if len(rest) == 3:
-        parse_hash_v(rest[1], "Masternode Collateral hash")
-        vout = _text(rest[2])
-        significant = vout.lstrip("0")
-        if not (vout.isascii() and vout.isdigit() and len(significant) <= 10
-                and int(significant or "0") <= 0xFFFFFFFF):
-            # boost::lexical_cast<uint32_t>'s exception, passed on by the RPC server.
-            raise RPCError(RPC_MISC_ERROR, "bad lexical cast: source type value could not be "
-                           "interpreted as target")
-    raise _invalid("Unknown governance-hash")
-
-
-def _hex_prefix(text: str) -> bytes:
-    """Core's ParseHex: hex digit pairs (whitespace between pairs skipped) until the first misfit."""
-    out = bytearray()
-    i = 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        pair = text[i:i + 2]
-        if len(pair) < 2 or not all(c in "0123456789abcdefABCDEF" for c in pair):
-            return bytes(out)
-        out.append(int(pair, 16))
-        i += 2
+        masternode = OutPoint(parse_hash_v(rest[1], "Masternode Collateral hash"),
+                              _lexical_int(rest[2], 0, 0xFFFFFFFF, sign=False))
+    entry = _governance(ctx).store.get(object_hash)
+    if entry is None:
+        raise _invalid("Unknown governance-hash")
+    return _votes_json(entry.book.current_votes(masternode))
 
 
 def _gobject_deserialize(ctx: RPCContext, *rest: Any) -> str:
@@ -144,29 +335,18 @@ def _gobject_deserialize(ctx: RPCContext, *rest: Any) -> str:
     if len(rest) != 1:
         raise _invalid("Correct usage is 'gobject deserialize <data-hex>'")
     try:
-        value = parse_json(_hex_prefix(_text(rest[0])))
+        value = parse_json(parse_hex_prefix(_text(rest[0])))
     except RPCError:
         return "null"
     return encode_json(value).decode("utf-8")
 
 
-def _gobject_unsupported(usage: str, count: Callable[[int], bool]) -> Callable[..., Any]:
-    """check/submit: the argument count is checked, then there is no object model to use."""
-
-    def handler(ctx: RPCContext, *rest: Any) -> Any:
-        if not count(len(rest)):
-            raise _invalid(usage)
-        raise RPCError(RPC_MISC_ERROR, GOVERNANCE_UNSUPPORTED)
-
-    return handler
+def _gobject_list_all(ctx: RPCContext, *rest: Any) -> Any:
+    return _gobject_list(ctx, "list", *rest)
 
 
-def _gobject_prepare(ctx: RPCContext, *rest: Any) -> Any:
-    raise _wallet_then(ctx, GOVERNANCE_UNSUPPORTED)
-
-
-_VOTE_SIGNALS = ("funding", "valid", "delete", "endorsed")
-_VOTE_OUTCOMES = ("yes", "no", "abstain")
+def _gobject_diff(ctx: RPCContext, *rest: Any) -> Any:
+    return _gobject_list(ctx, "diff", *rest)
 
 
 def _read_vote(rest: tuple, count: int, usage: str) -> None:
@@ -177,10 +357,14 @@ def _read_vote(rest: tuple, count: int, usage: str) -> None:
     signal, outcome = (_text(value) for value in rest[1:3])
     for value in rest[3:]:
         _text(value)
-    if signal not in _VOTE_SIGNALS:
+    _check_signal_and_outcome(signal, outcome)
+
+
+def _check_signal_and_outcome(signal: str, outcome: str) -> None:
+    if signal not in SIGNALS:
         raise _invalid("Invalid vote signal. Please using one of the following: "
-                       "(funding|valid|delete|endorsed)")
-    if outcome not in _VOTE_OUTCOMES:
+                       "(funding|valid|delete|endorsed) OR `custom sentinel code` ")
+    if outcome not in OUTCOMES:
         raise _invalid("Invalid vote outcome. Please use one of the following: "
                        "'yes', 'no' or 'abstain'")
 
@@ -218,14 +402,10 @@ gobject = command_family(
     "gobject", category="governance", width=18,
     help='gobject "command"...\nManage governance objects\n',
     subcommands=[
-        _gobject_sub("check", _gobject_unsupported(
-            "Correct usage is 'gobject check <data-hex>'", lambda n: n == 1),
-            "Validate governance object data (proposal only)"),
+        _gobject_sub("check", _gobject_check, "Validate governance object data (proposal only)"),
         _gobject_sub("prepare", _gobject_prepare,
                      "Prepare governance object by signing and creating tx"),
-        _gobject_sub("submit", _gobject_unsupported(
-            "Correct usage is 'gobject submit <parent-hash> <revision> <time> <data-hex> "
-            "<fee-txid>'", lambda n: 4 <= n <= 5), "Submit governance object to network"),
+        _gobject_sub("submit", _gobject_submit, "Submit governance object to network"),
         _gobject_sub("deserialize", _gobject_deserialize,
                      "Deserialize governance object from hex string to JSON"),
         _gobject_sub("count", _gobject_count, "Count governance objects and votes"),
@@ -235,9 +415,9 @@ gobject = command_family(
         _gobject_sub("getcurrentvotes", _gobject_getcurrentvotes,
                      "Get only current (tallying) votes for a governance object hash (does not "
                      "include old votes)"),
-        _gobject_sub("list", _gobject_list,
+        _gobject_sub("list", _gobject_list_all,
                      "List governance objects (can be filtered by signal and/or object type)"),
-        _gobject_sub("diff", _gobject_list, "List differences since last diff"),
+        _gobject_sub("diff", _gobject_diff, "List differences since last diff"),
         _gobject_sub("vote-alias", _gobject_vote_alias,
                      "Vote on a governance object by masternode alias (using masternode.conf "
                      "setup)"),
@@ -248,6 +428,45 @@ gobject = command_family(
                      "Vote on a governance object by all masternodes (using masternode.conf "
                      "setup)"),
     ])
+
+
+_VOTERAW_HELP = ("voteraw <masternode-tx-hash> <masternode-tx-index> <governance-hash> "
+                 "<vote-signal> [yes|no|abstain] <time> <vote-sig>\n"
+                 "Compile and relay a governance vote with provided external signature instead of "
+                 "signing vote internally\n")
+_INT, _INT64 = Arg("value", INT), Arg("value", INT64)
+
+
+def _voteraw(ctx: RPCContext, *params: Any) -> str:
+    """A vote signed elsewhere (by the masternode's key), checked and counted here."""
+    if len(params) != 7:
+        raise RPCError(RPC_MISC_ERROR, _VOTERAW_HELP)
+    masternode = OutPoint(parse_hash_v(params[0], "mn tx hash"), _INT.convert(params[1]) & 0xFFFFFFFF)
+    object_hash = parse_hash_v(params[2], "Governance hash")
+    signal, outcome = _text(params[3]), _text(params[4])
+    _check_signal_and_outcome(signal, outcome)
+    time = _INT64.convert(params[5])
+    try:
+        signature = base64.b64decode(_text(params[6]), validate=True)
+    except binascii.Error:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Malformed base64 encoding") from None
+    governance = _governance(ctx)
+    key_id = governance.keys.key_id(masternode)
+    if key_id is None:
+        raise RPCError(RPC_INTERNAL_ERROR, "Failure to find masternode in list : "
+                       + outpoint_text(masternode))
+    vote = Vote(masternode, object_hash, SIGNALS[signal], OUTCOMES[outcome], time, signature)
+    if not vote_is_valid(vote, key_id, int(governance.now())):
+        raise RPCError(RPC_INTERNAL_ERROR, "Failure to verify vote.")
+    try:
+        governance.add_vote(vote)
+    except VoteError as e:
+        raise RPCError(RPC_INTERNAL_ERROR, "Error voting : %s" % e) from None
+    return "Voted successfully"
+
+
+voteraw = RPCMethod(name="voteraw", category="governance", handler=_voteraw,
+                    help_text=_VOTERAW_HELP, args=(Arg("args", ANY, variadic=True),))
 
 
 @rpc_method(
@@ -272,22 +491,31 @@ gobject = command_family(
         "}"),
     examples=example_cli("getgovernanceinfo") + example_rpc("getgovernanceinfo"))
 def getgovernanceinfo(ctx: RPCContext) -> Dict[str, Any]:
-    height = ctx.node.chain.state.height
-    start, cycle = GOVERNANCE.superblock_start, GOVERNANCE.superblock_cycle
-    first = start + (cycle - start % cycle) % cycle
-    if height < first:
-        last, following = 0, first
-    else:
-        last = height - height % cycle
-        following = last + cycle
-    return {"governanceminquorum": GOVERNANCE.min_quorum,
-            "masternodewatchdogmaxseconds": GOVERNANCE.watchdog_max_seconds,
-            "proposalfee": amount_to_json(GOVERNANCE.proposal_fee),
-            "superblockcycle": cycle,
+    params = governance_params(ctx.node.chain.params)
+    last, following = superblocks_around(ctx.node.chain.state.height, params)
+    return {"governanceminquorum": params.min_quorum,
+            "masternodewatchdogmaxseconds": WATCHDOG_MAX_SECONDS,
+            "proposalfee": amount_to_json(params.proposal_fee),
+            "superblockcycle": params.superblock_cycle,
             "lastsuperblock": last,
             "nextsuperblock": following,
-            "maxgovobjdatasize": GOVERNANCE.max_object_size}
+            "maxgovobjdatasize": MAX_OBJECT_DATA_SIZE}
+
+
+@rpc_method(
+    "getsuperblockbudget", category="governance",
+    signature="getsuperblockbudget index",
+    args=[Arg("index", INT, help="The block index")],
+    help="Returns the absolute maximum sum of superblock payments allowed.",
+    result="n                (numeric) The absolute maximum sum of superblock payments allowed, "
+           "in COIN",
+    examples=example_cli("getsuperblockbudget", "1000") + example_rpc("getsuperblockbudget", "1000"))
+def getsuperblockbudget(ctx: RPCContext, index: int) -> str:
+    """The budget as FormatMoney text, as the reference answers it (a string, not a number)."""
+    if index < 0:
+        raise _invalid("Block height out of range")
+    return format_money(superblock_budget(index, ctx.node.chain.params))
 
 
 #: What the ``governance`` entry point registers.
-METHODS = [gobject, getgovernanceinfo]
+METHODS = [gobject, voteraw, getgovernanceinfo, getsuperblockbudget]
