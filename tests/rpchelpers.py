@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import simplejson
 from twisted.internet.address import IPv4Address
@@ -21,6 +21,11 @@ from coin.rpc.jsonrpc import JSONRPCCore, RPCLimits, Warmup
 from coin.rpc.methods.control import METHODS as CONTROL_METHODS
 from coin.rpc.registry import INT, Arg, MethodTable, example_cli, example_rpc, rpc_method
 from coin.rpc.resource import RPCRoot, RPCSite
+
+if TYPE_CHECKING:
+    from coin.governance.service import GovernanceService
+    from coin.masternode.service import MasternodeService
+    from coin.spork import SporkManager
 
 TRANSCRIPTS = os.path.join(os.path.dirname(__file__), "data", "transcripts")
 
@@ -91,7 +96,9 @@ class FakeNode:
     mining: Any = None
     wallet_service: Any = None
     p2p: Any = None
-    governance: Any = None
+    sporks: Optional[SporkManager] = None
+    masternodes: Optional[MasternodeService] = None
+    governance: Optional[GovernanceService] = None
     shutdowns: int = 0
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 
 from coin.consensus.subsidy import block_subsidy
-from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT
+from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SPORK_OFF, SporkManager
 from coin.masternode.service import MasternodeService
 from coin.masternode.sync import SYNC_FINISHED
 from coin.p2p.messages import PaymentVoteMessage
@@ -24,6 +24,7 @@ from coin.rpc.methods.masternode import METHODS, _encode_broadcasts
 from .rpcchain import TIP_HEIGHT
 from .test_masternode import T0, broadcast, collateral_coin, next_ping
 from .test_rpc_governance import GovernanceTestCase, NO_WALLET
+from .test_spork import REGTEST_SPORK_KEY
 
 RPCM_35_MASTERNODE_COUNT = b'{"result":0,"error":null,"id":35}\n'
 RPCM_36_MASTERNODE_LIST = b'{"result":{},"error":null,"id":36}\n'
@@ -230,17 +231,6 @@ class ListedTests(MasternodeRPCTestCase):
                       (yield self.result("masternodebroadcast", "decode", tampered))["overall"])
 
 
-class SporkStandIn:
-    """Test-only stand-in for the spork API (coin.spork.SporkManager.is_active) until the
-    spork branch is merged; production code never builds one."""
-
-    def __init__(self, *active: int) -> None:
-        self.active = set(active)
-
-    def is_active(self, spork_id: int, now: int) -> bool:
-        return spork_id in self.active
-
-
 class PayeeRuleTests(MasternodeRPCTestCase):
     """bad-cb-payee only while SPORK_8 is active and the list is synced."""
 
@@ -254,12 +244,15 @@ class PayeeRuleTests(MasternodeRPCTestCase):
         right = Transaction([], [TxOut(1, b""), TxOut(amount, payee)])
         check = self.state.payee_check
         self.assertTrue(check(height, wrong))            # no spork manager: not enforced
-        self.masternodes.sporks = SporkStandIn(SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT)
+        sporks = self.masternodes.sporks = SporkManager(self.params, self.clock.now)
+        self.assertTrue(check(height, wrong))            # SPORK_8 off by default
+        sporks.set_private_key(REGTEST_SPORK_KEY)
+        sporks.update(SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, int(self.clock.now()) - 1)
         self.assertTrue(check(height, wrong))            # list not synced: not enforced
         self.masternodes.sync.asset = SYNC_FINISHED
         self.assertFalse(check(height, wrong))
         self.assertTrue(check(height, right))
-        self.masternodes.sporks = SporkStandIn()
+        sporks.update(SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SPORK_OFF)
         self.assertTrue(check(height, wrong))
         self.assertEqual(self.state.block_payee(height), (payee, amount))
 

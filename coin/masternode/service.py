@@ -18,6 +18,7 @@ from twisted.application import service
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from coin.chainparams import MAIN, ChainParams
 from coin.config.hostport import split_host_port
@@ -43,7 +44,7 @@ from coin.primitives.address import AddressError, decode_wif
 from coin.primitives.hashes import hash160
 from coin.primitives.transaction import OutPoint, Transaction
 from coin.script.standard import p2pkh_script
-from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT
+from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SporkManager
 
 log = Logger()
 
@@ -82,14 +83,14 @@ def active_from_config(enabled: bool, privkey: Optional[str], params: ChainParam
 
 
 class MasternodeService(service.Service):
-    """Masternodes of one node.  ``sporks`` is the node's spork manager (``is_active``)."""
+    """Masternodes of one node.  ``sporks`` is the node's spork manager (SPORK_8)."""
 
     name = "masternodes"
 
     def __init__(self, params: ChainParams, chain: Any, p2p: Any, is_ibd: Callable[[], bool],
                  subscribe: Callable[[object], None], now: Callable[[], float], reactor: Any,
                  datadir: str, mnconf: str, active: Optional[ActiveMasternode] = None,
-                 sporks: Any = None) -> None:
+                 sporks: Optional[SporkManager] = None) -> None:
         self.params = params
         self.mn_params = masternode_params(params.name)
         self.chain = chain
@@ -304,8 +305,12 @@ class MasternodeService(service.Service):
         if not self.blockchain_synced():
             return None  # the reference ignores masternode messages until then
         d = self.submit_broadcast(mnb, peer)
-        d.addErrback(lambda f: f.trap(MasternodeError) and self._refused(peer, f.value))
-        return d
+
+        def refused(failure: Failure) -> None:
+            failure.trap(MasternodeError)
+            self._refused(peer, failure.value)
+
+        return d.addErrback(refused)
 
     def _accept_ping(self, mnp: MasternodePingMessage, origin: Any) -> None:
         try:

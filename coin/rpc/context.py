@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
 if TYPE_CHECKING:
     from coin.chain.access import ChainAccess
     from coin.governance.service import GovernanceService
+    from coin.masternode.service import MasternodeService
     from coin.mempool.pool import Mempool
     from coin.mempool.service import MempoolService
     from coin.mining.service import MiningService
     from coin.p2p.connman import P2PService
     from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
+    from coin.spork import SporkManager
     from coin.wallet.service import WalletService
     from coin.wallet.wallet import Wallet
 
@@ -48,6 +50,10 @@ class NodeFacade(Protocol):
     wallet_service: Optional[WalletService]
     #: The P2P service.
     p2p: Optional[P2PService]
+    #: The network's sporks.
+    sporks: SporkManager
+    #: Masternodes: the list, payments, sync and this node's own masternode.
+    masternodes: MasternodeService
     #: Governance objects and votes.
     governance: GovernanceService
     #: Loaded wallets by name ("" is the default wallet), in load order.

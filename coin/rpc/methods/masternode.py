@@ -57,7 +57,7 @@ def _invalid(message: str) -> RPCError:
 
 
 def _service(ctx: RPCContext) -> MasternodeService:
-    return ctx.node.masternodes  # type: ignore[attr-defined]
+    return ctx.node.masternodes
 
 
 def _wallet(ctx: RPCContext) -> Any:
