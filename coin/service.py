@@ -203,6 +203,7 @@ class NodeService(service.MultiService):
             self.validation.subscribe(StopAtHeight(self.config.get_int("stopatheight"),
                                                    self.request_shutdown))
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
+        self.chain.print_priority = self.config.get_bool("printpriority", False)
         if settings.txindex:
             # A child after validation: stops first, letting its current step finish.
             self.txindex = TxIndex(self.validation, self.reactor, reindex=settings.reindex)
@@ -327,7 +328,10 @@ class NodeService(service.MultiService):
             blocks_only=config.get_bool("blocksonly"),
             whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"),
             max_send_buffer=(config.get_int("maxsendbuffer") * 1000
-                             if config.is_set("maxsendbuffer") else None))
+                             if config.is_set("maxsendbuffer") else None),
+            max_receive_buffer=(config.get_int("maxreceivebuffer") * 1000
+                                if config.is_set("maxreceivebuffer") else None),
+            max_upload_target=max(0, config.get_int("maxuploadtarget")) * 1024 * 1024)
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
         """The P2P service (its ban list and address book are read at start)."""

@@ -14,7 +14,16 @@ import time
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
-from coin.p2p.messages import MSG_TX, InvItem, InvMessage, PingMessage
+from coin.mempool.policy import FeeRate
+from coin.p2p.messages import (
+    MSG_BLOCK,
+    MSG_TX,
+    GetDataMessage,
+    InvItem,
+    InvMessage,
+    PingMessage,
+    encode_message,
+)
 from coin.primitives.address import encode_wif
 from coin.testing.chainbuilder import deterministic_key
 from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
@@ -119,6 +128,58 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertEqual((status, text), (400, b"Error: empty request\r\n"))
 
 
+class UploadTargetAndPriorityTests(SynchronousTestCase):
+    def test_upload_target_receive_buffer_and_printpriority(self) -> None:
+        """-maxuploadtarget=1 (1 MiB): Core's uploadtarget numbers, and blocks a week older
+        than the best header go to whitelisted peers only; -maxreceivebuffer=1: a burst is
+        read and answered in full; -printpriority: one "fee ... txid ..." line per mined
+        transaction."""
+        old = MOCKTIME - 10 * 24 * 3600
+        node = NodeProcess.start(self.mktemp(), [
+            "-maxuploadtarget=1", "-maxreceivebuffer=1", "-printpriority", "-connect=0",
+            "-listen=1", "-whitelist=127.0.0.1", "-mocktime=%d" % old])
+        self.addCleanup(node.kill)
+        historical = node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))[0]
+        txids = [node.rpc("sendtoaddress", MINER_ADDRESS, amount) for amount in (1, 2)]
+        entries = {txid: node.rpc("getmempoolentry", txid) for txid in txids}
+        node.rpc("setmocktime", MOCKTIME)
+        recent = node.rpc("generatetoaddress", 1, MINER_ADDRESS)[0]
+        self.assertEqual(sorted(node.rpc("getblock", recent)["tx"][1:]), sorted(txids))
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            logged = re.findall(r" fee (\S+ COIN/kB) txid ([0-9a-f]{64})$", f.read(), re.M)
+        self.assertEqual(sorted(logged), sorted(
+            (FeeRate.from_fee(round(e["modifiedfee"] * 10 ** 8), e["size"]).to_string(), txid)
+            for txid, e in entries.items()))
+        # Nothing sent yet: a full budget and cycle; the block reserve alone exceeds 1 MiB.
+        self.assertEqual(node.rpc("getnettotals")["uploadtarget"], {
+            "timeframe": 86400, "target": 1048576, "target_reached": False,
+            "serve_historical_blocks": False, "bytes_left_in_cycle": 1048576,
+            "time_left_in_cycle": 86400})
+        plain = RawPeer(node.p2p_port, bind="127.0.0.2")
+        self.addCleanup(plain.close)
+        plain.handshake()
+        # One write: a getdata (answered after a block read) and pings queued behind it.
+        plain.send_raw(b"".join(
+            encode_message(REGTEST.message_start, m) for m in
+            [GetDataMessage([InvItem(MSG_BLOCK, bytes.fromhex(recent)[::-1])])]
+            + [PingMessage(n) for n in range(60)]))
+        self.assertEqual(plain.wait_for("block").block.hash_hex, recent)
+        self.assertEqual([plain.wait_for("pong").nonce for _ in range(60)], list(range(60)))
+        totals = node.rpc("getnettotals")
+        self.assertEqual(totals["uploadtarget"]["bytes_left_in_cycle"],
+                         1048576 - totals["totalbytessent"])
+        self.assertEqual(totals["uploadtarget"]["time_left_in_cycle"], 86400)
+        old_block = GetDataMessage([InvItem(MSG_BLOCK, bytes.fromhex(historical)[::-1])])
+        plain.send(old_block)
+        self.assertTrue(plain.wait_closed())
+        self.assertNotIn("block", [m.command for m in plain.received])
+        trusted = RawPeer(node.p2p_port, bind="127.0.0.1")
+        self.addCleanup(trusted.close)
+        trusted.handshake()
+        trusted.send(old_block)
+        self.assertEqual(trusted.wait_for("block").block.hash_hex, historical)
+
+
 class CheckBlocksTests(SynchronousTestCase):
     def test_start_up_verifies_the_last_checkblocks_blocks(self) -> None:
         """Core's start-up VerifyDB: the last 6 blocks at level 3 by default; a damaged
@@ -202,8 +263,6 @@ class WalletOptionsTests(SynchronousTestCase):
 REFUSED = [
     ("-proxy=127.0.0.1:9050", "proxy", "it has no SOCKS5 proxy support yet"),
     ("-onion=127.0.0.1:9050", "onion", "it has no SOCKS5 proxy support yet"),
-    ("-maxuploadtarget=100", "maxuploadtarget", "it has no upload target (only "
-     "-maxuploadtarget=0)"),
     ("-loadblock=blk00000.dat", "loadblock", "importing external block files is not "
      "implemented (copy them to blocks/ and use -reindex)"),
 ]

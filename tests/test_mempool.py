@@ -11,6 +11,7 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet import reactor
+from twisted.logger import formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.service import ValidationService
@@ -328,6 +329,26 @@ class SelectionTests(PoolTestCase):
         self.pool.prioritise(low.txid, -200_000)
         chosen = select_transactions(self.pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS)
         self.assertEqual([tx.txid for tx in chosen.txs], [high.txid])
+
+    def test_printpriority_logs_modified_fee_rates_in_block_order(self):
+        """-printpriority: Core's "fee <rate> txid <txid>" per chosen transaction, with the
+        modified fee (prioritisetransaction counts), and nothing without it."""
+        low = self.builder.spend(self.coinbase(1), fee=2_000)
+        high = self.builder.spend(self.coinbase(2), fee=50_000)
+        for tx in (low, high):
+            self.accept(tx)
+        self.pool.prioritise(low.txid, 100_000)
+        events = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        select_transactions(self.pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS)
+        self.assertEqual([e for e in events if e.get("log_format", "").startswith("fee ")], [])
+        select_transactions(self.pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS, print_priority=True)
+        self.assertEqual([formatEvent(e) for e in events
+                          if e.get("log_format", "").startswith("fee ")],
+                         ["fee %s txid %s" % (FeeRate.from_fee(fee, tx.size).to_string(),
+                                              tx.txid[::-1].hex())
+                          for tx, fee in ((low, 102_000), (high, 50_000))])
 
     def test_selected_block_connects(self):
         outputs = self.fan_out(1, 20)

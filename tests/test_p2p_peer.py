@@ -402,6 +402,25 @@ class FlowControlTests(SynchronousTestCase):
         self.assertEqual(sent(transport), [PongMessage(9)])
         self.assertEqual(transport.producerState, "producing")
 
+    def test_maxreceivebuffer_reads_on_until_the_queue_passes_it(self) -> None:
+        """-maxreceivebuffer: while a handler is pending, messages are still read and
+        queued; past the limit reading pauses, and resumes once the queue is processed."""
+        h = Harness(max_receive_buffer=100)
+        pending = Deferred()
+        h.connman.handlers["inv"] = lambda peer, message: pending
+        peer, transport = handshake(h)
+        ping_size = len(encode_message(MAGIC, PingMessage(0)))  # 32 bytes on the wire
+        feed(peer, InvMessage((InvItem(1, bytes(32)),)))
+        for n in range(100 // ping_size):
+            feed(peer, PingMessage(n))
+            self.assertEqual(transport.producerState, "producing", n)
+        feed(peer, PingMessage(99))  # 128 bytes queued > 100
+        self.assertEqual(transport.producerState, "paused")
+        self.assertEqual(sent(transport), [])
+        pending.callback(None)
+        self.assertEqual(sent(transport), [PongMessage(n) for n in (0, 1, 2, 99)])
+        self.assertEqual(transport.producerState, "producing")
+
     def test_no_processing_while_the_peer_does_not_read(self) -> None:
         peer, transport = handshake(self.h)
         peer.pauseProducing()

@@ -61,6 +61,8 @@ class ChainAccess:
         self.txindex: Any = None
         #: The memory pool (coin.mempool.pool.Mempool) blocks are filled from, if any.
         self.mempool: Any = None
+        #: -printpriority: block assembly logs each selected transaction's fee rate.
+        self.print_priority = False
 
     @property
     def state(self) -> ChainState:
@@ -157,7 +159,8 @@ class ChainAccess:
 
     def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
         """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
-        return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries)
+        return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries,
+                                  self.print_priority)
 
     def wait_for_tip(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
         """Fires with the tip once ``condition(tip)`` holds (at once if it already does)."""
@@ -170,14 +173,15 @@ class ChainAccess:
 
 
 def _generate(chainstate: ChainState, pool: Any, script_pubkey: bytes, count: int,
-              max_tries: int) -> List[bytes]:
+              max_tries: int, print_priority: bool) -> List[bytes]:
     """Core's generateBlocks: stop early when ``max_tries`` nonces are used up."""
     hashes: List[bytes] = []
     extra_nonce = 0
     tries_left = max_tries
     while len(hashes) < count and tries_left > 0:
         extra_nonce += 1
-        template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce)
+        template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce,
+                                             print_priority)
         try:
             block = solve(template, chainstate.params, max_tries=tries_left)
         except MiningError:

@@ -429,9 +429,8 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("externalip", "Specify your own public address", repeatable=True, category=c,
           meta="=<ip>", refused="it does not advertise its own address")
     r.add("maxreceivebuffer", "Maximum per-connection receive buffer, <n>*1000 bytes "
-          "(default: 5000)", kind="int", category=c, meta="=<n>",
-          refused="the receive side has its own flow control (reading stops while a "
-          "message is processed)")
+          "(Core's default: 5000; here reading stops while a message is processed unless "
+          "given)", kind="int", category=c, meta="=<n>")
     r.add("maxsendbuffer", "Maximum per-connection send buffer, <n>*1000 bytes (Core's "
           "default: 1000; here 64 KiB unless given)", kind="int", category=c, meta="=<n>")
     r.add("maxtimeadjustment", "Maximum allowed median peer time offset adjustment. Local "
@@ -439,8 +438,8 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 4200 seconds)", kind="int", category=c, meta="=<n>",
           refused="the adjustment limit is fixed at 4200 seconds")
     r.add("maxuploadtarget", "Tries to keep outbound traffic under the given target (in MiB "
-          "per 24h), 0 = no limit (default: 0)", kind="int", category=c, meta="=<n>",
-          refused="it has no upload target (only -maxuploadtarget=0)")
+          "per 24h), 0 = no limit (default: 0)", kind="int", default=0, category=c,
+          meta="=<n>")
     r.add("onion", "Use separate SOCKS5 proxy to reach peers via Tor hidden services "
           "(default: -proxy)", category=c, meta="=<ip:port>", refused=_NO_PROXY)
     r.add("onlynet", "Make outgoing connections only through network <net> (ipv4, ipv6 or "
@@ -559,8 +558,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("mocktime", "Replace actual time with <n> seconds since epoch (default: 0; regtest "
           "only)", kind="int", default=0, category=c, meta="=<n>", debug_only=True)
     r.add("printpriority", "Log transaction fee per kB when mining blocks (default: 0)",
-          kind="bool", category=c, debug_only=True,
-          refused="the block assembler does not log per transaction")
+          kind="bool", default=False, category=c, debug_only=True)
     r.add("stopafterblockimport", "Stop running after importing blocks from disk (default: "
           "0)", kind="bool", category=c, debug_only=True, refused="it has no block import")
     r.add("stopatheight", "Stop running after reaching the given height in the main chain "

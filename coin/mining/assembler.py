@@ -92,12 +92,13 @@ def create_block(chainstate: ChainState, script_pubkey: bytes,
 
 
 def create_block_from_pool(chainstate: ChainState, pool: Optional["Mempool"],
-                           script_pubkey: bytes, extra_nonce: int = 0
-                           ) -> Tuple[Block, Optional[Selection]]:
+                           script_pubkey: bytes, extra_nonce: int = 0,
+                           print_priority: bool = False) -> Tuple[Block, Optional[Selection]]:
     """Core's CreateNewBlock: the tip's successor filled from the pool by ancestor fee rate."""
     if pool is None:
         return create_block(chainstate, script_pubkey, extra_nonce=extra_nonce), None
-    selection = select_transactions(pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS)
+    selection = select_transactions(pool, MAX_BLOCK_SIZE, MAX_BLOCK_SIGOPS,
+                                    print_priority=print_priority)
     block = create_block(chainstate, script_pubkey, selection.txs, extra_nonce=extra_nonce,
                          fees=sum(selection.fees))
     return block, selection

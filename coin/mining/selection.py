@@ -11,9 +11,13 @@ from __future__ import annotations
 import heapq
 from typing import Dict, List, NamedTuple, Set, Tuple
 
+from twisted.logger import Logger
+
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import Mempool, MempoolEntry
 from coin.primitives.transaction import Transaction
+
+log = Logger()
 
 #: Bytes and sigops kept for the coinbase (Core reserves the same).
 COINBASE_RESERVED_SIZE = 1000
@@ -32,14 +36,28 @@ class Selection(NamedTuple):
 
 
 def select_transactions(pool: Mempool, max_size: int, max_sigops: int,
-                        min_fee_rate: FeeRate = FeeRate(DEFAULT_BLOCK_MIN_TX_FEE)) -> Selection:
-    """Transactions for a block of at most ``max_size`` bytes, parents before children."""
+                        min_fee_rate: FeeRate = FeeRate(DEFAULT_BLOCK_MIN_TX_FEE),
+                        print_priority: bool = False) -> Selection:
+    """Transactions for a block of at most ``max_size`` bytes, parents before children.
+
+    ``print_priority`` (-printpriority) logs each chosen transaction's modified fee rate,
+    as Core's BlockAssembler does, to see why a transaction was (not) mined.
+    """
     with pool.lock:
-        return _select(pool, max_size - COINBASE_RESERVED_SIZE,
-                       max_sigops - COINBASE_RESERVED_SIGOPS, min_fee_rate)
+        chosen = _select(pool, max_size - COINBASE_RESERVED_SIZE,
+                         max_sigops - COINBASE_RESERVED_SIGOPS, min_fee_rate)
+        if print_priority:
+            for entry in chosen:
+                log.info("fee {rate} txid {txid}",
+                         rate=FeeRate.from_fee(entry.modified_fee, entry.size).to_string(),
+                         txid=entry.tx.txid[::-1].hex())
+    position = {e: i + 1 for i, e in enumerate(chosen)}
+    return Selection([e.tx for e in chosen], [e.fee for e in chosen], [e.sigops for e in chosen],
+                     [sorted(position[p] for p in e.parents) for e in chosen])
 
 
-def _select(pool: Mempool, size_left: int, sigops_left: int, min_fee_rate: FeeRate) -> Selection:
+def _select(pool: Mempool, size_left: int, sigops_left: int,
+            min_fee_rate: FeeRate) -> List[MempoolEntry]:
     # Ancestor totals of each entry not counting ancestors already in the block.
     package: Dict[MempoolEntry, Tuple[int, int, int]] = {
         e: (e.fees_with_ancestors, e.size_with_ancestors, e.sigops_with_ancestors)
@@ -82,6 +100,4 @@ def _select(pool: Mempool, size_left: int, sigops_left: int, min_fee_rate: FeeRa
                 package[descendant] = (d_fee - member.modified_fee, d_size - member.size,
                                        d_sigops - member.sigops)
                 push(descendant)
-    position = {e: i + 1 for i, e in enumerate(chosen)}
-    return Selection([e.tx for e in chosen], [e.fee for e in chosen], [e.sigops for e in chosen],
-                     [sorted(position[p] for p in e.parents) for e in chosen])
+    return chosen

@@ -39,7 +39,8 @@ class MiningService:
 
     def template(self) -> Deferred:
         """Fires with a :class:`coin.mining.template.Template` on the current tip."""
-        return self._chain.call(assemble_template, self._chain.mempool)
+        return self._chain.call(assemble_template, self._chain.mempool,
+                                self._chain.print_priority)
 
     def check_proposal(self, block: Block) -> Deferred:
         """BIP23: fires with None if ``block`` would be valid on the tip, else why not."""

@@ -81,11 +81,13 @@ class Template(NamedTuple):
         return VersionBits(version, rules, available)
 
 
-def assemble_template(chainstate: ChainState, pool: Optional["Mempool"] = None) -> Template:
+def assemble_template(chainstate: ChainState, pool: Optional["Mempool"] = None,
+                      print_priority: bool = False) -> Template:
     """Core's CreateNewBlock for getblocktemplate (on the writer thread)."""
     prev = chainstate.tip
     updated = pool.transactions_updated if pool is not None else 0
-    block, selection = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
+    block, selection = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT,
+                                              print_priority=print_priority)
     states = {d.name: deployment_state(prev, chainstate.params, d.name, chainstate.versionbits)
               for d in chainstate.params.deployments}
     return Template(prev, block, states, selection, updated)

@@ -83,6 +83,7 @@ from coin.p2p.messages import (
 )
 from coin.p2p.netaddr import NetAddress
 from coin.p2p.peer import PeerProtocol
+from coin.p2p.upload import UploadTarget
 
 log = Logger()
 
@@ -197,6 +198,11 @@ class P2PSettings:
     #: -maxsendbuffer in bytes: past it a peer's messages wait until it reads ours (Core's
     #: fPauseSend); None keeps the transport's own 64 KiB.
     max_send_buffer: Optional[int] = None
+    #: -maxreceivebuffer in bytes: while a handler runs, reading goes on until the peer's
+    #: unprocessed messages pass it (Core's fPauseRecv); None stops reading at once.
+    max_receive_buffer: Optional[int] = None
+    #: -maxuploadtarget in bytes per 24h (0: none).
+    max_upload_target: int = 0
 
 
 class TimeData:
@@ -337,6 +343,7 @@ class P2PService(service.Service):
         self.ready = False
         self.total_bytes_recv = 0
         self.total_bytes_sent = 0
+        self.upload = UploadTarget(settings.max_upload_target, now)
         self.handlers: Dict[str, Callable[[PeerProtocol, Any], Optional[Deferred]]] = {
             "ping": self._on_ping, "pong": self._on_pong, "addr": self._on_addr,
             "getaddr": self._on_getaddr, "feefilter": self._on_feefilter,
@@ -702,6 +709,11 @@ class P2PService(service.Service):
             self.banman.save()
         except OSError as e:
             log.error("Failed to write the ban list: {error}", error=e)
+
+    def serves_historical_blocks(self, peer: PeerProtocol) -> bool:
+        """Whether blocks a week behind the best header still go to ``peer``: not once
+        the -maxuploadtarget budget is (nearly) spent, unless it is whitelisted."""
+        return not self.upload.reached(historical=True) or self.is_whitelisted(peer.ip)
 
     def is_whitelisted(self, ip: str) -> bool:
         """Whether ``ip`` is in a -whitelist network (Core's fWhitelisted)."""

@@ -14,7 +14,10 @@ Flow control and memory bounds
       before any payload is buffered.  Messages decoded from one read are
       queued and processed in order; a handler may return a Deferred, and
       while it is pending the peer stops reading its socket (Twisted's
-      ``pauseProducing``), so a peer cannot queue unbounded work.
+      ``pauseProducing``), so a peer cannot queue unbounded work.  With
+      ``-maxreceivebuffer`` reading goes on meanwhile until the queued messages
+      pass that many bytes (Core's ``fPauseRecv``), and resumes once they are
+      processed.
     * Send: the peer registers itself as a streaming producer on its own
       transport.  When the transport's write buffer exceeds its ``bufferSize``
       (64 KiB, or ``-maxsendbuffer``) Twisted calls :meth:`pauseProducing`: the peer then stops
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Hashable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Hashable, List, Optional, Tuple
 
 from twisted.internet import protocol
 from twisted.internet.defer import Deferred
@@ -250,7 +253,9 @@ class PeerProtocol(protocol.Protocol):
         # Flow control.
         self.disconnecting = False
         self.disconnect_reason = ""
-        self._queue: Deque[Any] = deque()
+        #: Decoded messages waiting to be processed, with their wire sizes.
+        self._queue: Deque[Tuple[Any, int]] = deque()
+        self._queued_bytes = 0
         self._busy: Optional[Deferred] = None
         self._processing = False
         self._reading_paused = False
@@ -304,7 +309,7 @@ class PeerProtocol(protocol.Protocol):
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self._connected = False
         self.disconnecting = True
-        self._queue.clear()
+        self._drop_queue()
         waiters, self._drain_waiters = self._drain_waiters, []
         for d in waiters:
             d.cancel()
@@ -329,7 +334,7 @@ class PeerProtocol(protocol.Protocol):
         self.disconnect_reason = reason
         if reason:
             log.debug("disconnecting peer={id}: {reason}", id=self.id, reason=reason)
-        self._queue.clear()
+        self._drop_queue()
         if self.transport is None:
             return
         if abort:
@@ -376,13 +381,21 @@ class PeerProtocol(protocol.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or not self._connected or self.disconnecting:
             return
-        pause = self.send_paused or self._busy is not None
+        pause = self.send_paused or (self._busy is not None and self._receive_buffer_full())
         if pause and not self._reading_paused:
             self._reading_paused = True
             self.transport.pauseProducing()
         elif not pause and self._reading_paused:
             self._reading_paused = False
             self.transport.resumeProducing()
+
+    def _receive_buffer_full(self) -> bool:
+        limit = self.connman.settings.max_receive_buffer
+        return limit is None or self._queued_bytes > limit
+
+    def _drop_queue(self) -> None:
+        self._queue.clear()
+        self._queued_bytes = 0
 
     # ------------------------------------------------------------ sending
 
@@ -396,6 +409,7 @@ class PeerProtocol(protocol.Protocol):
         self.bytes_sent += size
         self.bytes_sent_per_msg[key] = self.bytes_sent_per_msg.get(key, 0) + size
         self.connman.total_bytes_sent += size
+        self.connman.upload.record(size)
         self.last_send = self.connman.now()
         if self.send_paused:
             self._written_while_paused += size
@@ -462,8 +476,10 @@ class PeerProtocol(protocol.Protocol):
             if size is None:
                 size = len(item.payload)  # InvalidMessage items carry theirs
             key = item.command if item.command in _KNOWN_COMMANDS else OTHER_COMMAND
-            self.bytes_recv_per_msg[key] = self.bytes_recv_per_msg.get(key, 0) + size + HEADER_SIZE
-        self._queue.extend(items)
+            wire_size = size + HEADER_SIZE
+            self.bytes_recv_per_msg[key] = self.bytes_recv_per_msg.get(key, 0) + wire_size
+            self._queue.append((item, wire_size))
+            self._queued_bytes += wire_size
         self._process_queue()
 
     def _decode(self, command: str, payload: bytes) -> Any:
@@ -479,7 +495,8 @@ class PeerProtocol(protocol.Protocol):
             # Like Core's fPauseSend: no processing while the peer is not reading ours.
             while self._queue and self._busy is None and not self.send_paused \
                     and not self.disconnecting:
-                item = self._queue.popleft()
+                item, size = self._queue.popleft()
+                self._queued_bytes -= size
                 try:
                     result = self._process(item)
                 except Exception:

@@ -91,6 +91,7 @@ from coin.p2p.messages import (
     TxMessage,
 )
 from coin.p2p.peer import BoundedSet
+from coin.p2p.upload import HISTORICAL_BLOCK_AGE
 from coin.primitives.block import Block, BlockHeader
 
 if TYPE_CHECKING:
@@ -929,6 +930,12 @@ class BlockSync:
             if entry is None or not entry.have_data() or not self._servable(entry):
                 missing.append(item)
                 continue
+            if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE \
+                    and not self.p2p.serves_historical_blocks(peer):
+                log.debug("historical block serving limit reached, disconnect peer={id}",
+                          id=peer.id)
+                peer.disconnect("historical block serving limit reached")
+                return
             yield peer.when_drained()
             try:
                 block = yield self.chain.read_block(entry)

@@ -37,8 +37,6 @@ from coin.views.amounts import amount_to_json
 CLIENT_NAME = "Coin"
 #: Networks getnetworkinfo reports, and whether each is limited without a proxy (Core).
 _NETWORKS = (("ipv4", False), ("ipv6", False), ("onion", True))
-#: Core's MAX_UPLOAD_TIMEFRAME, reported in getnettotals' uploadtarget.
-_UPLOAD_TIMEFRAME = 60 * 60 * 24
 
 
 def client_version() -> int:
@@ -358,10 +356,7 @@ def getnettotals(ctx: RPCContext) -> Dict[str, Any]:
         "totalbytesrecv": p2p.total_bytes_recv,
         "totalbytessent": p2p.total_bytes_sent,
         "timemillis": int(time.time() * 1000),
-        # No -maxuploadtarget: Core's shape with no target set.
-        "uploadtarget": {"timeframe": _UPLOAD_TIMEFRAME, "target": 0, "target_reached": False,
-                         "serve_historical_blocks": True, "bytes_left_in_cycle": 0,
-                         "time_left_in_cycle": 0},
+        "uploadtarget": p2p.upload.summary(),
     }
 
 
