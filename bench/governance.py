@@ -12,7 +12,10 @@ masternodes on each (a fake masternode list of generated keys), then measures:
 - ``gobject list`` and ``gobject getcurrentvotes`` latency through the RPC handlers
   (median of ``--runs``);
 - ``governance.dat`` size, save and load time (median of ``--runs``);
-- memory: the peak traced while a second store is built (tracemalloc).
+- memory: the peak traced while a second store is built (tracemalloc);
+- the built-in sentinel's ranking of the proposals (``funded_proposals``, run every few
+  seconds on a masternode) and the superblock trigger choice (``chosen_triggers``, run on
+  every vote), median of ``--runs``.
 
 Prints one JSON object.
 """
@@ -37,7 +40,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from coin.chain.clock import NodeClock  # noqa: E402
+from coin.chainparams import REGTEST  # noqa: E402
 from coin.governance.object import NULL_HASH, GovernanceObject  # noqa: E402
+from coin.governance.params import governance_params  # noqa: E402
+from coin.governance.sentinel import funded_proposals  # noqa: E402
+from coin.governance.superblock import chosen_triggers  # noqa: E402
 from coin.governance.store import GovernanceStore  # noqa: E402
 from coin.governance.vote import OUTCOME_YES, SIGNAL_FUNDING, Vote  # noqa: E402
 from coin.primitives.hashes import hash160, hash_to_hex  # noqa: E402
@@ -119,6 +126,11 @@ def main() -> None:
     one = hash_to_hex(objects[0].hash)
     assert len(_gobject_getcurrentvotes(ctx, one)) == args.masternodes
 
+    governance: Any = SimpleNamespace(store=store, keys=mns, local_validity=lambda obj: "",
+                                      params=governance_params(REGTEST),
+                                      chain=SimpleNamespace(params=REGTEST))
+    assert funded_proposals(governance, 170, NOW)  # 12.5-coin proposals within a 25-coin budget
+
     with tempfile.TemporaryDirectory() as datadir:
         save = median_seconds(lambda: store.save(datadir), args.runs)
         size = os.path.getsize(os.path.join(datadir, "governance.dat"))
@@ -136,6 +148,10 @@ def main() -> None:
         "governance_dat_save_s": round(save, 3),
         "governance_dat_load_s": round(load, 3),
         "store_memory_mb": round(memory / 2**20, 1),
+        "sentinel_ranking_ms": round(
+            median_seconds(lambda: funded_proposals(governance, 170, NOW), args.runs) * 1e3, 1),
+        "superblock_choice_ms": round(median_seconds(
+            lambda: chosen_triggers(store, 165, REGTEST, 1, args.masternodes), args.runs) * 1e3, 3),
     }
     print(json.dumps(result))
 

@@ -29,6 +29,10 @@ from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
+from coin.governance.masternodes import MasternodeList
+from coin.governance.relay import GovernanceRelay
+from coin.governance.sentinel import Sentinel
+from coin.governance.superblock import Superblocks
 from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
@@ -245,8 +249,12 @@ class NodeService(service.MultiService):
             self.config.get("mnconf", "masternode.conf"), active, sporks=self.sporks)
         self.masternodes.setServiceParent(self)
         self.governance = GovernanceService(self.chain, self.datadir, self.clock.adjusted_time,
-                                            self.reactor)
+                                            self.reactor, MasternodeList(self.masternodes.manager))
         self.governance.setServiceParent(self)
+        GovernanceRelay(self.p2p, self.governance, self.masternodes.sync, self.params.name)
+        Superblocks(self.governance, chainstate, self.sporks, self.masternodes.sync)
+        if self.config.get_bool("sentinel", active is not None):
+            Sentinel(self.governance, self.masternodes, self.reactor).setServiceParent(self)
         if not settings.disable_wallet:
             self.wallets = WalletService(self.validation, self.mempool, self.params,
                                          default_walletdir(self.config, self.datadir),

@@ -49,7 +49,8 @@ class Controller(NamedTuple):
     now: int
 
 
-class MasternodeNetworkTests(P2PTestCase):
+class MasternodeNetworkCase(P2PTestCase):
+    """A controller with a wallet and its masternodes (also used by the governance tests)."""
 
     def wait_states(self, nodes: List[NodeProcess], expected: Dict[str, str], what: str,
                     timeout: float = 30.0) -> None:
@@ -98,6 +99,9 @@ class MasternodeNetworkTests(P2PTestCase):
         set_time(masternodes, c.now)
         self.wait_tip([c.node] + masternodes)
         return masternodes
+
+
+class MasternodeNetworkTests(MasternodeNetworkCase):
 
     def test_masternode_network(self) -> None:
         c = self.controller(3)

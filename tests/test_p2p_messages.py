@@ -10,7 +10,11 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from coin.consensus.errors import REJECT_INVALID, REJECT_MALFORMED
 from coin.chainparams import MAIN, REGTEST, TEST
+from coin.p2p.bloom import BloomFilter
 from coin.p2p.messages import (
+    GovernanceObjectMessage,
+    GovernanceSyncMessage,
+    GovernanceVoteMessage,
     HEADER_SIZE,
     MAX_ADDR_TO_SEND,
     MAX_HEADERS_RESULTS,
@@ -107,10 +111,15 @@ payloads = st.one_of(
     st.builds(BlockMessage, blocks()),
     st.builds(TxMessage, st.one_of(transactions(), special_transactions())),
     rejects(),
+    st.builds(GovernanceSyncMessage, HASH, st.builds(
+        BloomFilter, st.binary(max_size=40).map(bytearray), st.integers(0, 50), U32,
+        st.integers(0, 255))),
+    st.builds(GovernanceObjectMessage, st.binary(max_size=60)),
+    st.builds(GovernanceVoteMessage, st.binary(max_size=60)),
 )
 # Commands outside MESSAGE_TYPES: Dash's and the bloom-filter ones, say.
 unknown = st.builds(UnknownMessage,
-                    st.sampled_from(["dstx", "dsq", "govobj", "filterload", "", "abcdefghijkl"]),
+                    st.sampled_from(["dstx", "dsq", "dssu", "filterload", "", "abcdefghijkl"]),
                     st.binary(max_size=40))
 
 
@@ -219,7 +228,7 @@ class RoundTrip(SynchronousTestCase):
             "version", "verack", "ping", "pong", "addr", "getaddr", "inv", "getdata", "notfound",
             "getheaders", "getblocks", "headers", "block", "tx", "sendheaders", "feefilter",
             "mempool", "reject", "spork", "getsporks", "mnb", "mnp", "mnw", "dseg", "mnget", "ssc",
-            "mnv"]))
+            "mnv", "govsync", "govobj", "govobjvote"]))
         for command, cls in MESSAGE_TYPES.items():
             self.assertEqual(cls.command, command)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from decimal import Decimal
+from typing import Any, List
 
 import simplejson
 from twisted.internet import reactor
@@ -18,6 +19,10 @@ from coin.governance.collateral import burn_script
 from coin.governance.object import NULL_HASH, GovernanceObject
 from coin.governance.service import GovernanceService
 from coin.governance.vote import OUTCOME_NO, OUTCOME_YES, SIGNAL_FUNDING
+from coin.masternode.active import STARTED, ActiveMasternode
+from coin.masternode.conf import MasternodeEntry
+from coin.masternode.service import MasternodeService
+from coin.primitives.address import encode_wif
 from coin.primitives.hashes import hash_to_hex
 from coin.rpc.methods.governance import METHODS
 from coin.rpc.methods.masternode import METHODS as MASTERNODE_METHODS
@@ -45,6 +50,23 @@ REFERENCE_HELP_LINES = ["== Governance ==", "getgovernanceinfo", 'gobject "comma
                         'masternodelist ( "mode" "filter" )', "mnsync [status|next|reset]"]
 
 
+class NoPeers:
+    """The P2P surface the service registers into, with no connection (RPC-only test)."""
+
+    def __init__(self) -> None:
+        self.handlers: dict = {}
+        self.on_disconnect: List[Any] = []
+
+    def register_handler(self, command: str, handler: Any) -> None:
+        self.handlers[command] = handler
+
+    def handshaked_peers(self) -> List[Any]:
+        return []
+
+    def connect_to(self, target: str) -> bool:
+        return False
+
+
 class GovernanceTestCase(ChainRPCTestCase):
     methods = METHODS
 
@@ -53,7 +75,25 @@ class GovernanceTestCase(ChainRPCTestCase):
         self.governance = GovernanceService(self.access, self.mktemp(), self.clock.adjusted_time,
                                             reactor)
         self.node.governance = self.governance
-        return ready
+
+        def with_masternodes(result):
+            self.node.masternodes = MasternodeService(
+                self.params, self.access, NoPeers(), lambda: False, self.service.subscribe,
+                self.clock.now, reactor, self.mktemp(), "masternode.conf")
+            return result
+
+        return ready.addCallback(with_masternodes)
+
+    @inlineCallbacks
+    def submitted_proposal(self):
+        """A proposal whose fee is mined, submitted; fires with the object."""
+        data = proposal_hex(self.address())
+        obj = GovernanceObject(NULL_HASH, 1, 1700000000, NULL_HASH, data)
+        tx = self.builder.spend(self.mature_coinbase(1), [(burn_script(obj.hash), 5 * COIN),
+                                                          (self.builder.script_pubkey, COIN)])
+        yield self.mine(1, txs=[tx])
+        yield self.result("gobject", "submit", "0", "1", "1700000000", data, tx.txid_hex)
+        return obj
 
     @inlineCallbacks
     def replay(self, name: str):
@@ -274,6 +314,66 @@ class GobjectTests(GovernanceTestCase):
                 (("vote-alias", HASH, "funding", "yes", 5),
                  (-1, "JSON value is not a string as expected"))):
             self.assertEqual((yield self.error("gobject", *params)), (500,) + expected, params)
+
+    def conf_entry(self, masternodes: FakeMasternodes, n: int, alias: str) -> MasternodeEntry:
+        outpoint = list(masternodes.keys)[n]
+        wif = encode_wif(masternodes.keys[outpoint].secret, self.params)
+        return MasternodeEntry(alias, "127.0.0.1:1", wif, hash_to_hex(outpoint.txid), str(outpoint.n))
+
+    @inlineCallbacks
+    def test_vote_many_and_alias_sign_with_masternode_conf_keys(self):
+        masternodes = FakeMasternodes(3)
+        self.governance.keys = masternodes
+        obj = yield self.submitted_proposal()
+        object_hash = hash_to_hex(obj.hash)
+        unknown = MasternodeEntry("gone", "127.0.0.1:1", self.conf_entry(masternodes, 0, "x").private_key,
+                                  "cd" * 32, "0")
+        self.node.masternodes.conf_entries = [
+            self.conf_entry(masternodes, 0, "mn0"), self.conf_entry(masternodes, 1, "mn1"),
+            unknown, MasternodeEntry("badkey", "127.0.0.1:1", "notakey", "cd" * 32, "0")]
+        self.assertEqual((yield self.result("gobject", "vote-alias", object_hash, "funding", "yes",
+                                            "mn1")),
+                         {"overall": "Voted successfully 1 time(s) and failed 0 time(s).",
+                          "detail": {"mn1": {"result": "success"}}})
+        many = yield self.result("gobject", "vote-many", object_hash, "funding", "yes")
+        self.assertEqual(many["overall"], "Voted successfully 1 time(s) and failed 3 time(s).")
+        self.assertEqual(many["detail"]["mn0"], {"result": "success"})
+        self.assertEqual(many["detail"]["gone"], {"result": "failed", "errorMessage":
+                                                  "Can't find masternode by collateral output"})
+        self.assertEqual(many["detail"]["badkey"], {"result": "failed", "errorMessage":
+                                                    "Masternode signing error, could not set key "
+                                                    "correctly"})
+        self.assertTrue(many["detail"]["mn1"]["errorMessage"].startswith(
+            "CGovernanceObject::ProcessVote -- Masternode voting too often"), many)
+        current = yield self.result("gobject", "getcurrentvotes", object_hash)
+        self.assertEqual(sorted(text.split(":")[-2:] for text in current.values()),
+                         [["YES", "FUNDING"], ["YES", "FUNDING"]])
+        self.assertEqual((yield self.result("gobject", "get", object_hash))["FundingResult"]
+                         ["YesCount"], 2)
+
+    @inlineCallbacks
+    def test_vote_conf_and_trigger_submit_by_the_active_masternode(self):
+        masternodes = FakeMasternodes(1)
+        self.governance.keys = masternodes
+        outpoint, key = next(iter(masternodes.keys.items()))
+        active = ActiveMasternode(key, True)
+        active.state, active.outpoint = STARTED, outpoint
+        self.node.masternodes.active = active
+        obj = yield self.submitted_proposal()
+        self.assertEqual((yield self.result("gobject", "vote-conf", hash_to_hex(obj.hash), "valid",
+                                            "yes")),
+                         {"overall": "Voted successfully 1 time(s) and failed 0 time(s).",
+                          "detail": {"coin.conf": {"result": "success"}}})
+        now = int(self.clock.adjusted_time())
+        trigger = yield self.result("gobject", "submit", "0", "1", str(now), trigger_hex(20))
+        got = yield self.result("gobject", "get", trigger)
+        self.assertEqual((got["ObjectType"], got["SigningMasternode"]),
+                         (2, "COutPoint(%s, %d)" % (hash_to_hex(outpoint.txid), outpoint.n)))
+        # A masternode's fifth trigger within a moment breaks the rate limit (five in the buffer).
+        for n in range(2, 5):
+            yield self.result("gobject", "submit", "0", str(n), str(now), trigger_hex(20))
+        self.assertEqual((yield self.error("gobject", "submit", "0", "9", str(now), trigger_hex(20))),
+                         (500, -8, "Object creation rate limit exceeded"))
 
     @inlineCallbacks
     def test_voteraw_with_no_masternodes_as_the_reference_answers(self):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, List
 
 from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
@@ -23,7 +22,7 @@ from coin.rpc.methods.masternode import METHODS, _encode_broadcasts
 
 from .rpcchain import TIP_HEIGHT
 from .test_masternode import T0, broadcast, collateral_coin, next_ping
-from .test_rpc_governance import GovernanceTestCase, NO_WALLET
+from .test_rpc_governance import GovernanceTestCase, NO_WALLET, NoPeers
 from .test_spork import REGTEST_SPORK_KEY
 
 RPCM_35_MASTERNODE_COUNT = b'{"result":0,"error":null,"id":35}\n'
@@ -36,23 +35,6 @@ MNSYNC_KEYS = ["AssetID", "AssetName", "AssetStartTime", "Attempt", "IsBlockchai
                "IsMasternodeListSynced", "IsWinnersListSynced", "IsSynced", "IsFailed"]
 
 
-class NoPeers:
-    """The P2P surface the service registers into, with no connection (RPC-only test)."""
-
-    def __init__(self) -> None:
-        self.handlers: dict = {}
-        self.on_disconnect: List[Any] = []
-
-    def register_handler(self, command: str, handler: Any) -> None:
-        self.handlers[command] = handler
-
-    def handshaked_peers(self) -> List[Any]:
-        return []
-
-    def connect_to(self, target: str) -> bool:
-        return False
-
-
 class MasternodeRPCTestCase(GovernanceTestCase):
     methods = METHODS
 
@@ -60,10 +42,7 @@ class MasternodeRPCTestCase(GovernanceTestCase):
         d = super().setUp()
 
         def ready(result):
-            self.masternodes = MasternodeService(
-                self.params, self.access, NoPeers(), lambda: False, self.service.subscribe,
-                self.clock.now, reactor, self.mktemp(), "masternode.conf")
-            self.node.masternodes = self.masternodes
+            self.masternodes = self.node.masternodes
             return result
 
         return d.addCallback(ready)

@@ -194,9 +194,10 @@ class TemplateTests(MiningRPCTestCase):
         self.assertEqual((template["version"], template["rules"], template["vbavailable"],
                           template["vbrequired"]), (0x20000000, [], {}, 0))
         self.assertEqual(template["capabilities"], ["proposal"])
-        # Dash 0.12.3's masternode array: no vote, so no payee (and payments start at 200).
+        # Dash 0.12.3's masternode array: no vote, so no payee (and payments start at 200);
+        # superblocks have started (regtest's first is at 10), none is owed, no spork here.
         self.assertEqual([template[k] for k in TEMPLATE_KEYS[-6:]],
-                         [[], False, False, [], False, False])
+                         [[], False, False, [], True, False])
         # The same with an explicit request, and for a pre-BIP9 client.
         self.assertEqual((yield self.result("getblocktemplate", {"mode": "template"}))["height"],
                          TIP_HEIGHT + 3)

@@ -118,6 +118,12 @@ class ChainState:
         #: ``(script, amount)`` for coinbase output 1, or None.  Both run on the worker.
         self.payee_check: Optional[Callable[[int, Transaction], bool]] = None
         self.block_payee: Optional[Callable[[int], Optional[Tuple[bytes, int]]]] = None
+        #: Superblocks (design.md §6), set by the governance service: ``superblock_check(
+        #: height, coinbase)`` is how much the coinbase may pay above subsidy and fees, None
+        #: if it breaks the superblock rule; ``superblock_payments(height)`` the miner's
+        #: extra ``(script, amount)`` outputs.  Both run on the worker.
+        self.superblock_check: Optional[Callable[[int, Transaction], Optional[int]]] = None
+        self.superblock_payments: Optional[Callable[[int], Sequence[Tuple[bytes, int]]]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -716,7 +722,14 @@ class ChainState:
                                               version)
 
         reward = txs[0].total_out()
-        limit = fees + block_subsidy(height, params)
+        superblock = 0
+        if self.superblock_check is not None:
+            allowed = self.superblock_check(height, txs[0])
+            if allowed is None:
+                # As the reference (IsBlockPayeeValid): DoS 0, the peer may see other votes.
+                raise ValidationError("bad-cb-payee", "invalid superblock detected", dos=0)
+            superblock = allowed
+        limit = fees + block_subsidy(height, params) + superblock
         if reward > limit:
             raise ValidationError("bad-cb-amount",
                                   "coinbase pays too much (actual=%d vs limit=%d)" % (reward, limit),

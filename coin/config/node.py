@@ -246,6 +246,8 @@ def node_options() -> OptionRegistry:
     r.add("mnconf", "Specify masternode configuration file (default: masternode.conf)",
           default="masternode.conf", category=c, meta="=<file>")
     r.add("masternodeprivkey", "Set the masternode private key", category=c, meta="=<n>")
+    r.add("sentinel", "Run the built-in sentinel: make and vote superblock triggers (0-1, "
+          "default: 1 with -masternode)", kind="bool", category=c, meta="=<n>")
 
     _add_core_options(r)
     return r

@@ -3,7 +3,11 @@ timer, and keeps ``governance.dat`` across restarts."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Protocol, Tuple
+import base64
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Tuple
+
+import coincurve
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, inlineCallbacks
@@ -19,12 +23,30 @@ from coin.governance.params import MAX_OBJECT_DATA_SIZE, GovernanceParams, gover
 from coin.governance.store import FILE_NAME, Entry, GovernanceStore
 from coin.governance.vote import MasternodeKeys, NoMasternodes, Vote, signature_key_id
 from coin.primitives.hashes import hash_to_hex
-from coin.primitives.transaction import Transaction
+from coin.primitives.message import sign_message
+from coin.primitives.transaction import OutPoint, Transaction, TxIn
 
 log = Logger(namespace="coin.governance")
 
 #: How often flags are refreshed and expired objects cleaned (the reference: every 5 minutes).
 UPDATE_INTERVAL = 5 * 60
+#: A masternode's last trigger times kept for the rate check (RATE_BUFFER_SIZE).
+RATE_BUFFER_SIZE = 5
+#: Objects dated further ahead than this are refused (MAX_TIME_FUTURE_DEVIATION).
+MAX_TIME_FUTURE_DEVIATION = 60 * 60
+
+
+def sign_text(key: coincurve.PrivateKey, text: str, compressed: bool) -> bytes:
+    """A masternode key's 65-byte compact signature of ``text`` (CMessageSigner::SignMessage)."""
+    return base64.b64decode(sign_message(key, text, compressed))
+
+
+class MasternodeSigner(NamedTuple):
+    """A masternode this node can sign for: its collateral outpoint and masternode key."""
+
+    outpoint: OutPoint
+    key: coincurve.PrivateKey
+    compressed: bool
 
 
 #: A transaction and the hash of the block it is in (None: not in a block).
@@ -33,6 +55,11 @@ KnownTx = Tuple[Transaction, Optional[bytes]]
 
 class ObjectError(ValueError):
     """An object this node does not keep; ``str()`` is the reference's reason."""
+
+
+class MissingMasternode(ObjectError):
+    """A trigger or watchdog signed by a masternode this node does not know (yet): the
+    reference's fMissingMasternode, kept until the masternode arrives."""
 
 
 class ChainReader(Protocol):
@@ -66,6 +93,13 @@ class GovernanceService(service.Service):
         self.postponed: Dict[bytes, GovernanceObject] = {}
         #: The reference's fRateChecksEnabled: a masternode may change a vote once an hour.
         self.rate_checks = True
+        #: Run with each object and each vote newly kept, to relay them (coin.governance.relay).
+        self.on_object: List[Callable[[GovernanceObject], None]] = []
+        self.on_vote: List[Callable[[Vote], None]] = []
+        #: Run after the store is loaded and after each timed update.
+        self.on_update: List[Callable[[], None]] = []
+        #: Creation times of each masternode's recent triggers (the reference's triggerBuffer).
+        self._trigger_times: Dict[OutPoint, List[int]] = {}
         self._loop: Optional[LoopingCall] = None
 
     @property
@@ -75,6 +109,8 @@ class GovernanceService(service.Service):
     def startService(self) -> None:
         super().startService()
         self.store = GovernanceStore.load(self.datadir)
+        for hook in self.on_update:  # the loaded objects count at once (superblocks)
+            hook()
         self._loop = LoopingCall(self._tick)
         self._loop.clock = self.reactor
         self._loop.start(UPDATE_INTERVAL, now=False)
@@ -99,7 +135,7 @@ class GovernanceService(service.Service):
         outpoint = obj.masternode.prevout
         key_id = self.keys.key_id(outpoint)
         if key_id is None:
-            raise ObjectError("Masternode not found: " + outpoint_text(outpoint))
+            raise MissingMasternode("Masternode not found: " + outpoint_text(outpoint))
         if signature_key_id(obj.signature, obj.signature_message()) != key_id:
             raise ObjectError("Invalid masternode signature for: %s, pubkey id = %s"
                               % (outpoint_text(outpoint), hash_to_hex(key_id)))
@@ -159,17 +195,56 @@ class GovernanceService(service.Service):
         self.postponed.pop(obj.hash, None)
         return self._keep(obj)
 
+    def rate_check(self, obj: GovernanceObject, record: bool = False) -> bool:
+        """MasternodeRateCheck: a masternode's triggers may not be older than two cycles,
+        more than an hour ahead, nor come faster than 2.2 per cycle over its last five.
+        ``record`` keeps the time of an accepted one."""
+        if obj.object_type != OBJECT_TRIGGER or not self.rate_checks:
+            return True
+        cycle_seconds = self.params.superblock_cycle * self.chain.params.target_spacing
+        now = int(self.now())
+        if obj.time < now - 2 * cycle_seconds or obj.time > now + MAX_TIME_FUTURE_DEVIATION:
+            return False
+        times = (self._trigger_times.get(obj.masternode.prevout, []) + [obj.time])[-RATE_BUFFER_SIZE:]
+        if len(times) == RATE_BUFFER_SIZE:
+            span = max(times) - min(times)
+            if span == 0 or len(times) / span >= 2 * 1.1 / cycle_seconds:
+                return False
+        if record:
+            self._trigger_times[obj.masternode.prevout] = times
+        return True
+
     def _keep(self, obj: GovernanceObject) -> Entry:
         entry = self.store.add(obj, self.keys, self.now())
         entry.flags = entry.book.flags(self.params.min_quorum, self.keys.enabled_count(), entry.flags)
+        self.rate_check(obj, record=True)
         log.info("Added governance object {hash}", hash=hash_to_hex(obj.hash))
+        for hook in self.on_object:
+            hook(obj)
         return entry
 
     def add_vote(self, vote: Vote) -> Entry:
-        """Count ``vote`` or raise VoteError; refreshes its object's flags."""
+        """Count ``vote`` or raise VoteError; refreshes its object's flags and relays it."""
         entry = self.store.add_vote(vote, self.keys, int(self.now()), self.rate_checks)
         entry.flags = entry.book.flags(self.params.min_quorum, self.keys.enabled_count(), entry.flags)
+        for hook in self.on_vote:
+            hook(vote)
         return entry
+
+    def vote(self, signer: MasternodeSigner, object_hash: bytes, signal: int, outcome: int) -> Entry:
+        """Sign a vote of ``signer``'s masternode dated now, count and relay it (VoteError)."""
+        vote = Vote(signer.outpoint, object_hash, signal, outcome, int(self.now()))
+        vote.signature = sign_text(signer.key, vote.signature_message(), signer.compressed)
+        return self.add_vote(vote)
+
+    @staticmethod
+    def signed_by(obj: GovernanceObject, signer: MasternodeSigner) -> GovernanceObject:
+        """``obj`` as ``signer``'s masternode signs it (a trigger or watchdog)."""
+        unsigned = GovernanceObject(obj.parent_hash, obj.revision, obj.time, obj.collateral_hash,
+                                    obj.data_hex, obj.object_type, TxIn(signer.outpoint))
+        return GovernanceObject(obj.parent_hash, obj.revision, obj.time, obj.collateral_hash,
+                                obj.data_hex, obj.object_type, TxIn(signer.outpoint),
+                                sign_text(signer.key, unsigned.signature_message(), signer.compressed))
 
     # ------------------------------------------------------------------ upkeep
 
@@ -188,3 +263,5 @@ class GovernanceService(service.Service):
                                    self.chain.snapshot().height, chain.target_spacing)
         for object_hash in erased:
             log.info("Erased governance object {hash}", hash=hash_to_hex(object_hash))
+        for hook in self.on_update:
+            hook()

@@ -69,6 +69,8 @@ class GovernanceStore:
         self.orphans: Dict[bytes, List[Tuple[Vote, int]]] = {}
         #: When ``gobject diff`` last listed (GetLastDiffTime).
         self.last_diff_time = 0
+        #: The object of each counted vote, by vote hash (to serve ``getdata``).
+        self.vote_parents: Dict[bytes, bytes] = {}
 
     def __contains__(self, object_hash: bytes) -> bool:
         return object_hash in self.entries
@@ -78,6 +80,11 @@ class GovernanceStore:
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(list(self.entries.values()))
+
+    def find_vote(self, vote_hash: bytes) -> Optional[Vote]:
+        """A counted vote by its hash, None if unknown or its object is gone."""
+        entry = self.entries.get(self.vote_parents.get(vote_hash, b""))
+        return entry.book.votes.get(vote_hash) if entry is not None else None
 
     def vote_count(self) -> int:
         return sum(len(entry.book.votes) for entry in self.entries.values())
@@ -90,6 +97,8 @@ class GovernanceStore:
                 entry.book.add(vote, keys, now)
             except VoteError as e:
                 log.debug("Orphan vote {vote} not counted: {why}", vote=hash_to_hex(vote.hash), why=e)
+                continue
+            self.vote_parents[vote.hash] = obj.hash
         return entry
 
     def add_vote(self, vote: Vote, keys: MasternodeKeys, now: int, rate_checks: bool = True) -> Entry:
@@ -107,6 +116,7 @@ class GovernanceStore:
             raise VoteError("CGovernanceObject::ProcessVote -- ignoring vote for expired or "
                             "deleted object, hash = " + hash_to_hex(vote.parent_hash))
         entry.book.add(vote, keys, now, rate_checks)
+        self.vote_parents[vote.hash] = entry.obj.hash
         return entry
 
     def update(self, keys: MasternodeKeys, params: GovernanceParams, network: str, now: int,
@@ -133,6 +143,8 @@ class GovernanceStore:
                           if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG) else 2**63 - 1)
                 self.erased[obj.hash] = forget
                 del self.entries[obj.hash]
+                for vote_hash in entry.book.votes:
+                    self.vote_parents.pop(vote_hash, None)
                 erased.append(obj.hash)
         self.erased = {h: t for h, t in self.erased.items() if t >= now}
         self.orphans = {h: kept for h, kept in (
@@ -174,6 +186,7 @@ class GovernanceStore:
             for _ in range(r.read_compact_size()):
                 vote = Vote.read(r)
                 entry.book.votes[vote.hash] = vote
+                store.vote_parents[vote.hash] = obj.hash
             for _ in range(r.read_compact_size()):
                 vote = entry.book.votes[r.read(32)]
                 entry.book.restore(vote, r.read_i64())

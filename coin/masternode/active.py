@@ -46,6 +46,9 @@ class ActiveMasternode:
         self.not_capable_reason = ""
         self.outpoint: Optional[OutPoint] = None
         self.service: Optional[str] = None
+        #: The version of the sentinel running for this masternode (coin.governance.sentinel);
+        #: set, pings say the sentinel is current.
+        self.sentinel_version: Optional[int] = None
 
     def status(self, min_confirmations: int) -> str:
         """``masternode status``'s "status" text."""
@@ -96,4 +99,5 @@ class ActiveMasternode:
             return None
         block_hash = block_hash_at(max(0, tip_height - PING_BLOCK_DEPTH))
         assert block_hash is not None
-        return signing.make_ping(masternode.outpoint, block_hash, now, self.key, self.compressed)
+        return signing.make_ping(masternode.outpoint, block_hash, now, self.key, self.compressed,
+                                 self.sentinel_version)

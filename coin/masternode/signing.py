@@ -70,9 +70,13 @@ def verify(pubkey: bytes, signature: bytes, text: str) -> bool:
 
 
 def make_ping(outpoint: OutPoint, block_hash: bytes, sig_time: int,
-              key: coincurve.PrivateKey, compressed: bool) -> MasternodePingMessage:
-    """A ping signed with the masternode key (the active masternode's job)."""
+              key: coincurve.PrivateKey, compressed: bool,
+              sentinel_version: Optional[int] = None) -> MasternodePingMessage:
+    """A ping signed with the masternode key (the active masternode's job); with a
+    ``sentinel_version``, it says the sentinel is current (fields outside the signature)."""
     unsigned = MasternodePingMessage(outpoint, block_hash, sig_time)
+    if sentinel_version is not None:
+        unsigned = replace(unsigned, sentinel_current=True, sentinel_version=sentinel_version)
     return replace(unsigned, signature=sign(key, ping_string(unsigned), compressed))
 
 

@@ -33,12 +33,14 @@ def coinbase_script_sig(height: int, extra_nonce: int) -> bytes:
 
 
 def create_coinbase(height: int, script_pubkey: bytes, value: int,
-                    extra_nonce: int = 0, payee: Optional[Tuple[bytes, int]] = None) -> Transaction:
+                    extra_nonce: int = 0, payee: Optional[Tuple[bytes, int]] = None,
+                    superblock: Sequence[Tuple[bytes, int]] = ()) -> Transaction:
     """The miner's output 0; with a masternode ``payee`` (script, amount) as output 1,
-    paid out of ``value``."""
+    paid out of ``value``; then a superblock's payments, paid on top of ``value``."""
     outputs = [TxOut(value, script_pubkey)]
     if payee is not None:
         outputs = [TxOut(value - payee[1], script_pubkey), TxOut(payee[1], payee[0])]
+    outputs += [TxOut(amount, script) for script, amount in superblock]
     return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))], outputs)
 
 
@@ -82,8 +84,10 @@ def create_block(chainstate: ChainState, script_pubkey: bytes,
     if version is None:
         version = compute_block_version(prev, params, chainstate.versionbits)
     payee = chainstate.block_payee(height) if chainstate.block_payee is not None else None
+    superblock = (chainstate.superblock_payments(height)
+                  if chainstate.superblock_payments is not None else ())
     coinbase = create_coinbase(height, script_pubkey, block_subsidy(height, params) + fees,
-                               extra_nonce, payee)
+                               extra_nonce, payee, superblock)
     all_txs: List[Transaction] = [coinbase] + txs
     root, _ = merkle_root([tx.txid for tx in all_txs])
     bits = get_next_work_required(prev, time, params)

@@ -52,10 +52,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from coin.consensus.errors import REJECT_MALFORMED
+from coin.p2p.bloom import BloomFilter
 from coin.p2p.netaddr import NetAddress, bytes_to_ip, ip_to_bytes
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import sha256d
@@ -858,6 +859,57 @@ class MasternodeVerifyMessage(Payload):
                    _read_limited_bytes(r, MAX_MN_BLOB))
 
 
+# -- governance messages (Dash 0.12.3) ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GovernanceSyncMessage(Payload):
+    """``govsync``: asks for every governance object (null hash), or for one object and
+    its votes less those in ``bloom`` (the votes the asker has)."""
+
+    command: ClassVar[str] = "govsync"
+    object_hash: bytes = bytes(32)
+    bloom: BloomFilter = field(default_factory=BloomFilter)
+
+    def serialize(self) -> bytes:
+        return self.object_hash + self.bloom.serialize()
+
+    @classmethod
+    def read(cls, r: ByteReader) -> "GovernanceSyncMessage":
+        return cls(r.read(32), BloomFilter.read(r))
+
+
+class _OpaquePayload(Payload):
+    """A payload kept whole; the service that owns the command parses it (P2P does not
+    import governance)."""
+
+    __slots__ = ()
+    body: bytes
+
+    def serialize(self) -> bytes:
+        return self.body
+
+    @classmethod
+    def read(cls, r: ByteReader):
+        return cls(r.read(r.remaining()))
+
+
+@dataclass(frozen=True, slots=True)
+class GovernanceObjectMessage(_OpaquePayload):
+    """``govobj``: one serialized governance object (coin.governance.object)."""
+
+    command: ClassVar[str] = "govobj"
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GovernanceVoteMessage(_OpaquePayload):
+    """``govobjvote``: one serialized governance vote (coin.governance.vote)."""
+
+    command: ClassVar[str] = "govobjvote"
+    body: bytes
+
+
 @dataclass(frozen=True, slots=True)
 class UnknownMessage:
     """A message whose command this node does not know; Core ignores these."""
@@ -874,7 +926,8 @@ Message = Union[VersionMessage, VerackMessage, PingMessage, PongMessage, AddrMes
                 GetBlocksMessage, HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage,
                 FeeFilterMessage, MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage,
                 MasternodePingMessage, MasternodeBroadcastMessage, PaymentVoteMessage, DsegMessage,
-                MnGetMessage, SyncStatusCountMessage, MasternodeVerifyMessage, UnknownMessage]
+                MnGetMessage, SyncStatusCountMessage, MasternodeVerifyMessage, GovernanceSyncMessage,
+                GovernanceObjectMessage, GovernanceVoteMessage, UnknownMessage]
 
 #: command -> payload class, for every command this module parses.
 MESSAGE_TYPES: Dict[str, Type[Payload]] = {cls.command: cls for cls in (
@@ -883,7 +936,8 @@ MESSAGE_TYPES: Dict[str, Type[Payload]] = {cls.command: cls for cls in (
     HeadersMessage, BlockMessage, TxMessage, SendHeadersMessage, FeeFilterMessage,
     MempoolMessage, RejectMessage, SporkMessage, GetSporksMessage, MasternodePingMessage,
     MasternodeBroadcastMessage, PaymentVoteMessage, DsegMessage, MnGetMessage,
-    SyncStatusCountMessage, MasternodeVerifyMessage)}
+    SyncStatusCountMessage, MasternodeVerifyMessage, GovernanceSyncMessage,
+    GovernanceObjectMessage, GovernanceVoteMessage)}
 
 
 @dataclass(frozen=True, slots=True)

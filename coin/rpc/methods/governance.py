@@ -13,16 +13,18 @@ rpcm_30..rpcm_42). Choices:
   txid that never confirms.
 - ``getgovernanceinfo`` and ``getsuperblockbudget`` answer this chain's parameters
   (design.md §6), not the reference's constants.
-- Votes are not counted yet (the governance service is not yet given the masternode
-  list): they fail for want of masternodes exactly as Dash reports it.
+- Votes are signed with the masternode keys of ``masternode.conf`` (vote-many, vote-alias)
+  or of ``-masternodeprivkey`` (vote-conf), counted against the node's masternode list
+  and relayed.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
+import coincurve
 
 from coin.consensus.tx_check import _format_money as format_money
 from coin.governance.collateral import CollateralError, burn_script, minimum_fee
@@ -34,13 +36,14 @@ from coin.governance.params import (
     MAX_OBJECT_DATA_SIZE, WATCHDOG_MAX_SECONDS, governance_params, superblock_budget,
     superblocks_around,
 )
-from coin.governance.service import GovernanceService, KnownTx, ObjectError
+from coin.governance.service import GovernanceService, KnownTx, MasternodeSigner, ObjectError
 from coin.governance.store import Entry
 from coin.governance.validator import ProposalError, validate_proposal
 from coin.governance.vote import (
     OUTCOMES, SIGNAL_DELETE, SIGNAL_ENDORSED, SIGNAL_FUNDING, SIGNAL_VALID, SIGNALS, Vote, VoteError,
     vote_is_valid,
 )
+from coin.primitives.address import AddressError, decode_wif
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import OutPoint
 from coin.rpc.context import RPCContext
@@ -211,13 +214,22 @@ async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
     fee_txid = parse_hash_v(rest[4], "fee-txid, parameter 6") if len(rest) == 5 else NULL_HASH
     parent = _parent_hash(rest[0], "parent object hash, parameter 2")
     obj = _new_object(ctx, parent, rest[1], rest[2], rest[3], fee_txid)
+    governance = _governance(ctx)
     if obj.object_type in (OBJECT_TRIGGER, OBJECT_WATCHDOG):
-        # Only a masternode signs these; this node is none.
-        raise _invalid("Only valid masternodes can submit this type of object")
-    if len(rest) != 5:
+        signer = _active_signer(ctx)
+        if signer is None or governance.keys.key_id(signer.outpoint) is None:
+            raise _invalid("Only valid masternodes can submit this type of object")
+        obj = governance.signed_by(obj, signer)
+    elif len(rest) != 5:
         raise _invalid("The fee-txid parameter must be included to submit this type of object")
     try:
-        await _governance(ctx).submit(obj, _wallet_copy(ctx, fee_txid))
+        governance.check_locally(obj)
+    except ObjectError as e:
+        raise _not_valid(obj, e) from None
+    if not governance.rate_check(obj):
+        raise _invalid("Object creation rate limit exceeded")
+    try:
+        await governance.submit(obj, _wallet_copy(ctx, fee_txid))
     except (ObjectError, CollateralError) as e:
         raise _not_valid(obj, e) from None
     return hash_to_hex(obj.hash)
@@ -349,15 +361,16 @@ def _gobject_diff(ctx: RPCContext, *rest: Any) -> Any:
     return _gobject_list(ctx, "diff", *rest)
 
 
-def _read_vote(rest: tuple, count: int, usage: str) -> None:
+def _read_vote(rest: tuple, count: int, usage: str) -> Tuple[bytes, int, int]:
     """A vote's hash, signal, outcome (and alias), checked in Dash's order."""
     if len(rest) != count:
         raise _invalid(usage)
-    parse_hash_v(rest[0], "Object hash")
+    object_hash = parse_hash_v(rest[0], "Object hash")
     signal, outcome = (_text(value) for value in rest[1:3])
     for value in rest[3:]:
         _text(value)
     _check_signal_and_outcome(signal, outcome)
+    return object_hash, SIGNALS[signal], OUTCOMES[outcome]
 
 
 def _check_signal_and_outcome(signal: str, outcome: str) -> None:
@@ -369,29 +382,73 @@ def _check_signal_and_outcome(signal: str, outcome: str) -> None:
                        "'yes', 'no' or 'abstain'")
 
 
-def _vote_result(failed: int, detail: Dict[str, Any]) -> Dict[str, Any]:
-    return {"overall": "Voted successfully 0 time(s) and failed %d time(s)." % failed,
+def _failed(message: str) -> Dict[str, str]:
+    return {"result": "failed", "errorMessage": message}
+
+
+def _cast(ctx: RPCContext, signer: Optional[MasternodeSigner], vote: Tuple[bytes, int, int]
+          ) -> Dict[str, str]:
+    """One masternode's vote as vote-conf/-many/-alias report it."""
+    if signer is None or _governance(ctx).keys.key_id(signer.outpoint) is None:
+        return _failed("Can't find masternode by collateral output")
+    try:
+        _governance(ctx).vote(signer, *vote)
+    except VoteError as e:
+        return _failed(str(e))
+    return {"result": "success"}
+
+
+def _vote_result(detail: Dict[str, Dict[str, str]]) -> Dict[str, Any]:
+    succeeded = sum(1 for status in detail.values() if status["result"] == "success")
+    return {"overall": "Voted successfully %d time(s) and failed %d time(s)."
+                       % (succeeded, len(detail) - succeeded),
             "detail": detail}
 
 
+def _active_signer(ctx: RPCContext) -> Optional[MasternodeSigner]:
+    """This node's own masternode (-masternodeprivkey), once it knows its outpoint."""
+    active = ctx.node.masternodes.active
+    if active is None or active.outpoint is None:
+        return None
+    return MasternodeSigner(active.outpoint, active.key, active.compressed)
+
+
 def _gobject_vote_conf(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
-    _read_vote(rest, 3, "Correct usage is 'gobject vote-conf <governance-hash> "
-               "[funding|valid|delete] [yes|no|abstain]'")
-    return _vote_result(1, {"coin.conf": {"result": "failed", "errorMessage":
-                                          "Can't find masternode by collateral output"}})
+    vote = _read_vote(rest, 3, "Correct usage is 'gobject vote-conf <governance-hash> "
+                      "[funding|valid|delete] [yes|no|abstain]'")
+    return _vote_result({"coin.conf": _cast(ctx, _active_signer(ctx), vote)})
+
+
+def _conf_votes(ctx: RPCContext, vote: Tuple[bytes, int, int], alias: Optional[str] = None
+                ) -> Dict[str, Any]:
+    """Votes of the masternode.conf entries (all, or the one named ``alias``)."""
+    detail: Dict[str, Dict[str, str]] = {}
+    for entry in ctx.node.masternodes.conf_entries:
+        if alias is not None and entry.alias != alias:
+            continue
+        try:
+            secret, compressed = decode_wif(entry.private_key, ctx.node.chain.params)
+        except (AddressError, ValueError):
+            detail[entry.alias] = _failed("Masternode signing error, could not set key correctly")
+            continue
+        try:
+            outpoint = OutPoint(bytes.fromhex(entry.txid)[::-1], int(entry.index))
+        except ValueError:
+            continue  # the reference skips an unreadable output index silently
+        detail[entry.alias] = _cast(ctx, MasternodeSigner(
+            outpoint, coincurve.PrivateKey(secret), compressed), vote)
+    return _vote_result(detail)
 
 
 def _gobject_vote_many(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
-    # No masternode.conf entries: nothing votes, nothing fails.
-    _read_vote(rest, 3, "Correct usage is 'gobject vote-many <governance-hash> "
-               "[funding|valid|delete] [yes|no|abstain]'")
-    return _vote_result(0, {})
+    return _conf_votes(ctx, _read_vote(rest, 3, "Correct usage is 'gobject vote-many "
+                                       "<governance-hash> [funding|valid|delete] [yes|no|abstain]'"))
 
 
 def _gobject_vote_alias(ctx: RPCContext, *rest: Any) -> Dict[str, Any]:
-    _read_vote(rest, 4, "Correct usage is 'gobject vote-alias <governance-hash> "
-               "[funding|valid|delete] [yes|no|abstain] <alias-name>'")
-    return _vote_result(0, {})
+    vote = _read_vote(rest, 4, "Correct usage is 'gobject vote-alias <governance-hash> "
+                      "[funding|valid|delete] [yes|no|abstain] <alias-name>'")
+    return _conf_votes(ctx, vote, _text(rest[3]))
 
 
 def _gobject_sub(name: str, handler: Callable[..., Any], summary: str) -> SubCommand:

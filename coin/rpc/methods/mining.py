@@ -17,7 +17,8 @@ Where this differs from Core 0.17, and why:
 - No segwit: no ``weight``/``weightlimit``/``default_witness_commitment``;
   ``sigoplimit``/``sizelimit`` are this chain's legacy limits. Dash 0.12's
   ``masternode`` fields name the elected masternode's payment (coinbase output 1,
-  ``doc/masternode.md``); the ``superblock`` fields say no superblock is owed.
+  ``doc/masternode.md``); ``superblock`` lists a superblock's payments, the coinbase's
+  last outputs (``doc/governance.md``).
 - Proposals (BIP23) run the header, context-free and contextual block checks;
   the UTXO checks of Core's TestBlockValidity (ConnectBlock on a scratch view)
   need a non-mutating connect in ``ChainState`` that does not exist yet.
@@ -29,7 +30,7 @@ Where this differs from Core 0.17, and why:
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from twisted.internet.defer import Deferred
 
@@ -40,7 +41,9 @@ from coin.consensus.pow import compact_to_target
 from coin.mining.service import MiningService
 from coin.mining.stats import MiningInfo
 from coin.mining.template import LongPollId, Template
+from coin.governance.params import governance_params
 from coin.masternode.params import masternode_params
+from coin.spork import SPORK_9_SUPERBLOCKS_ENABLED
 from coin.primitives.address import encode_address, try_decode_address
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
@@ -138,10 +141,10 @@ def _template_transactions(template: Template) -> List[Dict[str, Any]]:
                                                 selection.sigops, selection.depends)]
 
 
-def _masternode_payments(coinbase: Any, params: ChainParams) -> List[Dict[str, Any]]:
-    """Dash's ``masternode`` array: the template coinbase's output 1 is the payment."""
+def _payments_json(outputs: Any, params: ChainParams) -> List[Dict[str, Any]]:
+    """Dash's ``masternode`` and ``superblock`` arrays: payee, script and amount."""
     payments = []
-    for out in coinbase.vout[1:]:
+    for out in outputs:
         _, destinations, _ = extract_destinations(out.script_pubkey)
         payments.append({"payee": encode_address(destinations[0], params) if destinations else "",
                          "script": out.script_pubkey.hex(), "amount": out.value})
@@ -149,9 +152,17 @@ def _masternode_payments(coinbase: Any, params: ChainParams) -> List[Dict[str, A
 
 
 def template_json(template: Template, params: ChainParams,
-                  force_version: bool, payments_enforced: bool = False) -> Dict[str, Any]:
-    """The BIP22/23/9 template object in Core 0.17's key order (module docstring)."""
+                  force_version: bool, payments_enforced: bool = False,
+                  superblock: Sequence[Tuple[bytes, int]] = (),
+                  superblocks_enabled: bool = False) -> Dict[str, Any]:
+    """The BIP22/23/9 template object in Core 0.17's key order (module docstring).
+    ``superblock`` is what the superblock at the template's height pays: the coinbase's
+    last outputs when the template carries them."""
     prev, block = template.prev, template.block
+    outputs = block.txs[0].vout
+    paid = [(out.script_pubkey, out.value) for out in outputs[len(outputs) - len(superblock):]]
+    superblock_outputs = outputs[len(outputs) - len(superblock):] if superblock and \
+        paid == list(superblock) else []
     header = block.header
     bits = template.version_bits(params)
     mutable = ["time", "transactions", "prevblock"]
@@ -177,14 +188,15 @@ def template_json(template: Template, params: ChainParams,
         "curtime": header.time,
         "bits": "%08x" % header.bits,
         "height": prev.height + 1,
-        # Dash 0.12's payment fields (no superblock is ever owed here).
-        "masternode": _masternode_payments(block.txs[0], params),
+        # Dash 0.12's payment fields: the masternode is coinbase output 1, the superblock's
+        # payments come last.
+        "masternode": _payments_json(outputs[1:len(outputs) - len(superblock_outputs)], params),
         "masternode_payments_started":
             prev.height + 1 >= masternode_params(params.name).payments_start_height,
         "masternode_payments_enforced": payments_enforced,
-        "superblock": [],
-        "superblocks_started": False,
-        "superblocks_enabled": False,
+        "superblock": _payments_json(superblock_outputs, params),
+        "superblocks_started": prev.height + 1 >= governance_params(params).superblock_start,
+        "superblocks_enabled": superblocks_enabled,
     }
 
 
@@ -225,6 +237,13 @@ def _longpoll_id(mining: MiningService, longpollid: Any) -> LongPollId:
     return LongPollId(watched, seen)
 
 
+#: One payment in the template help's masternode and superblock arrays (Dash's text).
+_PAYMENT_HELP = """      {
+         "payee" : "xxxx",              (string) payee address
+         "script" : "xxxx",             (string) payee scriptPubKey
+         "amount": n                    (numeric) required amount to pay
+      }
+"""
 _TEMPLATE_HELP = """\
 getblocktemplate ( TemplateRequest )
 
@@ -306,17 +325,15 @@ seconds since epoch (Jan 1 1970 GMT)
   "height" : n,                     (numeric) The height of the next block
   "masternode" : [                  (array) required masternode payments that must be included in the \
 next block
-      {
-         "payee" : "xxxx",              (string) payee address
-         "script" : "xxxx",             (string) payee scriptPubKey
-         "amount": n                    (numeric) required amount to pay
-      }
-  ],
+""" + _PAYMENT_HELP + """  ],
   "masternode_payments_started" :  true|false, (boolean) true, if masternode payments started
   "masternode_payments_enforced" : true|false, (boolean) true, if masternode payments are enforced
-  "superblock" : [ ],               (array) required superblock payees (none on this chain)
-  "superblocks_started" : false,    (boolean) superblock payments have started (never on this chain)
-  "superblocks_enabled" : false     (boolean) superblock payments are enabled (never on this chain)
+  "superblock" : [                  (array) required superblock payees that must be included in the \
+next block
+""" + _PAYMENT_HELP + """      ,...
+  ],
+  "superblocks_started" : true|false, (boolean) true, if superblock payments started
+  "superblocks_enabled" : true|false  (boolean) true, if superblock payments are enabled
 }
 
 Examples:
@@ -340,8 +357,14 @@ async def getblocktemplate_(ctx: RPCContext, template_request: Optional[Dict[str
         await mining.wait_for_change(_longpoll_id(mining, longpollid))
     template = await mining.template()
     masternodes = getattr(ctx.node, "masternodes", None)  # absent on nodes without P2P
+    state = chain.state
+    height = template.prev.height + 1
+    superblock = state.superblock_payments(height) if state.superblock_payments is not None else ()
+    sporks = getattr(ctx.node, "sporks", None)
     return template_json(template, chain.params, force_version,
-                         masternodes is not None and masternodes.payments_enforced())
+                         masternodes is not None and masternodes.payments_enforced(), superblock,
+                         sporks is not None and sporks.is_active(SPORK_9_SUPERBLOCKS_ENABLED,
+                                                                 int(chain.clock.adjusted_time())))
 
 
 getblocktemplate = RPCMethod(
