@@ -1,9 +1,11 @@
 """The Twisted MultiService that assembles a node from its configuration.
 
-Start-up order follows Core: lock the datadir, open logs, start the RPC
-server (answering -28 "warming up" at once), then load the chain on the
-validation worker and open RPC for real.  Shutdown reverses it and flushes
-the chain state.
+Building the service tree opens nothing.  Start-up order follows Core:
+``privilegedStartService`` locks the datadir, opens the logs and the chain store
+and binds the RPC server (answering -28 "warming up" at once), then P2P;
+``startService`` loads the chain on the validation worker and opens RPC for
+real.  Shutdown reverses it: listeners, P2P, wallets, mempool, the chain state
+flushed and closed, the lock released last.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.application import service
-from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, maybeDeferred
+from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger, globalLogPublisher
 
@@ -33,8 +35,11 @@ from coin.governance.sentinel import Sentinel
 from coin.governance.superblock import Superblocks
 from coin.governance.service import GovernanceService
 from coin.chainparams import ChainParams, get_params
-from coin.config import Config, ConfigError
+from coin.config import ConfigError
+from coin.config.node import NodeConfig
+from coin.config.rpcauth import parse_rpcauth
 from coin.index.txindex import TxIndex, drop_txindex
+from coin.listeners import ListenerGroup
 from coin.logs import DebugCategories, build_observers
 from coin.masternode.service import (
     MasternodeConfigError, MasternodeService, active_from_config,
@@ -43,6 +48,7 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
+from coin.mining.service import MiningService
 from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
@@ -94,6 +100,8 @@ class NodeFacade:
         self.governance = node.governance
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
+        #: Templates, block submission, long polls (stateless over the chain and its pool).
+        self.mining = MiningService(chain, node.reactor)
 
     def shutdown(self) -> None:
         self._node.request_shutdown()
@@ -103,45 +111,65 @@ class NodeFacade:
 
 
 class NodeService(service.MultiService):
-    """A whole node: chain, validation worker, RPC server."""
+    """A whole node: chain, validation worker, mempool, P2P, wallets, RPC server.
 
-    def __init__(self, config: Config, reactor: Any, methods: Optional[MethodTable] = None) -> None:
+    Building one opens nothing; a bad setting raises StartupError (or ConfigError) at
+    once.  :meth:`privilegedStartService` locks and opens the data directory and binds
+    the listening sockets (under ``twistd``, after its fork); :meth:`startService`
+    loads the chain; :meth:`stopService` undoes it all in reverse order.
+    """
+
+    def __init__(self, settings: NodeConfig, reactor: Any,
+                 methods: Optional[MethodTable] = None) -> None:
         super().__init__()
-        self.config = config
+        self.settings = settings
+        self.config = settings.config
         self.reactor = reactor
-        self.params: ChainParams = get_params(config.network or "main")
-        self.datadir = config.net_datadir
+        self.params: ChainParams = get_params(settings.network)
+        self.datadir = settings.datadir
         self.started_at = time.time()
         self._lock_file: Optional[Any] = None
-        self._ports: List[Any] = []
         self._observers: List[Any] = []
+        #: What start-up logs as warnings (coin.conf's, -rpcbind's).
+        self._warnings = list(settings.config.warnings)
+        #: Events logged while building (a skipped optional plugin), for debug.log once open.
+        self._early_events: List[dict] = []
+        #: Whether the chain store is open and no service has closed it yet.
+        self._store_opened = False
+        #: The console stream, taken now: under twistd, stdout is redirected to the log later.
+        self._console = sys.stdout if settings.print_to_console else None
         #: Process exit status (non-zero when start-up failed after the reactor ran).
         self.exit_code = 0
         self.categories = self._parse_debug()
-        self.methods = methods
+        self.methods = methods if methods is not None else self._load_methods()
         self.warmup = Warmup("Loading block index...")
         self.clock = NodeClock()
         self.authenticator: Optional[Authenticator] = None
-        self.validation: Optional[ValidationService] = None
-        self.chain: Optional[ChainAccess] = None
         self.txindex: Optional[TxIndex] = None
-        self.mempool: Optional[MempoolService] = None
         self.wallets: Optional[WalletService] = None
-        self.p2p: Optional[P2PService] = None
-        self.governance: Optional[GovernanceService] = None
-        self.block_sync: Optional[BlockSync] = None
-        self.tx_relay: Optional[TxRelay] = None
-        self.sporks: Optional[SporkManager] = None
-        self.masternodes: Optional[MasternodeService] = None
+        self.rpc_listeners: Optional[ListenerGroup] = None
+        self.p2p_listeners: Optional[ListenerGroup] = None
+        self._build()
 
     # ------------------------------------------------------------ helpers
 
     def _parse_debug(self) -> DebugCategories:
         try:
-            return DebugCategories.parse(self.config.get_all("debug"),
-                                         self.config.get_all("debugexclude"))
+            return DebugCategories.parse(self.settings.debug, self.settings.debug_exclude)
         except ValueError as e:
             raise StartupError(str(e)) from None
+
+    def _load_methods(self) -> MethodTable:
+        """The built-in methods and the -rpcplugin ones: imported now, so a bad plugin is
+        refused before any fork; what loading logs waits for debug.log to open."""
+        observer = self._early_events.append
+        globalLogPublisher.addObserver(observer)
+        try:
+            return load_plugins(self.settings.rpc_plugins)
+        except Exception as e:
+            raise StartupError("Error loading RPC plugins: %s" % e) from None
+        finally:
+            globalLogPublisher.removeObserver(observer)
 
     def uptime(self) -> int:
         """Seconds since start-up by the node's clock: setmocktime moves it, as in Core."""
@@ -155,53 +183,24 @@ class NodeService(service.MultiService):
         if self.reactor.running:
             self.reactor.stop()
 
-    # ------------------------------------------------------------ start-up
+    # ------------------------------------------------------------ the service tree
 
-    def prepare(self) -> None:
-        """Everything that can fail before the reactor runs; raises StartupError."""
-        txindex = self.config.get_bool("txindex", False)
-        if txindex and (self.config.get_int("prune") or 0):
-            raise StartupError("Prune mode is incompatible with -txindex.")
+    def _build(self) -> None:
+        """Every service, in start order (they stop in reverse); nothing opened yet."""
+        settings = self.settings
         try:
-            prune_mode, prune_target = prune_target_from_option(self.config.get_int("prune") or 0)
+            prune_mode, prune_target = prune_target_from_option(settings.prune)
         except PruneConfigError as e:
             raise StartupError(str(e)) from None
-        if not os.path.isdir(self.datadir):
-            # Core's first run creates the wallets folder with the datadir, wallet or not.
-            os.makedirs(os.path.join(self.datadir, "wallets"), mode=0o700)
-        self._lock_datadir()
-        self._start_logging()
-        log.info("Coin version v{version}", version=__version__)
-        log.info("Using data directory {datadir}", datadir=self.datadir)
-        for warning in self.config.warnings:
-            log.warn("{warning}", warning=warning)
-        if self.methods is None:
-            try:
-                self.methods = load_plugins(self.config.get_all("rpcplugin"))
-            except Exception as e:
-                raise StartupError("Error loading RPC plugins: %s" % e) from None
-        self._verify_wallets()
-        store = ChainStore(self.datadir, self.params,
-                           dbcache_mib=max(4, self.config.get_int("dbcache") or 450),
-                           max_blockfile_size=(self.config.get_int("blockfilesize")
-                                               or DEFAULT_MAX_BLOCKFILE_SIZE))
-        try:
-            store.open()
-        except Exception as e:
-            raise StartupError("Error opening block database: %s" % e) from None
-        self._check_prune_state(store, prune_mode)
-        chainstate = ChainState(self.params, store, clock=self.clock)
+        self._prune_mode = prune_mode
+        self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
+                                max_blockfile_size=(settings.blockfile_size
+                                                    or DEFAULT_MAX_BLOCKFILE_SIZE))
+        chainstate = ChainState(self.params, self.store, clock=self.clock)
         chainstate.configure_pruning(prune_mode, prune_target)
-        if prune_mode:
-            if prune_target:
-                log.info("Prune configured to target {mib}MiB on disk for block and undo "
-                         "files.", mib=prune_target >> 20)
-            else:
-                log.info("Block pruning enabled.  Use RPC call pruneblockchain(height) to "
-                         "manually prune block and undo files.")
         self.validation = ValidationService(
-            chainstate, self.reactor, reindex=self.config.get_bool("reindex", False),
-            reindex_chainstate=self.config.get_bool("reindex-chainstate", False))
+            chainstate, self.reactor, reindex=settings.reindex,
+            reindex_chainstate=settings.reindex_chainstate)
         self.validation.setServiceParent(self)
         self.clock.set_mock_time(self.config.get_int("mocktime"))
         if self.config.get_int("stopatheight") > 0:
@@ -209,10 +208,9 @@ class NodeService(service.MultiService):
                                                    self.request_shutdown))
         self.chain = ChainAccess(self.validation, self.clock, self.reactor)
         self.chain.print_priority = self.config.get_bool("printpriority", False)
-        if txindex:
+        if settings.txindex:
             # A child after validation: stops first, letting its current step finish.
-            self.txindex = TxIndex(self.validation, self.reactor,
-                                   reindex=self.config.get_bool("reindex", False))
+            self.txindex = TxIndex(self.validation, self.reactor, reindex=settings.reindex)
             self.txindex.setServiceParent(self)
             self.chain.txindex = self.txindex
         policy, max_tx_fee = self._pool_policy()
@@ -220,10 +218,7 @@ class NodeService(service.MultiService):
                        incremental_relay_fee=policy.incremental_relay_fee, now=self.clock.now)
         # A child after validation: stops first, saving the pool before the chain closes.
         self.mempool = MempoolService(self.validation, pool, policy, now=self.clock.now,
-                                      datadir=self.datadir,
-                                      # -zapwallettxes implies -persistmempool=0 (Core).
-                                      persist=self.config.get_bool(
-                                          "persistmempool", not self._zap_mode()),
+                                      datadir=self.datadir, persist=settings.persist_mempool,
                                       max_tx_fee=max_tx_fee)
         self.mempool.setServiceParent(self)
         self.chain.mempool = pool
@@ -260,40 +255,41 @@ class NodeService(service.MultiService):
         Superblocks(self.governance, chainstate, self.sporks, self.masternodes.sync)
         if self.config.get_bool("sentinel", active is not None):
             Sentinel(self.governance, self.masternodes, self.reactor).setServiceParent(self)
-        if not self.config.get_bool("disablewallet", False):
-            walletdir = default_walletdir(self.config, self.datadir)
-            os.makedirs(walletdir, mode=0o700, exist_ok=True)
-            self.wallets = WalletService(self.validation, self.mempool, self.params, walletdir,
-                                         now=self.clock.now,
-                                         keypool_size=max(1, self.config.get_int("keypool")),
+        if not settings.disable_wallet:
+            self.wallets = WalletService(self.validation, self.mempool, self.params,
+                                         default_walletdir(self.config, self.datadir),
+                                         now=self.clock.now, keypool_size=settings.keypool,
                                          reactor=self.reactor)
             self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
             self.wallets.fee_settings = self._wallet_fees(policy)
             self.wallets.rescan_on_load = self.config.get_bool("rescan")
             self.wallets.broadcast = self.config.get_bool("walletbroadcast")
-            self.wallets.zap_mode = self._zap_mode()
+            self.wallets.zap_mode = settings.zap_mode
             self.wallets.setServiceParent(self)
-        if self.config.get_bool("server", True):
-            self._start_rpc()
-        # Bound after the RPC server, as Core binds P2P late in start-up.
-        try:
-            self.p2p.listen()
-        except P2PStartupError as e:
-            raise StartupError(str(e)) from None
-        self._write_pid_file()
+        # The listeners come last, so they stop first: RPC, then P2P (bound late, as Core).
+        if settings.server:
+            self.rpc_listeners = self._make_rpc()
+            self.rpc_listeners.setServiceParent(self)
+        p2p_settings = self.p2p.settings
+        if p2p_settings.listen:
+            self.p2p_listeners = P2PListeners(
+                self.reactor, self.p2p.inbound_factory(),
+                p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
+                explicit=bool(p2p_settings.binds))
+            self.p2p_listeners.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
         """Check -walletdir and every -wallet name before anything is opened (Core's
         VerifyWallets): a bad one stops start-up with Core's message, nothing created."""
-        if self.config.get_bool("disablewallet", False):
+        if self.wallets is None:
             return
-        walletdir = default_walletdir(self.config, self.datadir)
+        walletdir = self.wallets.walletdir
         if self.config.is_set("walletdir") and not os.path.isdir(walletdir):
             raise StartupError("Specified -walletdir \"%s\" does not exist"
                                % self.config.get("walletdir"))
         paths = set()
         try:
-            for name in dict.fromkeys(self.config.get_all("wallet") or [""]):
+            for name in self.settings.wallets:
                 path = resolve_wallet_path(walletdir, name)
                 if path in paths:  # two names for one file (Core refuses even equal names)
                     raise duplicate_wallet(name)
@@ -305,7 +301,7 @@ class NodeService(service.MultiService):
     def _p2p_settings(self) -> P2PSettings:
         """-listen, -bind, -port, -connect, -addnode, ... as Core's InitParameterInteraction."""
         config = self.config
-        port = config.get_int("port") or self.params.p2p_port
+        port = config.get_int("port", self.params.p2p_port)  # 0: a free port, as Core
         binds = []
         for spec in config.get_all("bind"):
             host, bind_port = split_host_port(spec, port)
@@ -335,7 +331,7 @@ class NodeService(service.MultiService):
             max_connections=max(0, config.get_int("maxconnections")),
             bantime=config.get_int("bantime"), ban_threshold=config.get_int("banscore"),
             user_agent=user_agent, connect_timeout=timeout_ms / 1000.0,
-            allow_unroutable=self.params.name == "regtest",
+            distinct_unroutable_groups=self.params.name == "regtest",
             allow_private=config.get_bool("allowprivatenet"),
             blocks_only=config.get_bool("blocksonly"),
             whitelist=whitelist, whitelist_relay=config.get_bool("whitelistrelay"),
@@ -346,12 +342,11 @@ class NodeService(service.MultiService):
             max_upload_target=max(0, config.get_int("maxuploadtarget")) * 1024 * 1024)
 
     def _make_p2p(self, chainstate: ChainState, policy: PoolPolicy) -> P2PService:
-        """The P2P service with its ban list and address book loaded (not listening yet)."""
+        """The P2P service (its ban list and address book are read at start)."""
         p2p = P2PService(self.params, self._p2p_settings(), self.reactor, now=self.clock.now,
                          datadir=self.datadir, start_height=lambda: chainstate.height,
                          fee_filter_rate=lambda: policy.min_relay_fee.sat_per_kb,
                          set_time_offset=self.clock.set_time_offset)
-        p2p.load()
         return p2p
 
     @staticmethod
@@ -369,12 +364,6 @@ class NodeService(service.MultiService):
             return parse_amount(text)
         except (AmountError, ValueError):
             raise StartupError("Invalid amount for -%s=<amount>: '%s'" % (name, text)) from None
-
-    def _zap_mode(self) -> int:
-        """-zapwallettxes as Core reads it: off, 2 (drop all), else 1 (keep metadata)."""
-        if not self.config.get_bool("zapwallettxes"):
-            return 0
-        return 2 if self.config.get("zapwallettxes") == "2" else 1
 
     def _wallet_fees(self, policy: PoolPolicy) -> WalletFeeSettings:
         """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
@@ -449,29 +438,29 @@ class NodeService(service.MultiService):
         self._lock_file = handle
 
     def _start_logging(self) -> None:
-        log_path = None
-        if not self.config.is_negated("debuglogfile"):
-            log_path = self.config.resolve_path(self.config.get("debuglogfile", "debug.log"))
-        console_default = not self.config.get_bool("daemon", False)
-        console = sys.stdout if self.config.get_bool("printtoconsole", console_default) else None
-        self._observers = build_observers(self.categories, log_path, console,
-                                          micros=self.config.get_bool("logtimemicros"),
-                                          timestamps=self.config.get_bool("logtimestamps"))
+        self._observers = build_observers(self.categories, self.settings.debug_log,
+                                          self._console, micros=self.settings.log_time_micros,
+                                          timestamps=self.settings.log_timestamps)
         for observer in self._observers:
             globalLogPublisher.addObserver(observer)
+            for event in self._early_events:
+                observer(event)
+        self._early_events = []
 
-    def _start_rpc(self) -> None:
+    def _make_rpc(self) -> ListenerGroup:
+        """The JSON-RPC and REST server on its -rpcbind addresses (bound at start)."""
         config = self.config
+        settings = self.settings
         try:
-            self.authenticator = Authenticator.from_options(
-                rpcuser=config.get("rpcuser", "") or "",
-                rpcpassword=config.get("rpcpassword", "") or "",
-                rpcauth=config.get_all("rpcauth"),
-                cookie_path=config.cookie_path())
+            rpcauth = [parse_rpcauth(entry) for entry in config.get_all("rpcauth")]
             allow = AllowList(config.get_all("rpcallowip"))
         except (ConfigError, ValueError) as e:
             # ConfigError texts carry Core's "Error: " already; main() adds it once.
             raise StartupError(str(e).removeprefix("Error: ")) from None
+        password = config.get("rpcpassword", "") or ""
+        # Without -rpcpassword the cookie is written at start (privilegedStartService).
+        self.authenticator = Authenticator(
+            (config.get("rpcuser", "") or "", password) if password else None, rpcauth)
         default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
             else None
         whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
@@ -479,44 +468,72 @@ class NodeService(service.MultiService):
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor)
         root = RPCRoot(core, self.authenticator, self.reactor)
-        if config.get_bool("rest", True):
+        if settings.rest:
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
             root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
-        timeout = config.get_int("rpcservertimeout")
-        if timeout <= 0:
-            raise StartupError("-rpcservertimeout must be at least 1")
-        max_connections = config.get_int("rpcmaxconnections")
-        if max_connections <= 0:
-            raise StartupError("-rpcmaxconnections must be at least 1")
-        site = RPCSite(root, allow=allow, timeout=timeout, max_connections=max_connections,
-                       reactor=self.reactor)
-        port = config.get_int("rpcport") or self.params.rpc_port
+        site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
+                       max_connections=settings.rpc_max_connections, reactor=self.reactor)
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
-                                                 config.get_all("rpcallowip"), port)
-        for warning in warnings:
-            log.warn("WARNING: {warning}", warning=warning)
-        failures = []
-        for host, p in endpoints:
-            try:
-                self._ports.append(self.reactor.listenTCP(p, site, interface=host))
-                log.info("Binding RPC on address {host} port {port}", host=host, port=p)
-            except CannotListenError as e:
-                failures.append("%s:%d (%s)" % (host, p, e.socketError))
-        for failure in failures:
-            log.warn("Binding RPC on address {failure} failed.", failure=failure)
-        if not self._ports:
-            raise StartupError("Unable to start HTTP server. See debug log for details.")
-
-    def _pid_path(self) -> str:
-        return self.config.resolve_path(self.config.get("pid", "coind.pid") or "coind.pid")
+                                                 config.get_all("rpcallowip"), settings.rpc_port)
+        self._warnings += ["WARNING: " + warning for warning in warnings]
+        return RPCListeners(self.reactor, site, endpoints)
 
     def _write_pid_file(self) -> None:
-        with open(self._pid_path(), "w") as f:
+        with open(self.settings.pid_file, "w") as f:
             f.write("%d\n" % os.getpid())
 
+    # ------------------------------------------------------------ start-up
+
+    def privilegedStartService(self) -> None:
+        """Lock and open the data directory and bind the sockets, in Core's order.
+
+        Runs before the reactor (under ``twistd``, in the daemon after its fork).  On
+        failure everything opened so far is released again and StartupError raised.
+        """
+        try:
+            self._open()
+            super().privilegedStartService()  # binds the listeners
+            self._write_pid_file()
+        except BaseException:
+            for group in (self.rpc_listeners, self.p2p_listeners):
+                if group is not None:
+                    group.close()
+            self._release()
+            raise
+
+    def _open(self) -> None:
+        if not os.path.isdir(self.datadir):
+            # Core's first run creates the wallets folder with the datadir, wallet or not.
+            os.makedirs(os.path.join(self.datadir, "wallets"), mode=0o700)
+        self._lock_datadir()
+        self._start_logging()
+        log.info("Coin version v{version}", version=__version__)
+        log.info("Using data directory {datadir}", datadir=self.datadir)
+        for warning in self._warnings:
+            log.warn("{warning}", warning=warning)
+        self._verify_wallets()
+        try:
+            self.store.open()
+        except Exception as e:
+            raise StartupError("Error opening block database: %s" % e) from None
+        self._store_opened = True
+        self._check_prune_state(self.store, self._prune_mode)
+        if self._prune_mode:
+            if self.validation.chainstate.prune_target:
+                log.info("Prune configured to target {mib}MiB on disk for block and undo "
+                         "files.", mib=self.validation.chainstate.prune_target >> 20)
+            else:
+                log.info("Block pruning enabled.  Use RPC call pruneblockchain(height) to "
+                         "manually prune block and undo files.")
+        self.p2p.load()
+        if self.wallets is not None:
+            os.makedirs(self.wallets.walletdir, mode=0o700, exist_ok=True)
+        if self.authenticator is not None and not self.config.get("rpcpassword"):
+            self.authenticator.create_cookie(self.config.cookie_path())
+
     def startService(self) -> None:
+        """Start the children: the validation worker loads the chain (RPC answers -28)."""
         super().startService()
-        assert self.validation is not None
         self.validation.ready.addCallbacks(self._loaded, self._load_failed)
 
     @inlineCallbacks
@@ -534,9 +551,8 @@ class NodeService(service.MultiService):
             return
         if self.wallets is not None:
             self.warmup.set("Loading wallet...")
-            names = self.config.get_all("wallet") or [""]
             try:
-                for name in dict.fromkeys(names):
+                for name in self.settings.wallets:
                     yield self.wallets.load(name, create=True)
             except Exception as e:
                 log.failure("Loading wallet failed")
@@ -545,8 +561,7 @@ class NodeService(service.MultiService):
                 self._stop_reactor()
                 return
         self.warmup.finish()
-        if self.p2p is not None:
-            self.p2p.start_connections()
+        self.p2p.start_connections()
         if self.txindex is None:
             drop_txindex(self.validation).addErrback(
                 lambda f: log.failure("Dropping the transaction index failed", f))
@@ -559,23 +574,77 @@ class NodeService(service.MultiService):
 
     # ------------------------------------------------------------ shutdown
 
-    def stopService(self) -> Deferred:
-        log.info("Shutdown: In progress...")
-        stops = [maybeDeferred(p.stopListening) for p in self._ports]
-        self._ports = []
-        d = DeferredList(stops)
-        d.addCallback(lambda _: super(NodeService, self).stopService())
-        d.addBoth(self._finish_shutdown)
-        return d
+    @inlineCallbacks
+    def stopService(self):
+        """Stop the children one after the other, in reverse start order, then release.
 
-    def _finish_shutdown(self, result: Any) -> Any:
+        So the listeners close first, then P2P, wallets, the mempool (saved through the
+        validation worker) and the validation worker (which flushes and closes the chain
+        store); the data directory lock goes last.
+        """
+        log.info("Shutdown: In progress...")
+        service.Service.stopService(self)
+        for child in reversed(list(self)):
+            try:
+                yield maybeDeferred(child.stopService)
+            except Exception:
+                log.failure("Stopping {name} failed", name=child.name or child)
+        self._store_opened = False  # the validation worker closed it
+        self._release()
+
+    def _release(self) -> None:
+        """Undo :meth:`_open`: cookie, pid file, store (if still open), logs, lock last."""
         if self.authenticator is not None and self.authenticator.cookie_path is not None:
             delete_cookie(self.authenticator.cookie_path)
         try:
-            os.unlink(self._pid_path())
+            os.unlink(self.settings.pid_file)
         except OSError:
             pass
+        if self._store_opened:
+            self.store.close()
+            self._store_opened = False
         log.info("Shutdown: done")
         for observer in self._observers:
             globalLogPublisher.removeObserver(observer)
-        return result
+        self._observers = []
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+
+class RPCListeners(ListenerGroup):
+    """Core's HTTP server binding: failures are logged; none bound stops start-up."""
+
+    def bound(self, host: str, port: int) -> None:
+        log.info("Binding RPC on address {host} port {port}", host=host, port=port)
+
+    def failed(self, host: str, port: int, error: CannotListenError) -> None:
+        log.warn("Binding RPC on address {host}:{port} ({error}) failed.", host=host, port=port,
+                 error=error.socketError)
+
+    def none_bound(self) -> None:
+        raise StartupError("Unable to start HTTP server. See debug log for details.")
+
+
+class P2PListeners(ListenerGroup):
+    """Core's P2P binding: each -bind address must bind; of the two defaults, one."""
+
+    def __init__(self, reactor: Any, factory: Any, addresses: List[Tuple[str, int]],
+                 explicit: bool) -> None:
+        super().__init__(reactor, factory, addresses)
+        self.explicit = explicit
+
+    def bound(self, host: str, port: int) -> None:
+        log.info("Bound to {host}:{port}", host=host, port=port)
+
+    def failed(self, host: str, port: int, error: CannotListenError) -> None:
+        # Without -bind one of the two default sockets may fail (no IPv6, or a dual-stack
+        # "::" that already covers IPv4): only all failing is an error.
+        log.info("Unable to bind to {host}:{port} on this computer ({error})", host=host,
+                 port=port, error=error.socketError)
+        if self.explicit:
+            raise StartupError("Unable to bind to %s:%d on this computer. Coin is probably "
+                               "already running." % (host, port))
+
+    def none_bound(self) -> None:
+        raise StartupError("Failed to listen on any port. Use -listen=0 if you want this.")

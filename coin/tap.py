@@ -1,21 +1,22 @@
 """``coind`` and ``twistd coind``: Core-style arguments in, a running node out.
 
-Both entry points share :func:`load_config` and :class:`~coin.service.NodeService`;
-a bad argument or a failed start-up check prints ``Error: ...`` on stderr and
-exits with status 1 before anything is served.
+Both entry points share :func:`load_config` and :func:`build_node`; a bad argument or a
+refused setting prints ``Error: ...`` on stderr and exits with status 1 before anything
+is opened, and so before ``twistd`` (or ``-daemon``) forks.  The node's files and
+sockets are opened by its ``privilegedStartService``, in the process that serves.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from twisted.python import usage
 
 from coin import __version__
 from coin.config import Config, ConfigError
-from coin.config.node import check_node_values, node_options
+from coin.config.node import NodeConfig, check_node_values, node_options
 from coin.service import NodeService, StartupError
 
 USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
@@ -44,7 +45,8 @@ def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
         out.write("Coin Daemon version v%s\n" % __version__)
         return None
     if any(config.is_set(name) for name in ("?", "h", "help", "help-debug")):
-        out.write("Coin Daemon version v%s\n\n%s\nOptions:\n\n%s\n" % (
+        # help_text() begins with the first category's heading, "Options:".
+        out.write("Coin Daemon version v%s\n\n%s\n%s\n" % (
             __version__, USAGE, config.registry.help_text(config.is_set("help-debug"))))
         return None
     if config.args:
@@ -71,17 +73,27 @@ class Options(usage.Options):
             raise SystemExit(0)
 
 
+def build_node(config: Config, reactor: Any) -> NodeService:
+    """The node's service tree, nothing opened; ConfigError or StartupError if refused."""
+    restrict_file_permissions(config)
+    return NodeService(NodeConfig.from_config(config), reactor)
+
+
+def _refuse(error: Exception) -> None:
+    """Core's start-up error line on stderr (ConfigError texts carry "Error: " already)."""
+    text = str(error)
+    sys.stderr.write("%s\n" % (text if isinstance(error, ConfigError) else "Error: " + text))
+
+
 def makeService(options: Options) -> NodeService:
+    """twistd's entry: build the node; twistd then forks (unless -n) and starts it."""
     from twisted.internet import reactor
 
     try:
-        restrict_file_permissions(options.config)
-        node = NodeService(options.config, reactor)
-        node.prepare()
-    except StartupError as e:
-        sys.stderr.write("Error: %s\n" % e)
+        return build_node(options.config, reactor)
+    except (ConfigError, StartupError) as e:
+        _refuse(e)
         raise SystemExit(1) from None
-    return node
 
 
 def _daemonize() -> None:
@@ -103,29 +115,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         config = load_config(argv)
     except ConfigError as e:
-        sys.stderr.write("%s\n" % e)
+        _refuse(e)
         return 1
     if config is None:
         return 0
-    try:
-        restrict_file_permissions(config)
-    except StartupError as e:
-        sys.stderr.write("Error: %s\n" % e)
-        return 1
-    if config.get_bool("daemon", False):
-        sys.stdout.write("Coin server starting\n")
-        sys.stdout.flush()
-        _daemonize()
-
     from twisted.internet import reactor
     from twisted.logger import globalLogBeginner
 
-    globalLogBeginner.beginLoggingTo([], redirectStandardIO=False, discardBuffer=True)
-    node = NodeService(config, reactor)
     try:
-        node.prepare()
+        node = build_node(config, reactor)
+    except (ConfigError, StartupError) as e:
+        _refuse(e)
+        return 1
+    if config.get_bool("daemon", False):
+        # As Core: settings checked before the fork, the data directory locked after it.
+        sys.stdout.write("Coin server starting\n")
+        sys.stdout.flush()
+        _daemonize()
+    globalLogBeginner.beginLoggingTo([], redirectStandardIO=False, discardBuffer=True)
+    try:
+        node.privilegedStartService()
     except StartupError as e:
-        sys.stderr.write("Error: %s\n" % e)
+        _refuse(e)
         return 1
     reactor.callWhenRunning(node.startService)
     reactor.addSystemEventTrigger("before", "shutdown", node.stopService)

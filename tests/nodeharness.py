@@ -85,6 +85,15 @@ def _env() -> Dict[str, str]:
     return env
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT back to its default disposition.
+
+    A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored
+    across exec, so a node launched from a backgrounded test run would never see SIGINT.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class RPCFailure(Exception):
     def __init__(self, status: int, code: int, message: str) -> None:
         super().__init__("HTTP %d, error %d: %s" % (status, code, message))
@@ -132,7 +141,8 @@ class NodeProcess:
         self._stderr = open(os.path.join(self.datadir, "stderr.txt"), "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "coin.tap"] + self.args, cwd=ROOT, env=_env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            preexec_fn=_default_sigint)
 
     def stderr_text(self) -> str:
         with open(os.path.join(self.datadir, "stderr.txt")) as f:

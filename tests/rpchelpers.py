@@ -14,6 +14,7 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from coin.config.rpcauth import parse_rpcauth
+from coin.mining.service import MiningService
 from coin.rpc.auth import AllowList, Authenticator, Whitelist
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPCError
 from coin.rpc.jsonrpc import JSONRPCCore, RPCLimits, Warmup
@@ -92,12 +93,17 @@ class FakeNode:
     logging: FakeLogging = field(default_factory=FakeLogging)
     chain: Any = None
     mempool: Any = None
+    mining: Any = None
     wallet_service: Any = None
     p2p: Any = None
     sporks: Optional[SporkManager] = None
     masternodes: Optional[MasternodeService] = None
     governance: Optional[GovernanceService] = None
     shutdowns: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mining is None and self.chain is not None:
+            self.mining = MiningService(self.chain, self.chain.reactor)
 
     def shutdown(self) -> None:
         self.shutdowns += 1

@@ -14,13 +14,14 @@ import shutil
 import signal
 import site
 import subprocess
+import time
 import venv
-from typing import Dict, List
+from typing import Dict, List, Set
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.nodeharness import ROOT, NodeProcess, free_port
-from tests.test_integration_daemon import wait_answering
+from tests.test_integration_daemon import _alive, _kill_quietly, wait_answering
 
 #: What packaging needs from the checkout.
 SOURCES = ("pyproject.toml", "README.md", "coin", "coincli", "twisted")
@@ -111,3 +112,63 @@ class TwistdCommandTests(SynchronousTestCase):
         self.assertIn(process.wait(60), (0, -signal.SIGTERM))
         with open(os.path.join(datadir, "regtest", "debug.log")) as f:
             self.assertIn("Shutdown: done", f.read())
+
+    def test_forking_twistd_coind_runs_in_the_daemon(self) -> None:
+        """Plain ``twistd coind`` forks: the pid files name the daemon, which alone holds the
+        lock and the chain database (nothing was opened before the fork), and ``coin-cli
+        stop`` stops it cleanly."""
+        python = install(os.path.abspath(self.mktemp()), editable=True)
+        datadir = os.path.abspath(self.mktemp())
+        os.makedirs(datadir)
+        port = free_port()
+        twistd_pid_file = os.path.join(datadir, "twistd.pid")
+        args = ["--pidfile=" + twistd_pid_file, "--logfile=" + os.path.join(datadir, "twistd.log"),
+                "coind", "-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
+                "-port=%d" % free_port(), "-rpcuser=u", "-rpcpassword=p"]
+        parent = subprocess.run([python, twistd_script()] + args, cwd=datadir, env=_clean_env(),
+                                capture_output=True, text=True, timeout=120)
+        self.assertEqual(parent.returncode, 0, parent.stderr)
+        with open(twistd_pid_file) as f:
+            pid = int(f.read())
+        self.addCleanup(_kill_quietly, pid)
+        node = NodeProcess(datadir, port, [], ("u", "p"))
+        wait_answering(node, "twistd coind")
+        net_datadir = os.path.join(datadir, "regtest")
+        with open(os.path.join(net_datadir, "coind.pid")) as f:
+            self.assertEqual(int(f.read()), pid)
+        self.assertEqual(node.rpc("getblockchaininfo")["chain"], "regtest")
+        # The daemon holds the datadir lock and the chain database; no other process does.
+        holders = _holders([os.path.join(net_datadir, name)
+                            for name in (".lock", "chainstate.sqlite")])
+        self.assertEqual(holders, {os.path.join(net_datadir, ".lock"): {pid},
+                                   os.path.join(net_datadir, "chainstate.sqlite"): {pid}})
+        result = node.cli("stop")
+        self.assertEqual((result.returncode, result.stdout), (0, "Coin server stopping\n"))
+        deadline = time.monotonic() + 60
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertFalse(_alive(pid))
+        self.assertFalse(os.path.exists(twistd_pid_file))
+        self.assertFalse(os.path.exists(os.path.join(net_datadir, "coind.pid")))
+        with open(os.path.join(net_datadir, "debug.log")) as f:
+            self.assertIn("Shutdown: done", f.read())
+
+
+def _holders(paths: List[str]) -> Dict[str, Set[int]]:
+    """Which processes have each of ``paths`` open (from /proc/<pid>/fd)."""
+    found: Dict[str, Set[int]] = {path: set() for path in paths}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % entry)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (entry, fd))
+            except OSError:
+                continue
+            if target in found:
+                found[target].add(int(entry))
+    return found

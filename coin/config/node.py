@@ -2,9 +2,13 @@
 
 Later components add theirs to the registry :func:`node_options` returns (or
 to this module, while they are small). Help texts follow Core 0.17's wording.
+:class:`NodeConfig` is what the daemon's start-up reads from them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 from coin.config.args import Config
 from coin.config.errors import ConfigError
@@ -247,6 +251,100 @@ def node_options() -> OptionRegistry:
 
     _add_core_options(r)
     return r
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """The daemon's start-up settings, read and checked from parsed options.
+
+    :meth:`from_config` is pure: no file is read or created, so a bad setting is
+    refused before ``twistd`` forks and tests need no data directory.  Components read
+    their own options from :attr:`config` when the service tree is built.
+    """
+
+    #: The parsed options (command line and coin.conf).
+    config: Config
+    network: str
+    #: The network's data directory (created and locked at start).
+    datadir: str
+    pid_file: str
+    #: None with -nodebuglogfile.
+    debug_log: Optional[str]
+    print_to_console: bool
+    #: -logtimemicros, -logtimestamps.
+    log_time_micros: bool
+    log_timestamps: bool
+    debug: Tuple[str, ...]
+    debug_exclude: Tuple[str, ...]
+    txindex: bool
+    prune: int
+    reindex: bool
+    reindex_chainstate: bool
+    dbcache_mib: int
+    #: None: the store's default.
+    blockfile_size: Optional[int]
+    #: -persistmempool; -zapwallettxes turns its default off (as Core).
+    persist_mempool: bool
+    disable_wallet: bool
+    #: -zapwallettxes as Core reads it: 0 off, 2 drop all, else 1 (keep metadata).
+    zap_mode: int
+    #: -wallet names in load order, duplicates dropped ("" is the default wallet).
+    wallets: Tuple[str, ...]
+    keypool: int
+    server: bool
+    rest: bool
+    #: -rpcport; 0 binds a free port (as in Core).
+    rpc_port: int
+    rpc_server_timeout: int
+    rpc_max_connections: int
+    #: -rpcplugin distributions, loaded when the node is built.
+    rpc_plugins: Tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config: Config) -> "NodeConfig":
+        """Read the settings; ConfigError (with Core's ``Error: ...`` text) if one is refused."""
+        network = config.network or "main"
+        txindex = config.get_bool("txindex", False)
+        prune = config.get_int("prune") or 0
+        if txindex and prune:
+            raise ConfigError("Error: Prune mode is incompatible with -txindex.")
+        timeout = config.get_int("rpcservertimeout")
+        if timeout <= 0:
+            raise ConfigError("Error: -rpcservertimeout must be at least 1")
+        max_connections = config.get_int("rpcmaxconnections")
+        if max_connections <= 0:
+            raise ConfigError("Error: -rpcmaxconnections must be at least 1")
+        debug_log = None
+        if not config.is_negated("debuglogfile"):
+            debug_log = config.resolve_path(config.get("debuglogfile", DEFAULT_DEBUG_LOG))
+        daemon = config.get_bool("daemon", False)
+        zap_mode = 0
+        if config.get_bool("zapwallettxes"):
+            zap_mode = 2 if config.get("zapwallettxes") == "2" else 1
+        return cls(
+            config=config, network=network, datadir=config.net_datadir,
+            pid_file=config.resolve_path(config.get("pid", DEFAULT_PID_FILE)
+                                         or DEFAULT_PID_FILE),
+            debug_log=debug_log,
+            print_to_console=config.get_bool("printtoconsole", not daemon),
+            log_time_micros=config.get_bool("logtimemicros"),
+            log_timestamps=config.get_bool("logtimestamps"),
+            debug=tuple(config.get_all("debug")),
+            debug_exclude=tuple(config.get_all("debugexclude")),
+            txindex=txindex, prune=prune,
+            reindex=config.get_bool("reindex", False),
+            reindex_chainstate=config.get_bool("reindex-chainstate", False),
+            dbcache_mib=max(4, config.get_int("dbcache") or DEFAULT_DBCACHE),
+            blockfile_size=config.get_int("blockfilesize") or None,
+            persist_mempool=config.get_bool("persistmempool", not zap_mode),
+            disable_wallet=config.get_bool("disablewallet", False), zap_mode=zap_mode,
+            wallets=tuple(dict.fromkeys(config.get_all("wallet") or [""])),
+            keypool=max(1, config.get_int("keypool")),
+            server=config.get_bool("server", True),
+            rest=config.get_bool("rest", True),
+            rpc_port=config.get_int("rpcport", NETWORKS[network].rpc_port),
+            rpc_server_timeout=timeout, rpc_max_connections=max_connections,
+            rpc_plugins=tuple(config.get_all("rpcplugin")))
 
 
 def check_node_values(config: Config) -> None:

@@ -85,6 +85,8 @@ def active_from_config(enabled: bool, privkey: Optional[str], params: ChainParam
 class MasternodeService(service.Service):
     """Masternodes of one node.  ``sporks`` is the node's spork manager (SPORK_8)."""
 
+    name = "masternodes"
+
     def __init__(self, params: ChainParams, chain: Any, p2p: Any, is_ibd: Callable[[], bool],
                  subscribe: Callable[[object], None], now: Callable[[], float], reactor: Any,
                  datadir: str, mnconf: str, active: Optional[ActiveMasternode] = None,
@@ -102,10 +104,10 @@ class MasternodeService(service.Service):
         self.manager = MasternodeManager(self.mn_params, params.p2p_port)
         self.payments = PaymentVotes(self.manager, self.mn_params)
         self.sync = MasternodeSync(reactor.seconds, self.blockchain_synced)
-        self.conf_entries, self.conf_errors = read_masternode_conf(
-            conf_path(mnconf, datadir), MAIN.p2p_port, params.name == "main")
-        for error in self.conf_errors:
-            log.error("Error reading masternode configuration file: {error}", error=error)
+        self._conf_path = conf_path(mnconf, datadir)
+        #: masternode.conf, read at privileged start (nothing is opened before).
+        self.conf_entries: List[MasternodeEntry] = []
+        self.conf_errors: List[str] = []
         self._dseg_asked: Dict[str, float] = {}
         self._asked_for: Dict[OutPoint, float] = {}
         self._loop: Optional[LoopingCall] = None
@@ -159,6 +161,14 @@ class MasternodeService(service.Service):
         return self.payments.block_payee(height, block_subsidy(height, self.params))
 
     # ------------------------------------------------------------ service
+
+    def privilegedStartService(self) -> None:
+        """Read masternode.conf (created when missing) once the data directory is open."""
+        super().privilegedStartService()
+        self.conf_entries, self.conf_errors = read_masternode_conf(
+            self._conf_path, MAIN.p2p_port, self.params.name == "main")
+        for error in self.conf_errors:
+            log.error("Error reading masternode configuration file: {error}", error=error)
 
     def startService(self) -> None:
         super().startService()

@@ -1,4 +1,4 @@
-"""The connection manager: listening, outbound connections, bans, addresses, totals.
+"""The connection manager: inbound and outbound connections, bans, addresses, totals.
 
 :class:`P2PService` is the node's P2P factory as a Twisted service (design
 card §1).  It owns the :class:`~coin.p2p.banman.BanMan`, the
@@ -33,6 +33,8 @@ Inbound connections are accepted only once the chain is loaded
 are not banned; when ``max_inbound`` inbound peers exist (Core's formula:
 -maxconnections minus 8 outbound minus 1 feeler slot) one of them is evicted
 (:mod:`coin.p2p.eviction`), or, if all are protected, the newcomer is refused.
+The node's listening sockets are child services of the node (:mod:`coin.listeners`)
+serving :meth:`P2PService.inbound_factory`.
 """
 
 from __future__ import annotations
@@ -47,8 +49,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 
 from twisted.application import service
 from twisted.internet import protocol
-from twisted.internet.defer import Deferred, DeferredList, maybeDeferred
-from twisted.internet.error import CannotListenError
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
@@ -119,7 +120,7 @@ class InventorySource(Protocol):
 
 
 class P2PStartupError(Exception):
-    """Listening failed or an option is invalid; the node refuses to start."""
+    """An option is invalid; the node refuses to start."""
 
 
 def format_user_agent(name: str, version: str, comments: List[str]) -> str:
@@ -181,10 +182,10 @@ class P2PSettings:
     user_agent: str = "/Coin:0/"
     #: Connect timeout (seconds, Core's -timeout in ms / 1000).
     connect_timeout: float = 5.0
-    #: Regtest: each unroutable (loopback, private) address is its own network group for
-    #: inbound eviction, so loopback test networks (127.0.0.1, 127.0.0.2...) model distinct
-    #: networks.  The address book takes routable addresses only, whatever this says.
-    allow_unroutable: bool = False
+    #: Each unroutable (loopback, private) address is its own network group for inbound
+    #: eviction (set on regtest), so loopback test networks (127.0.0.1, 127.0.0.2...) model
+    #: distinct networks.  The address book takes routable addresses only, whatever this says.
+    distinct_unroutable_groups: bool = False
     #: -allowprivatenet (Dash): the address book keeps RFC1918 addresses too.
     allow_private: bool = False
     #: -blocksonly: our version asks peers not to relay transactions; their transaction
@@ -352,7 +353,6 @@ class P2PService(service.Service):
         self.on_handshake: List[Callable[[PeerProtocol], None]] = []
         self.on_disconnect: List[Callable[[PeerProtocol], None]] = []
         self.on_tick: List[Callable[[float], None]] = []
-        self._ports: List[Any] = []
         self._ticker: Optional[LoopingCall] = None
         self._last_dump = 0.0
 
@@ -398,32 +398,9 @@ class P2PService(service.Service):
         self.banman.load()
         self.addrman.load()
 
-    def listen(self) -> None:
-        """Bind the listening sockets (before the reactor runs); raises P2PStartupError."""
-        if not self.settings.listen:
-            return
-        factory = _InboundFactory(self)
-        explicit = bool(self.settings.binds)
-        endpoints = self.settings.binds or [("::", self.port), ("0.0.0.0", self.port)]
-        for host, port in endpoints:
-            try:
-                self._ports.append(self.reactor.listenTCP(port, factory, interface=host))
-                log.info("Bound to {host}:{port}", host=host, port=port)
-            except CannotListenError as e:
-                # Without -bind one of the two default sockets may fail (no IPv6, or a
-                # dual-stack "::" that already covers IPv4): only all failing is an error.
-                log.info("Unable to bind to {host}:{port} on this computer ({error})",
-                         host=host, port=port, error=e.socketError)
-                if explicit:
-                    raise P2PStartupError("Unable to bind to %s:%d on this computer. Coin is "
-                                          "probably already running." % (host, port)) from None
-        if not self._ports:
-            raise P2PStartupError("Failed to listen on any port. Use -listen=0 if you want "
-                                  "this.")
-
-    @property
-    def listening_ports(self) -> List[int]:
-        return [p.getHost().port for p in self._ports]
+    def inbound_factory(self) -> protocol.Factory:
+        """The factory of the node's listening sockets (coin.service binds them)."""
+        return _InboundFactory(self)
 
     def startService(self) -> None:
         super().startService()
@@ -438,7 +415,7 @@ class P2PService(service.Service):
         self.ready = True
         self.reactor.callLater(0, self.tick)
 
-    def stopService(self) -> Deferred:
+    def stopService(self) -> None:
         super().stopService()
         self.ready = False
         if self._ticker is not None and self._ticker.running:
@@ -448,10 +425,7 @@ class P2PService(service.Service):
         self._connecting.clear()
         for peer in list(self.peers.values()):
             peer.disconnect("shutdown", abort=True)
-        stops = [maybeDeferred(p.stopListening) for p in self._ports]
-        self._ports = []
         self.dump()
-        return DeferredList(stops)
 
     def dump(self) -> None:
         """Write banlist.json and peers.json."""
@@ -502,7 +476,8 @@ class P2PService(service.Service):
 
     def keyed_net_group(self, address: Optional[NetAddress]) -> int:
         """A secret-keyed hash of ``address``'s network group (Core's nKeyedNetGroup)."""
-        group = address.group(self.settings.allow_unroutable) if address is not None else b""
+        group = (address.group(self.settings.distinct_unroutable_groups) if address is not None
+                 else b"")
         digest = hashlib.blake2b(group, digest_size=8, key=self._net_group_key).digest()
         return int.from_bytes(digest, "little")
 

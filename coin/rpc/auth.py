@@ -98,8 +98,16 @@ class Authenticator:
         entries = [parse_rpcauth(entry) for entry in rpcauth]
         if rpcpassword:
             return cls((rpcuser, rpcpassword), entries)
-        password = generate_cookie(cookie_path)
-        return cls((COOKIE_USER, password), entries, Path(cookie_path))
+        authenticator = cls(None, entries)
+        authenticator.create_cookie(cookie_path)
+        return authenticator
+
+    def create_cookie(self, path: str | os.PathLike[str]) -> None:
+        """Write a fresh cookie at ``path`` and accept it from now on (the daemon builds
+        its authenticator first and writes the cookie when it starts)."""
+        password = generate_cookie(path)
+        self._userpass = ("%s:%s" % (COOKIE_USER, password)).encode("ascii")
+        self.cookie_path = Path(path)
 
     def authenticate(self, authorization: bytes) -> str | None:
         """The user of an ``Authorization`` header value, or None if it is not valid."""

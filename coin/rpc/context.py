@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from coin.masternode.service import MasternodeService
     from coin.mempool.pool import Mempool
     from coin.mempool.service import MempoolService
+    from coin.mining.service import MiningService
     from coin.p2p.connman import P2PService
     from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
@@ -59,6 +60,8 @@ class NodeFacade(Protocol):
     wallets: Mapping[str, Wallet]
     #: Debug-log category switches.
     logging: LogControl
+    #: Templates, block submission and long polls.
+    mining: MiningService
 
     def shutdown(self) -> None:
         """Request an orderly shutdown; returns at once so the reply still goes out."""

@@ -67,9 +67,8 @@ def _chain(ctx: RPCContext) -> ChainAccess:
 
 
 def _mining(ctx: RPCContext) -> MiningService:
-    """The mining service over the node's chain (stateless, so made per call)."""
-    chain = _chain(ctx)
-    return MiningService(chain, chain.reactor)
+    """The node's mining service."""
+    return ctx.node.mining
 
 
 # ------------------------------------------------------------------ generatetoaddress
