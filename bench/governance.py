@@ -26,13 +26,12 @@ import argparse
 import base64
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 import tracemalloc
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import coincurve
 
@@ -52,6 +51,7 @@ from coin.primitives.message import recover_message_pubkey, sign_message  # noqa
 from coin.primitives.transaction import OutPoint  # noqa: E402
 from coin.rpc.methods.governance import _gobject_getcurrentvotes, _gobject_list_all  # noqa: E402
 from tests.govhelpers import proposal_hex  # noqa: E402
+from bench.timing import median_seconds  # noqa: E402
 
 ADDRESS = "mipcBbFg9gMiCh81Kj8tqqdgoZub1ZJRfn"
 NOW = 1_800_000_000
@@ -67,15 +67,6 @@ class Masternodes:
 
     def enabled_count(self) -> int:
         return len(self.keys)
-
-
-def median_seconds(f: Callable[[], Any], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

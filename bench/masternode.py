@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 import tracemalloc
 from types import SimpleNamespace
-from typing import Any, Callable, List
+from typing import Any, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -41,6 +40,7 @@ from coin.primitives.message import recover_message_pubkey  # noqa: E402
 from coin.primitives.transaction import OutPoint  # noqa: E402
 from coin.rpc.methods.masternode import _LIST_MODES, _masternode_list  # noqa: E402
 from coin.script.standard import p2pkh_script  # noqa: E402
+from bench.timing import median_seconds  # noqa: E402
 
 T0 = 1_700_000_000
 TIP = 10_000
@@ -77,15 +77,6 @@ def filled(broadcasts: List[Any]) -> MasternodeManager:
     return manager
 
 
-def median_time(f: Callable[[], Any], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=5000)
@@ -99,9 +90,9 @@ def main() -> None:
 
     # mnb verification (both signatures and every check) vs one raw signature recovery.
     manager = MasternodeManager(PARAMS, REGTEST.p2p_port)
-    check = median_time(lambda: [manager.check_broadcast(m, T0 + 60) for m in broadcasts], runs)
+    check = median_seconds(lambda: [manager.check_broadcast(m, T0 + 60) for m in broadcasts], runs)
     texts = [signing.broadcast_string(m) for m in broadcasts]
-    raw = median_time(lambda: [recover_message_pubkey(m.signature, t)
+    raw = median_seconds(lambda: [recover_message_pubkey(m.signature, t)
                                for m, t in zip(broadcasts, texts)], runs)
 
     # Memory a node holds per entry: its broadcast (fresh copies), ping, record and key.
@@ -115,12 +106,12 @@ def main() -> None:
     service = SimpleNamespace(manager=manager, tip_height=TIP, block_hash_at=block_hash_at)
     ctx = SimpleNamespace(node=SimpleNamespace(masternodes=service,
                                                chain=SimpleNamespace(params=REGTEST)))
-    list_ms = {mode: round(median_time(lambda: _masternode_list(ctx, mode, ""), runs) * 1e3, 1)
+    list_ms = {mode: round(median_seconds(lambda: _masternode_list(ctx, mode, ""), runs) * 1e3, 1)
                for mode in _LIST_MODES}
 
     payments = PaymentVotes(manager, PARAMS)
     now = T0 + MIN_MNP_SECONDS + 3600 + count * 156
-    election = median_time(lambda: payments.next_in_queue(TIP + 10, TIP, now, block_hash_at),
+    election = median_seconds(lambda: payments.next_in_queue(TIP + 10, TIP, now, block_hash_at),
                            runs)
 
     print(json.dumps({
