@@ -20,6 +20,7 @@ from twisted.application import service
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger, globalLogPublisher
+from twisted.python.threadpool import ThreadPool
 
 from coin import __version__
 from coin.chain.access import ChainAccess
@@ -63,6 +64,7 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.spork import SporkConfigError, SporkManager
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
+from coin.threads import ThreadRunner
 from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
     WalletLoadError, WalletService, default_walletdir, duplicate_wallet, resolve_wallet_path,
@@ -120,11 +122,14 @@ class NodeService(service.MultiService):
     """
 
     def __init__(self, settings: NodeConfig, reactor: Any,
-                 methods: Optional[MethodTable] = None) -> None:
+                 methods: Optional[MethodTable] = None, threadpool: Optional[ThreadPool] = None) -> None:
         super().__init__()
         self.settings = settings
         self.config = settings.config
         self.reactor = reactor
+        #: The one place blocking reads, parses and encodes hop to: ``threadpool`` (started and
+        #: stopped by the caller), or None for the reactor's own pool.
+        self.in_thread = ThreadRunner(reactor, threadpool)
         self.params: ChainParams = get_params(settings.network)
         self.datadir = settings.datadir
         self.started_at = time.time()
@@ -196,7 +201,7 @@ class NodeService(service.MultiService):
         self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
                                 max_blockfile_size=(settings.blockfile_size
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
-        chainstate = ChainState(self.params, self.store, clock=self.clock)
+        chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
@@ -206,7 +211,7 @@ class NodeService(service.MultiService):
         if self.config.get_int("stopatheight") > 0:
             self.validation.subscribe(StopAtHeight(self.config.get_int("stopatheight"),
                                                    self.request_shutdown))
-        self.chain = ChainAccess(self.validation, self.clock, self.reactor)
+        self.chain = ChainAccess(self.validation, self.clock, self.reactor, self.in_thread)
         self.chain.print_priority = self.config.get_bool("printpriority", False)
         if settings.txindex:
             # A child after validation: stops first, letting its current step finish.
@@ -466,7 +471,7 @@ class NodeService(service.MultiService):
         whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
-                           clock=self.reactor)
+                           clock=self.reactor, in_thread=self.in_thread)
         root = RPCRoot(core, self.authenticator, self.reactor)
         if settings.rest:
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.

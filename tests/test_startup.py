@@ -3,12 +3,15 @@ starts, listeners as child services, and a shutdown that releases everything."""
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import io
+import json
 import os
 import socket
 import sys
-from typing import Any
+import threading
+from typing import Any, List, Tuple
 
 from twisted.internet import reactor
 from twisted.internet.address import IPv4Address
@@ -17,10 +20,14 @@ from twisted.internet.protocol import Factory
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.internet.testing import MemoryReactor
+from twisted.python.threadpool import ThreadPool
 from twisted.trial.unittest import SynchronousTestCase, TestCase
+from twisted.web.client import Agent, FileBodyProducer, readBody
+from twisted.web.http_headers import Headers
 
 from coin.config import Config, ConfigError
 from coin.config.node import NodeConfig, node_options
+from coin.primitives.hashes import hash_to_hex
 from coin.service import NodeService, P2PListeners, RPCListeners, StartupError
 from coin.tap import Options, load_config, makeService
 from tests.nodeharness import free_port
@@ -119,16 +126,21 @@ class MakeServiceTests(SynchronousTestCase):
         self.assertIn("Start Coin daemon\n\nOptions:\n\n  -?\n", out.getvalue())
 
 
+def in_process_node(case: TestCase, *argv: str, threadpool: Any = None) -> NodeService:
+    """A regtest node for this process's reactor, on loopback ports chosen at bind time."""
+    datadir = os.path.abspath(case.mktemp())
+    os.makedirs(datadir)
+    config = parsed("-regtest", "-datadir=" + datadir, "-printtoconsole=0", "-rpcuser=u",
+                    "-rpcpassword=p", "-rpcport=0", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
+                    "-port=0", "-bind=127.0.0.1", *argv)
+    return NodeService(NodeConfig.from_config(config), reactor, threadpool=threadpool)
+
+
 class InProcessStartStopTests(TestCase):
     """The service tree on the test's reactor: port 0 read back, files released at stop."""
 
     def node(self, *argv: str) -> NodeService:
-        datadir = os.path.abspath(self.mktemp())
-        os.makedirs(datadir)
-        config = parsed("-regtest", "-datadir=" + datadir, "-printtoconsole=0", "-rpcuser=u",
-                        "-rpcpassword=p", "-rpcport=0", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
-                        "-port=0", "-bind=127.0.0.1", *argv)
-        return NodeService(NodeConfig.from_config(config), reactor)
+        return in_process_node(self, *argv)
 
     def assert_released(self, node: NodeService) -> None:
         """No file of the datadir open, the lock free, the pid file gone."""
@@ -175,6 +187,58 @@ class InProcessStartStopTests(TestCase):
         yield deferLater(reactor, 0, lambda: None)  # sockets close on the next turn
         with socket.socket() as s:
             s.bind(("127.0.0.1", rpc_port))
+
+
+class RecordingPool(ThreadPool):
+    """A pool of its own that notes which function ran on which of its threads."""
+
+    def __init__(self) -> None:
+        super().__init__(minthreads=0, maxthreads=2, name="injected")
+        self.ran: List[Tuple[str, str]] = []
+
+    def callInThreadWithCallback(self, onResult: Any, func: Any, *args: Any, **kw: Any) -> None:
+        def noted(*a: Any, **k: Any) -> Any:
+            self.ran.append((func.__name__, threading.current_thread().name))
+            return func(*a, **k)
+        super().callInThreadWithCallback(onResult, noted, *args, **kw)
+
+
+class InjectedThreadPoolTests(TestCase):
+    """A node built with its own pool runs its blocking reads there, not on the reactor's."""
+
+    @inlineCallbacks
+    def rpc(self, port: int, method: str, *params: Any) -> Any:
+        body = json.dumps({"id": 1, "method": method, "params": list(params)}).encode()
+        auth = b"Basic " + base64.b64encode(b"u:p")
+        response = yield Agent(reactor).request(
+            b"POST", b"http://127.0.0.1:%d/" % port, Headers({b"Authorization": [auth]}),
+            FileBodyProducer(io.BytesIO(body)))
+        reply = json.loads((yield readBody(response)))
+        self.assertIsNone(reply["error"])
+        return reply["result"]
+
+    @inlineCallbacks
+    def test_thread_hops_run_on_the_injected_pool(self) -> None:
+        pool = RecordingPool()
+        pool.start()
+        self.addCleanup(pool.stop)
+        node = in_process_node(self, "-disablewallet", threadpool=pool)
+        node.privilegedStartService()
+        node.startService()
+        self.addCleanup(lambda: node.stopService() if node.running else None)
+        yield node.validation.ready
+        [(_, port)] = node.rpc_listeners.addresses
+        genesis = hash_to_hex(node.params.genesis.hash)
+        block = yield self.rpc(port, "getblock", genesis, 2)
+        self.assertEqual(block["hash"], genesis)
+        info = yield self.rpc(port, "gettxoutsetinfo")
+        self.assertEqual(info["bestblock"], genesis)
+        yield node.stopService()
+        names = [name for name, _ in pool.ran]
+        self.assertIn("read_block", names)
+        self.assertIn("utxo_set_stats", names)
+        self.assertTrue(all(thread.startswith("PoolThread-injected-") for _, thread in pool.ran),
+                        pool.ran)
 
 
 class _Port:

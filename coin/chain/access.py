@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.internet.defer import Deferred, inlineCallbacks
-from twisted.internet.threads import deferToThread
 
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
@@ -25,6 +24,7 @@ from coin.mining.assembler import MiningError, create_block_from_pool, solve
 from coin.primitives.block import Block
 from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.primitives.transaction import Transaction
+from coin.threads import ThreadRunner
 
 
 class TipWaiters:
@@ -51,8 +51,11 @@ class TipWaiters:
 class ChainAccess:
     """The chain facade handed to RPC methods and the REST resource."""
 
-    def __init__(self, service: ValidationService, clock: NodeClock, reactor: Any) -> None:
+    def __init__(self, service: ValidationService, clock: NodeClock, reactor: Any,
+                 in_thread: Optional[ThreadRunner] = None) -> None:
         self._service = service
+        #: Runs blocking reads off the reactor (the node's pool; see coin.threads).
+        self.in_thread = in_thread if in_thread is not None else ThreadRunner()
         self.clock = clock
         self._reactor = reactor
         self.tip_waiters = TipWaiters()
@@ -84,10 +87,10 @@ class ChainAccess:
 
     def read_block(self, entry: BlockIndexEntry) -> Deferred:
         """Fires with the :class:`Block` stored for ``entry``."""
-        return deferToThread(self.state.read_block, entry)
+        return self.in_thread(self.state.read_block, entry)
 
     def read_undo(self, entry: BlockIndexEntry) -> Deferred:
-        return deferToThread(self.state.read_undo, entry)
+        return self.in_thread(self.state.read_undo, entry)
 
     def get_coins(self, keys: List[Tuple[bytes, int]]) -> Deferred:
         """Fires with ``[Coin | None]`` for ``(txid, n)`` keys, from the UTXO set."""
@@ -114,12 +117,12 @@ class ChainAccess:
                 return (entry.tx, None)
         state = self.state
         if self.txindex is not None:
-            pos = yield deferToThread(state.store.txindex_lookup, txid)
+            pos = yield self.in_thread(state.store.txindex_lookup, txid)
             if pos is not None:
                 view = self.snapshot()
                 entry = view.lookup(pos.block_hash)
                 if entry is not None and view.contains(entry):
-                    tx = yield deferToThread(_read_tx_at, state, entry, pos.tx_offset, txid)
+                    tx = yield self.in_thread(_read_tx_at, state, entry, pos.tx_offset, txid)
                     if tx is not None:
                         return (tx, entry)
         found = yield self._service.call(_entry_of_unspent, txid)

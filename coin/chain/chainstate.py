@@ -70,6 +70,7 @@ from coin.chain.snapshot import (
 )
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
+from coin.threads import ThreadRunner
 
 log = Logger()
 
@@ -78,9 +79,12 @@ class ChainState:
 
     def __init__(self, params: ChainParams, store: ChainStore,
                  clock: Optional[NodeClock] = None,
-                 publish: Optional[Callable[[List[ChainEvent]], None]] = None) -> None:
+                 publish: Optional[Callable[[List[ChainEvent]], None]] = None,
+                 in_thread: Optional[ThreadRunner] = None) -> None:
         self.params = params
         self.store = store
+        #: Runs snapshot block reads off the reactor (the node's pool; see coin.threads).
+        self.in_thread = in_thread if in_thread is not None else ThreadRunner()
         self.clock = clock or NodeClock()
         self._publish = publish or self._publish_now
         self.index: Dict[bytes, BlockIndexEntry] = {}

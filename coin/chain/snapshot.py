@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 from twisted.internet.defer import Deferred, fail
-from twisted.internet.threads import deferToThread
 
 from coin.chain.index import BlockIndexEntry
 from coin.storage.errors import CorruptionError
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from coin.chainparams import ChainParams
     from coin.consensus.versionbits import VersionBitsCache
     from coin.primitives.block import Block
+    from coin.threads import ThreadRunner
 
 #: Core's RPC codes for the block-read errors (the chain does not import the RPC layer).
 RPC_MISC_ERROR = -1
@@ -56,6 +56,8 @@ class BlockSource(Protocol):
 
     params: "ChainParams"
     versionbits: "VersionBitsCache"
+    #: Where block reads run off the reactor (the node's thread pool).
+    in_thread: ThreadRunner
 
     def lookup(self, block_hash: bytes) -> Optional[BlockIndexEntry]:
         """The index entry of any known header."""
@@ -131,4 +133,4 @@ class ChainSnapshot:
         if entry is None:
             return fail(BlockUnavailable(NOT_FOUND_MESSAGE, block_hash,
                                          RPC_INVALID_ADDRESS_OR_KEY))
-        return deferToThread(self._source.read_block, entry)
+        return self._source.in_thread(self._source.read_block, entry)

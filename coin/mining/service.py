@@ -12,7 +12,6 @@ from typing import Optional
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
-from twisted.internet.threads import deferToThread
 
 from coin.chain.access import ChainAccess
 from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID_SCRIPTS
@@ -114,7 +113,7 @@ class MiningService:
     def network_hashps(self, lookup: int, height: int) -> Deferred:
         """Fires with :func:`coin.mining.stats.network_hashps` (a float, or None)."""
         # A long walk down the in-memory index: off the reactor, without holding the writer.
-        return deferToThread(network_hashps, self._chain.snapshot(), lookup, height)
+        return self._chain.in_thread(network_hashps, self._chain.snapshot(), lookup, height)
 
     def info(self) -> Deferred:
         """Fires with :class:`coin.mining.stats.MiningInfo`."""

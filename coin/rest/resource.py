@@ -30,7 +30,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from twisted.internet.defer import (
     CancelledError, Deferred, DeferredSemaphore, inlineCallbacks, succeed,
 )
-from twisted.internet.threads import deferToThread
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import resource, server
@@ -239,7 +238,7 @@ class RESTHandlers:
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
-        return self._heavy.run(deferToThread, f)
+        return self._heavy.run(self.chain.in_thread, f)
 
     # -- blocks
 

@@ -20,7 +20,6 @@ from simplejson.scanner import py_make_scanner
 from twisted.internet.defer import CancelledError, Deferred, DeferredLock, maybeDeferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
-from twisted.internet.threads import deferToThread
 from twisted.python.failure import Failure
 
 from coin.rpc.auth import Whitelist
@@ -30,6 +29,7 @@ from coin.rpc.errors import (
     RPC_PARSE_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError, map_exception,
 )
 from coin.rpc.registry import MethodTable, RPCMethod
+from coin.threads import ThreadRunner
 
 JSON_CONTENT_TYPE = b"application/json"
 
@@ -300,13 +300,16 @@ class JSONRPCCore:
     """Parse, check the whitelist, dispatch and render; usable from any HTTP layer."""
 
     def __init__(self, methods: MethodTable, node: NodeFacade, *, whitelist: Whitelist,
-                 warmup: Warmup, clock: IReactorTime, limits: RPCLimits = RPCLimits()) -> None:
+                 warmup: Warmup, clock: IReactorTime, limits: RPCLimits = RPCLimits(),
+                 in_thread: ThreadRunner | None = None) -> None:
         self.methods = methods
         self.limits = limits
         self._node = node
         self._whitelist = whitelist
         self._warmup = warmup
         self._clock = clock
+        #: Where large bodies are parsed and large results encoded (the node's pool).
+        self._in_thread = in_thread if in_thread is not None else ThreadRunner()
         self._parse_slot = DeferredLock()
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
@@ -330,7 +333,7 @@ class JSONRPCCore:
     def _parse_in_thread(self, _: Any, body: bytes) -> Deferred[Any]:
         """Parse holding the slot until the thread is done, even if the client has left
         (so abandoned requests cannot pile up parsing threads)."""
-        work = deferToThread(parse_json, body, self.limits.max_depth, True)
+        work = self._in_thread(parse_json, body, self.limits.max_depth, True)
         work.addBoth(self._release_parse_slot)
         # No canceller: a cancelled ``parsed`` ignores the thread's late result.
         parsed: Deferred[Any] = Deferred()
@@ -458,7 +461,7 @@ class JSONRPCCore:
         if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:
             # Thousands of entries (listtransactions, getrawmempool true): encode off the
             # reactor so other clients are not kept waiting.
-            return deferToThread(self._encode, result, request_id, encode_json_in_pieces)
+            return self._in_thread(self._encode, result, request_id, encode_json_in_pieces)
         return self._encode(result, request_id)
 
     def _encode(self, result: Any, request_id: Any,

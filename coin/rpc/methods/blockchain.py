@@ -15,7 +15,6 @@ from bisect import bisect_left
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThread
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -552,7 +551,7 @@ def _database_size(chainstate: ChainState) -> int:
 async def gettxoutsetinfo(ctx: RPCContext) -> Dict[str, Any]:
     chain = _chain(ctx)
     tip, coins = await chain.utxo_snapshot()
-    stats = await deferToThread(utxo_set_stats, tip.hash, coins)
+    stats = await chain.in_thread(utxo_set_stats, tip.hash, coins)
     disk_size = await chain.call(_database_size)
     return {
         "height": tip.height,
