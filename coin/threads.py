@@ -37,5 +37,5 @@ class ThreadRunner:
         """The pool calls run on (the reactor's, unless one was given)."""
         return self._pool if self._pool is not None else self.reactor.getThreadPool()
 
-    def __call__(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> Deferred:
+    def __call__(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> "Deferred[Any]":
         return deferToThreadPool(self.reactor, self.pool, f, *args, **kwargs)
