@@ -264,7 +264,7 @@ class NodeService(service.MultiService):
             self.wallets = WalletService(self.validation, self.mempool, self.params,
                                          default_walletdir(self.config, self.datadir),
                                          now=self.clock.now, keypool_size=settings.keypool,
-                                         reactor=self.reactor)
+                                         reactor=self.reactor, in_thread=self.in_thread)
             self.wallets.spend_zero_conf_change = self.config.get_bool("spendzeroconfchange")
             self.wallets.fee_settings = self._wallet_fees(policy)
             self.wallets.rescan_on_load = self.config.get_bool("rescan")

@@ -218,27 +218,47 @@ class InjectedThreadPoolTests(TestCase):
         return reply["result"]
 
     @inlineCallbacks
-    def test_thread_hops_run_on_the_injected_pool(self) -> None:
+    def started(self, *argv: str) -> Any:
+        """``(node, pool, rpc port)``: a node on a fresh RecordingPool, warmed up."""
         pool = RecordingPool()
         pool.start()
         self.addCleanup(pool.stop)
-        node = in_process_node(self, "-disablewallet", threadpool=pool)
+        node = in_process_node(self, *argv, threadpool=pool)
         node.privilegedStartService()
         node.startService()
         self.addCleanup(lambda: node.stopService() if node.running else None)
         yield node.validation.ready
+        for _ in range(1000):  # wallets load after the chain; RPC answers -28 until then
+            if node.warmup.message is None:
+                break
+            yield deferLater(reactor, 0.01, lambda: None)
         [(_, port)] = node.rpc_listeners.addresses
+        return node, pool, port
+
+    def assert_ran_on(self, pool: RecordingPool, *functions: str) -> None:
+        for name in functions:
+            self.assertIn(name, [ran for ran, _ in pool.ran])
+        self.assertTrue(all(thread.startswith("PoolThread-injected-") for _, thread in pool.ran),
+                        pool.ran)
+
+    @inlineCallbacks
+    def test_chain_reads_run_on_the_injected_pool(self) -> None:
+        node, pool, port = yield self.started("-disablewallet")
         genesis = hash_to_hex(node.params.genesis.hash)
         block = yield self.rpc(port, "getblock", genesis, 2)
         self.assertEqual(block["hash"], genesis)
         info = yield self.rpc(port, "gettxoutsetinfo")
         self.assertEqual(info["bestblock"], genesis)
         yield node.stopService()
-        names = [name for name, _ in pool.ran]
-        self.assertIn("read_block", names)
-        self.assertIn("utxo_set_stats", names)
-        self.assertTrue(all(thread.startswith("PoolThread-injected-") for _, thread in pool.ran),
-                        pool.ran)
+        self.assert_ran_on(pool, "read_block", "utxo_set_stats")
+
+    @inlineCallbacks
+    def test_slow_wallet_work_runs_on_the_injected_pool(self) -> None:
+        node, pool, port = yield self.started()
+        reply = yield self.rpc(port, "encryptwallet", "secret")
+        self.assertIn("wallet encrypted", reply)
+        yield node.stopService()
+        self.assert_ran_on(pool, "_locked_call")
 
 
 class _Port:

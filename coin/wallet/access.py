@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, maybeDeferred
-from twisted.internet.threads import deferToThread
 
 from coin.wallet.wallet import Wallet
 
@@ -36,4 +35,4 @@ def in_wallet(wallet: Wallet, fn: Callable[..., Any], *args: Any, write: bool = 
             return maybeDeferred(_locked_call, wallet, write, fn, *args)
         finally:
             wallet.lock.release()
-    return deferToThread(_locked_call, wallet, write, fn, *args)
+    return wallet.in_thread(_locked_call, wallet, write, fn, *args)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, inlineCallbacks
-from twisted.internet.threads import deferToThread, deferToThreadPool
+from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.threadpool import ThreadPool
 
@@ -38,6 +38,7 @@ from coin.mempool.accept import MissingInputs
 from coin.mempool.service import MempoolService
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.transaction import Transaction
+from coin.threads import ThreadRunner
 from coin.wallet.access import in_wallet
 from coin.wallet.addresses import ensure_unlocked
 from coin.wallet.backup import check_dump_path, import_dump, read_dump_lines, write_dump
@@ -226,7 +227,8 @@ class WalletService(service.Service):
 
     def __init__(self, validation: ValidationService, mempool: MempoolService,
                  params: ChainParams, walletdir: str, now: Callable[[], float],
-                 keypool_size: int, reactor: Any = None, clock: Any = None) -> None:
+                 keypool_size: int, reactor: Any = None, clock: Any = None,
+                 in_thread: Optional[ThreadRunner] = None) -> None:
         self.validation = validation
         self.mempool = mempool
         self.params = params
@@ -247,6 +249,8 @@ class WalletService(service.Service):
         self.broadcast = True
         self.wallets: Dict[str, Wallet] = {}
         self._reactor = reactor
+        #: The node's pool, for wallet work under the lock and dump reads (see coin.threads).
+        self.in_thread = in_thread if in_thread is not None else ThreadRunner()
         #: Schedules the relock after walletpassphrase (IReactorTime; default the reactor).
         self._clock = clock
         #: Pending relocks of unlocked wallets (walletpassphrase's timeout).
@@ -303,6 +307,7 @@ class WalletService(service.Service):
         pool = self.mempool.pool
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
+        wallet.in_thread = self.in_thread
         wallet.spend_zero_conf_change = self.spend_zero_conf_change
         wallet.pay_tx_fee = self.fee_settings.pay_tx_fee
         try:
@@ -520,7 +525,7 @@ class WalletService(service.Service):
     async def _import_wallet(self, wallet: Wallet, filename: str) -> None:
         with self.rescanner.reserve(wallet) as reservation:
             ensure_unlocked(wallet)
-            lines = await deferToThread(read_dump_lines, filename)
+            lines = await self.in_thread(read_dump_lines, filename)
             time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
                                                self._tip().time, write=True, slow=True)
             start = height_for_time(self.validation.chainstate.published, time_begin)

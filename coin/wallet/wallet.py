@@ -24,6 +24,7 @@ from coin.primitives.block import Block
 from coin.primitives.transaction import Transaction, TxOut
 from coin.primitives.hashes import hash160
 from coin.script.standard import extract_destinations, p2pkh_script
+from coin.threads import ThreadRunner
 from coin.wallet.db import WALLET_VERSION, WalletDB
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, CorruptKey, KeyStore
 
@@ -117,6 +118,9 @@ class Wallet:
         self._in_mempool = in_mempool
         self._now = now
         self.lock = threading.RLock()
+        #: Where slow or contended work under the lock runs (coin.wallet.access.in_wallet);
+        #: the wallet service gives its node's pool.
+        self.in_thread = ThreadRunner()
         self.keys = KeyStore(db, now, keypool_size)
         self.txs: Dict[bytes, WalletTx] = {}
         #: Outpoint -> wallet txids spending it (several when they conflict).
