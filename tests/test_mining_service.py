@@ -15,6 +15,8 @@ from coin.mining.service import LONGPOLL_FIRST_CHECK, LONGPOLL_RECHECK, MiningSe
 from coin.mining.stats import MiningInfo, network_hashps
 from coin.mining.template import LongPollId, Template
 from coin.primitives.block import Block
+from coin.primitives.hashes import hash160
+from coin.script.standard import p2pkh_script
 
 from .rpcchain import TIP_HEIGHT, ChainRPCTestCase
 
@@ -78,6 +80,31 @@ class TemplateTests(MiningServiceTestCase):
         self.assertEqual((yield self.mining.submit_block(invalid)), "duplicate-invalid")
         mutated = Block(block.header, list(block.txs) + [block.txs[0]])
         self.assertEqual((yield self.mining.submit_block(mutated)), "duplicate")
+
+
+class GenerateTests(MiningServiceTestCase):
+    """generate/generatetoaddress's loop, called without the RPC layer."""
+
+    def script(self) -> bytes:
+        return p2pkh_script(hash160(self.builder.pubkey))
+
+    @inlineCallbacks
+    def test_blocks_are_mined_on_the_tip_with_the_pool(self):
+        tx = yield self.pool_spend()
+        hashes = yield self.mining.generate(self.script(), 2, 1_000_000)
+        self.assertEqual(hashes, [self.state.at_height(TIP_HEIGHT + 1).hash, self.state.tip.hash])
+        self.assertEqual(self.state.height, TIP_HEIGHT + 2)
+        first = yield self.access.read_block(self.state.at_height(TIP_HEIGHT + 1))
+        self.assertEqual(list(first.txs[1:]), [tx])
+        self.assertEqual(first.txs[0].vout[0].script_pubkey, self.script())
+        self.assertEqual(first.txs[0].vout[0].value, 50 * COIN + 10_000)
+        self.assertNotIn(tx.txid, self.mempool.pool.entries)
+
+    @inlineCallbacks
+    def test_no_tries_left_mines_nothing(self):
+        self.assertEqual((yield self.mining.generate(self.script(), 3, 0)), [])
+        self.assertEqual((yield self.mining.generate(self.script(), 0, 1_000_000)), [])
+        self.assertEqual(self.state.height, TIP_HEIGHT)
 
 
 class LongPollTests(MiningServiceTestCase):

@@ -20,7 +20,6 @@ from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.chain.snapshot import ChainSnapshot
 from coin.chainparams import ChainParams
-from coin.mining.assembler import MiningError, create_block_from_pool, solve
 from coin.primitives.block import Block
 from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.primitives.transaction import Transaction
@@ -160,11 +159,6 @@ class ChainAccess:
         """Fires once chain events published so far reached every listener."""
         return self._service.sync_listeners()
 
-    def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
-        """Mine ``count`` blocks paying ``script_pubkey``; fires with their hashes."""
-        return self._service.call(_generate, self.mempool, script_pubkey, count, max_tries,
-                                  self.print_priority)
-
     def wait_for_tip(self, condition: Callable[[BlockIndexEntry], bool]) -> Deferred:
         """Fires with the tip once ``condition(tip)`` holds (at once if it already does)."""
         tip = self.snapshot().tip
@@ -173,26 +167,6 @@ class ChainAccess:
             d.callback(tip)
             return d
         return self.tip_waiters.wait(condition)
-
-
-def _generate(chainstate: ChainState, pool: Any, script_pubkey: bytes, count: int,
-              max_tries: int, print_priority: bool) -> List[bytes]:
-    """Core's generateBlocks: stop early when ``max_tries`` nonces are used up."""
-    hashes: List[bytes] = []
-    extra_nonce = 0
-    tries_left = max_tries
-    while len(hashes) < count and tries_left > 0:
-        extra_nonce += 1
-        template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce,
-                                             print_priority)
-        try:
-            block = solve(template, chainstate.params, max_tries=tries_left)
-        except MiningError:
-            break
-        tries_left -= block.header.nonce + 1
-        entry: Optional[BlockIndexEntry] = chainstate.process_block(block)
-        hashes.append(entry.hash)
-    return hashes
 
 
 def _entry_of_unspent(chainstate: ChainState, txid: bytes) -> Optional[BlockIndexEntry]:

@@ -8,14 +8,17 @@ waiting is done with the clock handed in.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 from coin.chain.access import ChainAccess
+from coin.chain.chainstate import ChainState
 from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID_SCRIPTS
 from coin.consensus.errors import ValidationError
+from coin.mempool.pool import Mempool
+from coin.mining.assembler import MiningError, create_block_from_pool, solve
 from coin.mining.stats import mining_info, network_hashps
 from coin.mining.template import (
     LongPollId, assemble_template, check_proposal, duplicate_result, rejection,
@@ -40,6 +43,12 @@ class MiningService:
         """Fires with a :class:`coin.mining.template.Template` on the current tip."""
         return self._chain.call(assemble_template, self._chain.mempool,
                                 self._chain.print_priority)
+
+    def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
+        """Mine ``count`` blocks paying ``script_pubkey`` on the validation worker (Core's
+        generateBlocks, for generate and generatetoaddress); fires with their hashes."""
+        return self._chain.call(_generate_blocks, self._chain.mempool, script_pubkey, count,
+                                max_tries, self._chain.print_priority)
 
     def check_proposal(self, block: Block) -> Deferred:
         """BIP23: fires with None if ``block`` would be valid on the tip, else why not."""
@@ -118,3 +127,22 @@ class MiningService:
     def info(self) -> Deferred:
         """Fires with :class:`coin.mining.stats.MiningInfo`."""
         return self._chain.call(mining_info, self._chain.mempool)
+
+
+def _generate_blocks(chainstate: ChainState, pool: Optional[Mempool], script_pubkey: bytes,
+                     count: int, max_tries: int, print_priority: bool) -> List[bytes]:
+    """Up to ``count`` blocks, stopping early once ``max_tries`` nonces are used up."""
+    hashes: List[bytes] = []
+    extra_nonce = 0
+    tries_left = max_tries
+    while len(hashes) < count and tries_left > 0:
+        extra_nonce += 1
+        template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce,
+                                             print_priority)
+        try:
+            block = solve(template, chainstate.params, max_tries=tries_left)
+        except MiningError:
+            break
+        tries_left -= block.header.nonce + 1
+        hashes.append(chainstate.process_block(block).hash)
+    return hashes

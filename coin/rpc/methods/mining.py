@@ -92,8 +92,8 @@ async def generatetoaddress(ctx: RPCContext, nblocks: int, address: str,
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Error: Invalid address")
     # Core keeps the count of tries in a uint64_t: a negative maxtries means "no limit".
     try:
-        hashes = await chain.generate(destination_script(destination), nblocks,
-                                      maxtries % (1 << 64))
+        hashes = await ctx.node.mining.generate(destination_script(destination), nblocks,
+                                                maxtries % (1 << 64))
     except ValidationError:
         raise RPCError(RPC_INTERNAL_ERROR, "ProcessNewBlock, block not accepted") from None
     return [hash_to_hex(h) for h in hashes]

@@ -154,7 +154,7 @@ async def generate(ctx: RPCContext, nblocks: int, maxtries: int) -> List[str]:
     wallet = ctx.wallet
     script = await in_wallet(wallet, mining_script, wallet, write=True)
     try:
-        hashes = await ctx.node.chain.generate(script, nblocks, maxtries % (1 << 64))
+        hashes = await ctx.node.mining.generate(script, nblocks, maxtries % (1 << 64))
     except ValidationError:
         raise RPCError(RPC_INTERNAL_ERROR, "ProcessNewBlock, block not accepted") from None
     return [hash_to_hex(h) for h in hashes]
