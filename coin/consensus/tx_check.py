@@ -170,7 +170,7 @@ def check_tx_inputs(tx: Transaction, spent: Sequence[Optional[Coin]], spend_heig
     value_out = tx.total_out()
     if value_in < value_out:
         raise ValidationError("bad-txns-in-belowout", "value in (%s) < value out (%s)" % (
-            _format_money(value_in), _format_money(value_out)), dos=100)
+            format_money(value_in), format_money(value_out)), dos=100)
     fee = value_in - value_out
     # Only reachable for a transaction that skipped check_transaction (negative outputs).
     if fee > MAX_MONEY:
@@ -204,7 +204,7 @@ def p2sh_sigops(tx: Transaction, spent: Sequence[Coin]) -> int:
     return count
 
 
-def _format_money(amount: int) -> str:
+def format_money(amount: int) -> str:
     """Core's FormatMoney: at least two decimals, trailing zeros trimmed (debug text only)."""
     sign = "-" if amount < 0 else ""
     text = "%d.%08d" % divmod(abs(amount), COIN)

@@ -12,6 +12,7 @@ from typing import Callable
 
 _sha256 = hashlib.sha256
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}\Z")
+_HEX_PAIRS = re.compile(r"(?:[0-9a-fA-F]{2})+\Z")
 
 
 def sha256(data: bytes) -> bytes:
@@ -63,3 +64,8 @@ def hex_to_hash(s: str) -> bytes:
 def is_hex_hash(s: str) -> bool:
     """True for exactly 64 hex digits (Core's IsHex + length check)."""
     return _HEX64.match(s) is not None
+
+
+def is_hex(text: str) -> bool:
+    """Core's IsHex: a non-empty, even-length run of hex digits and nothing else."""
+    return _HEX_PAIRS.match(text) is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from coin.primitives.hashes import is_hex
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPCError
 
 #: What C's isspace() skips before the digits (Core's SetHex).
@@ -32,12 +33,6 @@ def uint256_from_hex(text: str) -> bytes:
     return int(digits or "0", 16).to_bytes(32, "little")
 
 
-_HEX_PAIRS = re.compile(r"(?:[0-9a-fA-F]{2})+\Z")
-
-
-def is_hex(text: str) -> bool:
-    """Core's IsHex: a non-empty, even-length run of hex digits and nothing else."""
-    return _HEX_PAIRS.match(text) is not None
 
 
 def _require_hex(text: str, name: str, code: int) -> None:

@@ -20,7 +20,7 @@ from coin.primitives.address import (
     AddressError, Destination, decode_wif, encode_address, encode_wif, try_decode_address,
 )
 from coin.primitives.hashes import hash160
-from coin.rpc.params import is_hex  # Core's IsHex, a pure text check
+from coin.primitives.hashes import is_hex
 from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, p2pk_script
 from coin.wallet.addresses import ensure_unlocked, key_of_address, p2pkh_address
 from coin.wallet.errors import (

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import coincurve
 
-from coin.consensus.tx_check import _format_money as format_money
+from coin.consensus.tx_check import format_money
 from coin.governance.collateral import CollateralError, burn_script, minimum_fee
 from coin.governance.object import (
     NULL_HASH, OBJECT_PROPOSAL, OBJECT_TRIGGER, OBJECT_WATCHDOG, GovernanceObject, data_as_string,

@@ -36,7 +36,7 @@ from coin.rpc.errors import (
     RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR, RPC_WALLET_NOT_FOUND,
     RPC_WALLET_NOT_SPECIFIED, RPCError,
 )
-from coin.rpc.params import is_hex
+from coin.primitives.hashes import is_hex
 from coin.rpc.registry import (
     ANY, STR, Arg, RPCMethod, SubCommand, command_family, example_cli, example_rpc,
 )

@@ -54,7 +54,8 @@ from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPCError,
 )
 from coin.rpc.methods.network import connection_count
-from coin.rpc.params import is_hex, parse_hash_v
+from coin.primitives.hashes import is_hex
+from coin.rpc.params import parse_hash_v
 from coin.rpc.registry import (
     ANY, INT, INT64, OBJ, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
 )

@@ -25,7 +25,7 @@ from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR,
     RPC_TYPE_ERROR, RPCError,
 )
-from coin.rpc.params import is_hex
+from coin.primitives.hashes import is_hex
 from coin.rpc.registry import (
     ANY, ARR, INT, INT64, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method,
 )

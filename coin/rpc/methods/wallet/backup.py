@@ -19,7 +19,7 @@ from coin.primitives.address import AddressError, decode_wif
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_WALLET_ERROR, RPCError
 from coin.rpc.methods.wallet import wallet_service
-from coin.rpc.params import is_hex
+from coin.primitives.hashes import is_hex
 from coin.rpc.registry import BOOL, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.wallet.access import in_wallet
 from coin.wallet.addresses import ensure_unlocked

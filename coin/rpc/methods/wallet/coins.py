@@ -17,7 +17,8 @@ from coin.rpc.errors import (
 )
 from coin.rpc.methods.rawtransactions import check_object
 from coin.rpc.methods.wallet import ADDRESS_ARG, decode_destination, is_final, ismine_filter
-from coin.rpc.params import is_hex, uint256_from_hex
+from coin.primitives.hashes import is_hex
+from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
     ARR, BOOL, INT, INT64, OBJ, STR, Arg, amount_from_value, example_cli, example_rpc, rpc_method,
 )

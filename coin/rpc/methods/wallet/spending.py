@@ -16,7 +16,7 @@ import random
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.consensus.errors import ValidationError
-from coin.consensus.tx_check import _format_money
+from coin.consensus.tx_check import format_money
 from coin.mempool.policy import FeeRate
 from coin.mempool.service import MempoolService
 from coin.primitives.transaction import Transaction
@@ -148,7 +148,7 @@ async def sendtoaddress(ctx: RPCContext, address: str, amount: int, comment: Opt
     def failed(error: SpendError) -> RPCError:
         if not subtractfeefromamount and amount + error.fee_required > balance:
             return RPCError(RPC_WALLET_ERROR, "Error: This transaction requires a transaction fee "
-                            "of at least %s" % _format_money(error.fee_required))
+                            "of at least %s" % format_money(error.fee_required))
         return RPCError(RPC_WALLET_ERROR, error.message)
 
     recipient = Recipient(destination_script(destination), amount, subtractfeefromamount)
