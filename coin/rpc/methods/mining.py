@@ -357,11 +357,11 @@ async def getblocktemplate_(ctx: RPCContext, template_request: Optional[Dict[str
     if longpollid is not None:
         await mining.wait_for_change(_longpoll_id(mining, longpollid))
     template = await mining.template()
-    masternodes = getattr(ctx.node, "masternodes", None)  # absent on nodes without P2P
+    masternodes = ctx.node.masternodes  # None only on in-process test nodes without them
     state = chain.state
     height = template.prev.height + 1
     superblock = state.superblock_payments(height) if state.superblock_payments is not None else ()
-    sporks = getattr(ctx.node, "sporks", None)
+    sporks = ctx.node.sporks
     return template_json(template, chain.params, force_version,
                          masternodes is not None and masternodes.payments_enforced(), superblock,
                          sporks is not None and sporks.is_active(SPORK_9_SUPERBLOCKS_ENABLED,
