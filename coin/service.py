@@ -122,7 +122,8 @@ class NodeService(service.MultiService):
     """
 
     def __init__(self, settings: NodeConfig, reactor: Any,
-                 methods: Optional[MethodTable] = None, threadpool: Optional[ThreadPool] = None) -> None:
+                 methods: Optional[MethodTable] = None, threadpool: Optional[ThreadPool] = None,
+                 on_shutdown: Optional[Callable[[], object]] = None) -> None:
         super().__init__()
         self.settings = settings
         self.config = settings.config
@@ -130,6 +131,9 @@ class NodeService(service.MultiService):
         #: The one place blocking reads, parses and encodes hop to: ``threadpool`` (started and
         #: stopped by the caller), or None for the reactor's own pool.
         self.in_thread = ThreadRunner(reactor, threadpool)
+        #: What the ``stop`` RPC and a failed start call: by default, stop the reactor (the
+        #: node owns the process); code that embeds the node passes its own.
+        self._on_shutdown = on_shutdown
         self.params: ChainParams = get_params(settings.network)
         self.datadir = settings.datadir
         self.started_at = time.time()
@@ -182,10 +186,12 @@ class NodeService(service.MultiService):
 
     def request_shutdown(self) -> None:
         """Stop soon, after the current RPC reply is written (the ``stop`` RPC)."""
-        self.reactor.callLater(0.05, self._stop_reactor)
+        self.reactor.callLater(0.05, self._shut_down)
 
-    def _stop_reactor(self) -> None:
-        if self.reactor.running:
+    def _shut_down(self) -> None:
+        if self._on_shutdown is not None:
+            self._on_shutdown()
+        elif self.reactor.running:
             self.reactor.stop()
 
     # ------------------------------------------------------------ the service tree
@@ -552,7 +558,7 @@ class NodeService(service.MultiService):
             sys.stderr.write("Error: Corrupted block database detected.\nPlease restart with "
                              "-reindex or -reindex-chainstate to recover.\n")
             self.exit_code = 1
-            self._stop_reactor()
+            self._shut_down()
             return
         if self.wallets is not None:
             self.warmup.set("Loading wallet...")
@@ -563,7 +569,7 @@ class NodeService(service.MultiService):
                 log.failure("Loading wallet failed")
                 sys.stderr.write("Error: %s\n" % getattr(e, "message", e))
                 self.exit_code = 1
-                self._stop_reactor()
+                self._shut_down()
                 return
         self.warmup.finish()
         self.p2p.start_connections()
@@ -575,7 +581,7 @@ class NodeService(service.MultiService):
         log.failure("Error loading the chain state", failure)
         sys.stderr.write("Error: %s\n" % failure.getErrorMessage())
         self.exit_code = 1
-        self._stop_reactor()
+        self._shut_down()
 
     # ------------------------------------------------------------ shutdown
 

@@ -102,51 +102,22 @@ class RPCFailure(Exception):
         self.message = message
 
 
-class NodeProcess:
-    """A ``coind -regtest`` child process and ways to talk to it."""
+class NodeClient:
+    """What a user's program does with a node: raw HTTP, JSON-RPC and coin-cli.
 
-    def __init__(self, datadir: str, rpcport: int, args: Sequence[str],
-                 credentials: Optional[Tuple[str, str]]) -> None:
-        self.datadir = os.path.abspath(datadir)
-        self.rpcport = rpcport
-        self.args = list(args)
-        self.credentials = credentials
-        self.process: Optional[subprocess.Popen] = None
+    Needs ``datadir``, ``rpcport`` and ``credentials`` (None: the cookie file).
+    """
 
-    @classmethod
-    def start(cls, datadir: str, extra_args: Sequence[str] = (),
-              credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
-              wait: bool = True) -> "NodeProcess":
-        """Start a node; with ``credentials=None`` it uses cookie authentication."""
-        os.makedirs(datadir, exist_ok=True)
-        port = free_port()
-        args = ["-regtest", "-datadir=%s" % os.path.abspath(datadir), "-rpcport=%d" % port,
-                "-printtoconsole=0"]
-        if not any(a.startswith("-port=") for a in extra_args):
-            # P2P listens by default: never on the shared default port in tests.
-            args.append("-port=%d" % free_port())
-        if credentials is not None:
-            args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
-        node = cls(datadir, port, args + list(extra_args), credentials)
-        node.launch()
-        if wait:
-            node.wait_ready()
-        return node
+    datadir: str
+    credentials: Optional[Tuple[str, str]]
+
+    @property
+    def rpcport(self) -> int:
+        raise NotImplementedError
 
     @property
     def net_datadir(self) -> str:
         return os.path.join(self.datadir, "regtest")
-
-    def launch(self) -> None:
-        self._stderr = open(os.path.join(self.datadir, "stderr.txt"), "w")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "coin.tap"] + self.args, cwd=ROOT, env=_env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-            preexec_fn=_default_sigint)
-
-    def stderr_text(self) -> str:
-        with open(os.path.join(self.datadir, "stderr.txt")) as f:
-            return f.read()
 
     def _authorization(self) -> str:
         if self.credentials is not None:
@@ -155,28 +126,6 @@ class NodeProcess:
             with open(os.path.join(self.net_datadir, ".cookie")) as f:
                 user, _, password = f.read().strip().partition(":")
         return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
-
-    @property
-    def p2p_port(self) -> Optional[int]:
-        """The -port this node was started with, if any."""
-        for arg in reversed(self.args):
-            if arg.startswith("-port="):
-                return int(arg[len("-port="):])
-        return None
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        """Until RPC answers and the node is past warm-up (-28)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("coind exited with %s: %s"
-                                   % (self.process.returncode, self.stderr_text()))
-            try:
-                self.rpc("uptime")
-                return
-            except (OSError, RPCFailure):
-                time.sleep(0.1)
-        raise RuntimeError("coind did not become ready: %s" % self.stderr_text())
 
     def post(self, body: bytes, path: str = "/", headers: Optional[Dict[str, str]] = None,
              auth: bool = True, method: str = "POST",
@@ -212,6 +161,75 @@ class NodeProcess:
         return subprocess.run([sys.executable, "-m", "coincli"] + base + list(args),
                               input=stdin, capture_output=True, text=True, cwd=ROOT,
                               env=_env(), timeout=120)
+
+
+class NodeProcess(NodeClient):
+    """A ``coind -regtest`` child process and ways to talk to it."""
+
+    def __init__(self, datadir: str, rpcport: int, args: Sequence[str],
+                 credentials: Optional[Tuple[str, str]]) -> None:
+        self.datadir = os.path.abspath(datadir)
+        self._rpcport = rpcport
+        self.args = list(args)
+        self.credentials = credentials
+        self.process: Optional[subprocess.Popen] = None
+
+    @property
+    def rpcport(self) -> int:
+        return self._rpcport
+
+    @classmethod
+    def start(cls, datadir: str, extra_args: Sequence[str] = (),
+              credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
+              wait: bool = True) -> "NodeProcess":
+        """Start a node; with ``credentials=None`` it uses cookie authentication."""
+        os.makedirs(datadir, exist_ok=True)
+        port = free_port()
+        args = ["-regtest", "-datadir=%s" % os.path.abspath(datadir), "-rpcport=%d" % port,
+                "-printtoconsole=0"]
+        if not any(a.startswith("-port=") for a in extra_args):
+            # P2P listens by default: never on the shared default port in tests.
+            args.append("-port=%d" % free_port())
+        if credentials is not None:
+            args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
+        node = cls(datadir, port, args + list(extra_args), credentials)
+        node.launch()
+        if wait:
+            node.wait_ready()
+        return node
+
+    def launch(self) -> None:
+        self._stderr = open(os.path.join(self.datadir, "stderr.txt"), "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "coin.tap"] + self.args, cwd=ROOT, env=_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            preexec_fn=_default_sigint)
+
+    def stderr_text(self) -> str:
+        with open(os.path.join(self.datadir, "stderr.txt")) as f:
+            return f.read()
+
+    @property
+    def p2p_port(self) -> Optional[int]:
+        """The -port this node was started with, if any."""
+        for arg in reversed(self.args):
+            if arg.startswith("-port="):
+                return int(arg[len("-port="):])
+        return None
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until RPC answers and the node is past warm-up (-28)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("coind exited with %s: %s"
+                                   % (self.process.returncode, self.stderr_text()))
+            try:
+                self.rpc("uptime")
+                return
+            except (OSError, RPCFailure):
+                time.sleep(0.1)
+        raise RuntimeError("coind did not become ready: %s" % self.stderr_text())
 
     def stop(self, timeout: float = 60.0) -> int:
         """``stop`` over RPC, then wait for the process to exit; returns its status."""

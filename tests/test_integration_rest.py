@@ -4,13 +4,10 @@ bytes compared with the reference transcripts where they apply."""
 
 from __future__ import annotations
 
-import atexit
 import json
-import shutil
-import tempfile
 from typing import Optional
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SkipTest
 
 from coin.chain.access import ChainAccess
 from coin.chainparams import REGTEST
@@ -21,7 +18,8 @@ from coin.primitives.merkle import merkle_root
 from coin.primitives.transaction import OutPoint, Transaction
 from coin.testing.chainbuilder import ChainBuilder, Spendable
 
-from .nodeharness import MINER_ADDRESS, NodeProcess
+from .inprocess import InProcessNode, NodeTestCase
+from .nodeharness import MINER_ADDRESS, NodeClient
 
 FEE = 10_000
 ALL = b"output format not found (available: .bin, .hex, .json)\r\n"
@@ -92,20 +90,13 @@ REFERENCE = {
 _state: Optional[dict] = None
 
 
-def _rest(node: NodeProcess, path: str, method: str = "GET"):
+def _rest(node: NodeClient, path: str, method: str = "GET"):
     return node.post(b"", path=path, method=method, auth=False)
 
 
-def chain() -> dict:
-    """One node per run: 101 mined blocks, then block 102 (ours) with a spend of block 1's
-    coinbase."""
-    global _state
-    if _state is not None:
-        return _state
-    datadir = tempfile.mkdtemp(prefix="coin-test-rest-node-")
-    atexit.register(shutil.rmtree, datadir, True)
-    node = NodeProcess.start(datadir)
-    atexit.register(node.stop)
+def chain(node: InProcessNode) -> dict:
+    """101 mined blocks, then block 102 (ours) with a spend of block 1's coinbase, and a
+    transaction in the mempool."""
     hashes = node.rpc("generatetoaddress", 101, MINER_ADDRESS)
     _, _, raw1 = _rest(node, "/rest/block/%s.bin" % hashes[0])
     coinbase1 = Block.deserialize(raw1).txs[0]
@@ -131,15 +122,15 @@ def chain() -> dict:
                            coinbase2.vout[0].script_pubkey)
     pooled = builder.spend(pool_spent, fee=FEE)
     assert node.rpc("sendrawtransaction", pooled.serialize().hex()) == pooled.txid_hex
-    _state = {"node": node, "spend": spend, "spent": spent, "block": block,
+    return {"spend": spend, "spent": spent, "block": block,
               "hashes": hashes + [block.hash_hex], "pooled": pooled, "pool_spent": pool_spent}
-    return _state
 
 
-class RESTNodeTests(SynchronousTestCase):
+class RESTNodeTests(NodeTestCase):
     def setUp(self) -> None:
-        s = chain()
-        self.node, self.spend, self.spent, self.block = s["node"], s["spend"], s["spent"], s["block"]
+        self.node = self.start_node(chain=chain)
+        s = self.node.state
+        self.spend, self.spent, self.block = s["spend"], s["spent"], s["block"]
         self.hashes = s["hashes"]
         self.pooled, self.pool_spent = s["pooled"], s["pool_spent"]
 
@@ -370,12 +361,9 @@ class RESTNodeTests(SynchronousTestCase):
                          (404, b"Block height out of range\r\n"))
 
 
-class RESTDisabledTests(SynchronousTestCase):
+class RESTDisabledTests(NodeTestCase):
     def test_rest_0_is_plain_404(self):
-        datadir = tempfile.mkdtemp(prefix="coin-test-rest-off-")
-        self.addCleanup(shutil.rmtree, datadir, True)
-        node = NodeProcess.start(datadir, extra_args=["-rest=0"])
-        self.addCleanup(node.stop)
+        node = self.start_node("-rest=0")
         status, headers, body = _rest(node, "/rest/chaininfo.json")
         self.assertEqual((status, body), (404, b""))
         self.assert_like = REFERENCE["rest_100_rest_disabled_chaininfo"]

@@ -353,6 +353,8 @@ class P2PService(service.Service):
         self.on_handshake: List[Callable[[PeerProtocol], None]] = []
         self.on_disconnect: List[Callable[[PeerProtocol], None]] = []
         self.on_tick: List[Callable[[float], None]] = []
+        #: Called at shutdown, after the peers are gone: layers cancel their timers.
+        self.on_stop: List[Callable[[], None]] = []
         self._ticker: Optional[LoopingCall] = None
         self._last_dump = 0.0
 
@@ -425,6 +427,8 @@ class P2PService(service.Service):
         self._connecting.clear()
         for peer in list(self.peers.values()):
             peer.disconnect("shutdown", abort=True)
+        for hook in list(self.on_stop):
+            hook()
         self.dump()
 
     def dump(self) -> None:

@@ -48,6 +48,7 @@ from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Iterable, List, Optional, Set
 
 from twisted.internet.defer import Deferred, inlineCallbacks
+from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -263,13 +264,15 @@ class TxRelay(TxSource):
         self.recent_rejects = BoundedSet(MAX_RECENT_REJECTS)
         self.recent_confirmed = BoundedSet(MAX_RECENT_CONFIRMED)
         self._requests: Dict[bytes, _Request] = {}
-        self._flush_pending = False
+        #: The pending flush of queued announcements (one at a time).
+        self._flush_call: Optional[IDelayedCall] = None
         self._next_feefilter = 0.0
         sync.tx_source = self
         p2p.handlers.update({"tx": self._on_tx, "mempool": self._on_mempool})
         p2p.on_handshake.append(self._peer_ready)
         p2p.on_disconnect.append(self._peer_gone)
         p2p.on_tick.append(self._tick)
+        p2p.on_stop.append(self._stop)
         if min_fee_rate is not None:
             p2p.fee_filter_rate = min_fee_rate
         mempool.add_listener(self._tx_added_on_worker)
@@ -325,13 +328,18 @@ class TxRelay(TxSource):
             queue[txid] = None
             if len(queue) > MAX_TX_ANNOUNCE_QUEUE:
                 queue.popitem(last=False)
-        if not self._flush_pending:
-            self._flush_pending = True
-            self.p2p.reactor.callLater(self.trickle_delay, self.flush_announcements)
+        if self._flush_call is None:
+            self._flush_call = self.p2p.reactor.callLater(self.trickle_delay,
+                                                          self.flush_announcements)
+
+    def _stop(self) -> None:
+        if self._flush_call is not None and self._flush_call.active():
+            self._flush_call.cancel()
+        self._flush_call = None
 
     def flush_announcements(self) -> None:
         """Send each peer an inv of its queued transactions still in the pool."""
-        self._flush_pending = False
+        self._flush_call = None
         pool = self.pool
         for peer in self.p2p.handshaked_peers():
             st = self.peer_state(peer)

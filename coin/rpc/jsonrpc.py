@@ -71,6 +71,8 @@ class Warmup:
 
     def __init__(self, message: str | None = "RPC server started") -> None:
         self.message = message
+        #: Fires (with None) when start-up is over, for code that embeds the node.
+        self.done: Deferred[None] = Deferred()
 
     def set(self, message: str) -> None:
         """Report the current start-up step (e.g. "Loading block index...")."""
@@ -79,6 +81,8 @@ class Warmup:
     def finish(self) -> None:
         """Start-up is over: calls run from now on."""
         self.message = None
+        if not self.done.called:
+            self.done.callback(None)
 
 
 _ENCODER = simplejson.JSONEncoder(separators=(",", ":"), ensure_ascii=False,

@@ -1,0 +1,265 @@
+"""Nodes run inside the test process, the way Synapse's ``HomeserverTestCase`` runs its server.
+
+A :class:`NodeTestCase` test starts nodes with :meth:`NodeTestCase.start_node`: a real
+:class:`~coin.service.NodeService` (real SQLite, real sockets on loopback port 0, its own
+thread pool) on this process's reactor, with no process to spawn. The test method itself
+runs on a thread of its own while trial runs the reactor, so it talks to the node the way
+a user's program does, with blocking clients (``node.rpc``, ``node.post``, ``node.cli``,
+raw sockets) that look exactly like :class:`tests.nodeharness.NodeProcess`'s::
+
+    class MyTests(NodeTestCase):
+        def test_height(self):
+            node = self.start_node(chain=True)      # a copy of the 110-block test chain
+            self.assertEqual(node.rpc("getblockcount"), 110)
+
+What needs a process of its own (daemonizing, signals, kill -9, start-up errors that end
+the process, several nodes talking P2P) keeps using :class:`~tests.nodeharness.NodeProcess`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks
+from twisted.internet.threads import blockingCallFromThread
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+from twisted.trial.unittest import TestCase
+
+from coin.config import Config
+from coin.config.node import NodeConfig, node_options
+from coin.service import NodeService
+from tests.nodeharness import MINER_ADDRESS, PASSWORD, SHARED_BLOCKS, USER, NodeClient
+
+#: Threads of each node's pool (blocking reads, parses and encodes; see coin.threads).
+NODE_THREADS = 4
+
+
+def node_config(datadir: str, args: Sequence[str], credentials: Optional[Tuple[str, str]]) -> Config:
+    """Options as ``coind`` reads them, without coin.conf or $HOME, on loopback port 0."""
+    argv = ["-noconf", "-regtest", "-datadir=" + datadir, "-printtoconsole=0"]
+    if not any(a.startswith("-rpcport=") for a in args):
+        argv.append("-rpcport=0")
+    if not any(a.startswith(("-port=", "-bind=")) for a in args):
+        argv += ["-port=0", "-bind=127.0.0.1"]
+    if credentials is not None:
+        argv += ["-rpcuser=" + credentials[0], "-rpcpassword=" + credentials[1]]
+    config = Config(node_options(), environ={"HOME": datadir})
+    config.parse_command_line(argv + list(args))
+    config.read_config_files()
+    return config
+
+
+class InProcessNode(NodeClient):
+    """One NodeService on the reactor; blocking methods are for the test's own thread."""
+
+    def __init__(self, datadir: str, args: Sequence[str],
+                 credentials: Optional[Tuple[str, str]] = (USER, PASSWORD)) -> None:
+        self.datadir = os.path.abspath(datadir)
+        self.args = list(args)
+        self.credentials = credentials
+        self.service: Optional[NodeService] = None
+        self._pool: Optional[ThreadPool] = None
+        #: Fires when the node stopped after the ``stop`` RPC or a failed start.
+        self._stopping: Optional[Deferred] = None
+        #: What the ``chain`` build of :meth:`NodeTestCase.start_node` returned.
+        self.state: Any = None
+
+    # ------------------------------------------------------------ on the reactor
+
+    def start_service(self) -> Deferred:
+        """Build, open and start the node; fires once RPC answers (warm-up over).
+
+        Fails with RuntimeError if the node gave up during start-up (its ``exit_code``).
+        """
+        os.makedirs(self.datadir, exist_ok=True)
+        settings = NodeConfig.from_config(node_config(self.datadir, self.args, self.credentials))
+        self._pool = ThreadPool(minthreads=0, maxthreads=NODE_THREADS, name="node")
+        self._pool.start()
+        node = NodeService(settings, reactor, threadpool=self._pool,
+                           on_shutdown=self._shutdown_requested)
+        self.service = node
+        self._stopping = None
+        try:
+            node.privilegedStartService()
+        except BaseException:
+            self._pool.stop()
+            raise
+        node.startService()
+        ended: Deferred = Deferred()
+        node.warmup.done.addCallback(lambda _: ended.called or ended.callback(None))
+        self._ended = ended
+        return ended.addCallback(self._check_started)
+
+    def _check_started(self, _: object) -> "InProcessNode":
+        if self.service is None or self.service.exit_code:
+            raise RuntimeError("coind gave up during start-up (exit code %s)"
+                               % (self.service.exit_code if self.service else "?"))
+        return self
+
+    def _shutdown_requested(self) -> None:
+        """The ``stop`` RPC, or start-up giving up: stop as ``coind`` would, then exit."""
+        if self._stopping is None:
+            self._stopping = self.stop_service()
+        if not self._ended.called:
+            self._stopping.addCallback(lambda _: self._ended.called or self._ended.callback(None))
+
+    @inlineCallbacks
+    def stop_service(self) -> Any:
+        """Stop the node (if still running) and its pool; fires when all is released."""
+        node, pool = self.service, self._pool
+        if node is not None and node.running:
+            yield node.stopService()
+        if pool is not None and pool.started:
+            self._pool = None
+            pool.stop()
+
+    # ------------------------------------------------------------ from the test's thread
+
+    @property
+    def running(self) -> bool:
+        return self.service is not None and self.service.running
+
+    @property
+    def rpcport(self) -> int:
+        """The port of the first loopback IPv4 address RPC listens on (port 0 binds each
+        address on a port of its own)."""
+        return next(port for host, port in self.service.rpc_listeners.addresses
+                    if ":" not in host)
+
+    @property
+    def p2p_port(self) -> Optional[int]:
+        addresses = self.service.p2p_listeners.addresses if self.service.p2p_listeners else []
+        return next((port for host, port in addresses if ":" not in host), None)
+
+    def start(self) -> "InProcessNode":
+        """(Re)start the node on its datadir and wait until it answers."""
+        return blockingCallFromThread(reactor, self.start_service)
+
+    def stop(self) -> int:
+        """Stop the node as the ``stop`` RPC would; returns its exit code."""
+        if self._stopping is not None:
+            blockingCallFromThread(reactor, lambda: self._stopping)
+        blockingCallFromThread(reactor, self.stop_service)
+        return self.service.exit_code if self.service else 0
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """Until the node stopped by itself (``stop`` RPC); returns its exit code."""
+        stopped = threading.Event()
+        reactor.callFromThread(lambda: (self._stopping or Deferred()).addBoth(
+            lambda _: stopped.set()))
+        if not stopped.wait(timeout):
+            raise RuntimeError("the node did not stop within %s s" % timeout)
+        return self.service.exit_code if self.service else 0
+
+    def restart(self, *args: str) -> "InProcessNode":
+        """Stop, then start again on the same datadir, with ``args`` instead if given."""
+        self.stop()
+        if args:
+            self.args = list(args)
+        return self.start()
+
+
+# ------------------------------------------------------------------ prepared datadirs
+
+def mine_chain(node: InProcessNode) -> None:
+    """The test chain: ``SHARED_BLOCKS`` blocks (at today's times) paying MINER_ADDRESS."""
+    node.rpc("generatetoaddress", SHARED_BLOCKS, MINER_ADDRESS)
+
+
+Build = Callable[[InProcessNode], Any]
+_prepared: Dict[Tuple[Build, Tuple[str, ...]], Tuple[str, Any]] = {}
+_prepared_lock = threading.Lock()
+#: Files a copy leaves out: they belong to the node that ran, not to its data.
+_NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log")
+
+
+def prepared(build: Build, args: Sequence[str]) -> Tuple[str, Any]:
+    """``(datadir, state)``: a node started with ``args`` and set up by ``build(node)``, once
+    per process; ``state`` is what ``build`` returned. Tests start on copies of it."""
+    key = (build, tuple(args))
+    with _prepared_lock:
+        if key not in _prepared:
+            datadir = tempfile.mkdtemp(prefix="coin-test-prepared-")
+            atexit.register(shutil.rmtree, datadir, True)
+            node = InProcessNode(datadir, args)
+            node.start()
+            try:
+                state = build(node)
+            finally:
+                node.stop()
+            _prepared[key] = (datadir, state)
+        return _prepared[key]
+
+
+# ------------------------------------------------------------------ the test case
+
+def _on_own_thread(method: Callable[[], Any]) -> Callable[[], Deferred]:
+    """``method`` run on a new thread; the Deferred fires with its result in the reactor."""
+
+    @functools.wraps(method)
+    def run() -> Deferred:
+        done: Deferred = Deferred()
+
+        def body() -> None:
+            try:
+                result: Any = method()
+            except BaseException:
+                failure = Failure()
+                reactor.callFromThread(done.errback, failure)
+            else:
+                reactor.callFromThread(done.callback, result)
+
+        threading.Thread(target=body, name="test-" + method.__name__, daemon=True).start()
+        return done
+
+    return run
+
+
+class NodeTestCase(TestCase):
+    """Tests whose methods run on their own thread against nodes in this process.
+
+    Nodes started with :meth:`start_node` are stopped after the test (cleanups run in the
+    reactor). Generator tests (``inlineCallbacks``) run in the reactor as usual.
+    """
+
+    def __init__(self, methodName: str = "runTest") -> None:
+        super().__init__(methodName)
+        for name in (methodName, "setUp", "tearDown"):
+            method = getattr(self, name, None)
+            if getattr(type(self), name, None) is getattr(TestCase, name, None):
+                continue  # trial's own (empty) setUp and tearDown
+            if method is not None and not hasattr(method, "__wrapped__") and \
+                    not inspect.isgeneratorfunction(method):
+                setattr(self, name, _on_own_thread(method))
+
+    def start_node(self, *args: str, chain: Union[bool, Build] = False,
+                   credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
+                   datadir: Optional[str] = None) -> InProcessNode:
+        """A started node (call it from the test's thread).
+
+        ``chain=True`` starts it on a copy of the 110-block test chain (MINER_ADDRESS holds
+        its coinbases); ``chain=build`` on a copy of what ``build(node)`` made of a node
+        started with the same ``args`` (once per process), with its result in ``node.state``.
+        """
+        datadir = os.path.abspath(datadir or self.mktemp())
+        state = None
+        if chain:
+            source, state = prepared(mine_chain if chain is True else chain, args)
+            shutil.copytree(source, datadir, ignore=_NOT_COPIED, dirs_exist_ok=True)
+        os.makedirs(datadir, exist_ok=True)
+        node = InProcessNode(datadir, args, credentials)
+        node.state = state
+        self.addCleanup(node.stop_service)
+        return node.start()
+
+    def stop_nodes(self, *nodes: InProcessNode) -> Deferred:
+        return DeferredList([node.stop_service() for node in nodes], fireOnOneErrback=True)
