@@ -1,4 +1,15 @@
-"""coin's test suite (run with ``python -m twisted.trial tests``)."""
+"""coin's test suite (run with ``python -m twisted.trial tests``).
+
+``tests/unit/<package>/`` tests one package of ``coin`` without a running node;
+``tests/functional/`` drives whole nodes, in this process (tests/inprocess.py) or as
+``coind`` processes (tests/nodeharness.py). Shared helpers live here, beside ``data/``.
+"""
+
+import os
+
+#: The repository's root, and the test data directory.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
 
 try:
     from hypothesis import settings
@@ -9,6 +20,4 @@ else:
     settings.register_profile("coin", max_examples=200, deadline=None,
                               derandomize=True, database=None)
     settings.register_profile("thorough", max_examples=5000, deadline=None)
-    import os
-
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "coin"))

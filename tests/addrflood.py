@@ -1,6 +1,6 @@
 """An ``addr`` flood against a real node and the RPC latency seen meanwhile.
 
-Shared by the integration test (tests/test_integration_p2p_flood.py) and the
+Shared by the integration test (tests/functional/test_p2p_flood.py) and the
 benchmark (bench/addrman.py)::
 
     flooder = Flooder(RawPeer(node.p2p_port), addr_frames(20))

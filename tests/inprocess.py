@@ -202,16 +202,16 @@ def prepared(build: Build, args: Sequence[str]) -> Tuple[str, Any]:
 
 # ------------------------------------------------------------------ the test case
 
-def _on_own_thread(method: Callable[[], Any]) -> Callable[[], Deferred]:
+def _on_own_thread(method: Callable[..., Any]) -> Callable[..., Deferred]:
     """``method`` run on a new thread; the Deferred fires with its result in the reactor."""
 
     @functools.wraps(method)
-    def run() -> Deferred:
+    def run(*args: Any) -> Deferred:
         done: Deferred = Deferred()
 
         def body() -> None:
             try:
-                result: Any = method()
+                result: Any = method(*args)
             except BaseException:
                 failure = Failure()
                 reactor.callFromThread(done.errback, failure)
@@ -231,15 +231,14 @@ class NodeTestCase(TestCase):
     reactor). Generator tests (``inlineCallbacks``) run in the reactor as usual.
     """
 
-    def __init__(self, methodName: str = "runTest") -> None:
-        super().__init__(methodName)
-        for name in (methodName, "setUp", "tearDown"):
-            method = getattr(self, name, None)
-            if getattr(type(self), name, None) is getattr(TestCase, name, None):
-                continue  # trial's own (empty) setUp and tearDown
-            if method is not None and not hasattr(method, "__wrapped__") and \
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each plain test method, setUp and tearDown of a subclass runs on its own thread."""
+        super().__init_subclass__(**kwargs)
+        for name, method in list(vars(cls).items()):
+            if (name.startswith("test") or name in ("setUp", "tearDown")) and \
+                    inspect.isfunction(method) and not hasattr(method, "__wrapped__") and \
                     not inspect.isgeneratorfunction(method):
-                setattr(self, name, _on_own_thread(method))
+                setattr(cls, name, _on_own_thread(method))
 
     def start_node(self, *args: str, chain: Union[bool, Build] = False,
                    credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),

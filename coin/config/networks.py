@@ -2,7 +2,7 @@
 
 ``coin.chainparams`` builds genesis blocks and imports the primitives (about
 30 ms); coin-cli must start in a few. This table is therefore kept apart and
-``tests/test_config.py`` checks that it agrees with ``coin.chainparams``.
+``tests/unit/config/test_config.py`` checks that it agrees with ``coin.chainparams``.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ REMOVED_CONFLICT = "conflict"
 
 # Estimated bytes of Python heap per entry beyond the transaction's own bytes: the
 # entry object, its sets, the index dicts and the parsed Transaction objects.
-# Calibrated with tracemalloc (tests/test_mempool.py checks it stays within 25%).
+# Calibrated with tracemalloc (tests/unit/mempool/test_mempool.py checks it stays within 25%).
 _ENTRY_OVERHEAD = 1240
 _PER_INPUT_OVERHEAD = 420
 _PER_OUTPUT_OVERHEAD = 200
