@@ -44,8 +44,8 @@ NODE_THREADS = 4
 
 
 def node_config(datadir: str, args: Sequence[str], credentials: Optional[Tuple[str, str]]) -> Config:
-    """Options as ``coind`` reads them, without coin.conf or $HOME, on loopback port 0."""
-    argv = ["-noconf", "-regtest", "-datadir=" + datadir, "-printtoconsole=0"]
+    """Options as ``coind`` reads them (the datadir's coin.conf, no $HOME), on loopback port 0."""
+    argv = ["-regtest", "-datadir=" + datadir, "-printtoconsole=0"]
     if not any(a.startswith("-rpcport=") for a in args):
         argv.append("-rpcport=0")
     if not any(a.startswith(("-port=", "-bind=")) for a in args):
