@@ -70,6 +70,10 @@ class InProcessNode(NodeClient):
         self._pool: Optional[ThreadPool] = None
         #: Fires when the node stopped after the ``stop`` RPC or a failed start.
         self._stopping: Optional[Deferred] = None
+        #: Set while the node is down (before start, after stop): what ``wait`` waits for.
+        self._down = threading.Event()
+        self._down.set()
+        self._ports: Tuple[Optional[int], Optional[int]] = (None, None)
         #: What the ``chain`` build of :meth:`NodeTestCase.start_node` returned.
         self.state: Any = None
 
@@ -88,11 +92,14 @@ class InProcessNode(NodeClient):
                            on_shutdown=self._shutdown_requested)
         self.service = node
         self._stopping = None
+        self._down.clear()
         try:
             node.privilegedStartService()
         except BaseException:
             self._pool.stop()
+            self._down.set()
             raise
+        self._read_ports(node)
         node.startService()
         ended: Deferred = Deferred()
         node.warmup.done.addCallback(lambda _: ended.called or ended.callback(None))
@@ -104,6 +111,13 @@ class InProcessNode(NodeClient):
             raise RuntimeError("coind gave up during start-up (exit code %s)"
                                % (self.service.exit_code if self.service else "?"))
         return self
+
+    def _read_ports(self, node: NodeService) -> None:
+        def ipv4(group: Any) -> Optional[int]:
+            addresses = group.addresses if group is not None else []
+            return next((port for host, port in addresses if ":" not in host), None)
+
+        self._ports = (ipv4(node.rpc_listeners), ipv4(node.p2p_listeners))
 
     def _shutdown_requested(self) -> None:
         """The ``stop`` RPC, or start-up giving up: stop as ``coind`` would, then exit."""
@@ -121,6 +135,7 @@ class InProcessNode(NodeClient):
         if pool is not None and pool.started:
             self._pool = None
             pool.stop()
+        self._down.set()
 
     # ------------------------------------------------------------ from the test's thread
 
@@ -130,15 +145,13 @@ class InProcessNode(NodeClient):
 
     @property
     def rpcport(self) -> int:
-        """The port of the first loopback IPv4 address RPC listens on (port 0 binds each
-        address on a port of its own)."""
-        return next(port for host, port in self.service.rpc_listeners.addresses
-                    if ":" not in host)
+        """The port of the first loopback IPv4 address RPC listened on at the last start (port 0
+        binds each address on a port of its own); kept after a stop, as a process's would be."""
+        return self._ports[0]
 
     @property
     def p2p_port(self) -> Optional[int]:
-        addresses = self.service.p2p_listeners.addresses if self.service.p2p_listeners else []
-        return next((port for host, port in addresses if ":" not in host), None)
+        return self._ports[1]
 
     def start(self) -> "InProcessNode":
         """(Re)start the node on its datadir and wait until it answers."""
@@ -153,10 +166,7 @@ class InProcessNode(NodeClient):
 
     def wait(self, timeout: float = 60.0) -> int:
         """Until the node stopped by itself (``stop`` RPC); returns its exit code."""
-        stopped = threading.Event()
-        reactor.callFromThread(lambda: (self._stopping or Deferred()).addBoth(
-            lambda _: stopped.set()))
-        if not stopped.wait(timeout):
+        if not self._down.wait(timeout):
             raise RuntimeError("the node did not stop within %s s" % timeout)
         return self.service.exit_code if self.service else 0
 
