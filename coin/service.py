@@ -483,7 +483,8 @@ class NodeService(service.MultiService):
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
             root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
-                       max_connections=settings.rpc_max_connections, reactor=self.reactor)
+                       max_connections=settings.rpc_max_connections, reactor=self.reactor,
+                       categories=self.categories)
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]

@@ -14,6 +14,7 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from coin.config.rpcauth import parse_rpcauth
+from coin.logs import DebugCategories
 from coin.mining.service import MiningService
 from coin.rpc.auth import AllowList, Authenticator, Whitelist
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPC_METHOD_NOT_FOUND, RPCError
@@ -181,7 +182,8 @@ class Server:
     def __init__(self, *, node: FakeNode | None = None, whitelist: Whitelist | None = None,
                  warmup: str | None = None, methods: list | None = None,
                  limits: RPCLimits = RPCLimits(), allow: AllowList | None = None,
-                 authenticator: Authenticator | None = None) -> None:
+                 authenticator: Authenticator | None = None,
+                 categories: DebugCategories | None = None) -> None:
         self.clock = Clock()
         self.node = node if node is not None else FakeNode(wallets=reference_wallets(""))
         self.warmup = Warmup(warmup)
@@ -192,7 +194,7 @@ class Server:
             ("u", "p"), [parse_rpcauth(ALICE_RPCAUTH)])
         self.root = RPCRoot(self.core, self.authenticator, self.clock)
         self.site = RPCSite(self.root, allow=allow or AllowList(), max_body=limits.max_body,
-                            reactor=self.clock)
+                            reactor=self.clock, categories=categories)
 
     def connect(self, client: str | IAddress = "127.0.0.1") -> tuple[Any, StringTransport]:
         """A connection from ``client`` (an IPv4 host or any address)."""

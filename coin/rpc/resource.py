@@ -25,6 +25,7 @@ from twisted.web.http import datetimeToString
 
 from coin.config.node import DEFAULT_RPC_MAX_CONNECTIONS, DEFAULT_RPC_SERVER_TIMEOUT
 from coin.http.channel import LeanChannel
+from coin.logs import DebugCategories
 from coin.rpc.auth import AllowList, Authenticator, AuthThrottle, describe_peer
 from coin.rpc.errors import (
     HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_PAYLOAD_TOO_LARGE, HTTP_UNAUTHORIZED,
@@ -188,9 +189,12 @@ class RPCSite(server.Site):
     def __init__(self, root: resource.IResource, *, allow: AllowList,
                  max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 reactor: IReactorTime | None = None) -> None:
+                 reactor: IReactorTime | None = None,
+                 categories: DebugCategories | None = None) -> None:
         super().__init__(root, parsePOSTFormSubmission=False, timeout=timeout, reactor=reactor)
         self.allow = allow
+        #: The node's debug categories: the request log is built only while "http" is on.
+        self._categories = categories
         self.max_body = max_body
         self.max_connections = max_connections
         #: HTTP connections open now (counted up here, down by the channel).
@@ -217,7 +221,12 @@ class RPCSite(server.Site):
         self.connections -= 1
 
     def log(self, request: server.Request) -> None:
-        """Requests are logged only with ``-debug=http`` (as Core), not as an access log."""
+        """Requests are logged only with ``-debug=http`` (as Core), not as an access log.
+
+        Checked here, before the event is built: formatting it cost about a tenth of a
+        request's time with the category off."""
+        if self._categories is not None and not self._categories.is_enabled("http"):
+            return
         _http_log.debug("Received a {method} request for {uri} from {peer}",
                         method=request.method.decode("ascii", "replace"),
                         uri=request.uri.decode("ascii", "replace"),

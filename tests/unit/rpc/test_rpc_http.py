@@ -10,9 +10,11 @@ from hypothesis import given, settings, strategies as st
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import gatherResults
 from twisted.internet.error import ConnectionDone
+from twisted.logger import LogLevel, globalLogPublisher
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
+from coin.logs import DebugCategories
 from coin.rpc import jsonrpc
 from coin.rpc.jsonrpc import LARGE_RESULT, RPCLimits, parse_json
 from coin.rpc.registry import rpc_method
@@ -145,6 +147,30 @@ class ConnectionCapTests(SynchronousTestCase):
         held[0][0].connectionLost(Failure(ConnectionDone()))
         self.assertEqual(server.site.connections, 2)
         self.assertTrue(server.exchange(post(GET_COUNT)).startswith(b"HTTP/1.1 200 OK"))
+
+
+class RequestLogTests(SynchronousTestCase):
+    """Core logs each request only under ``-debug=http``; with it off no event is even built."""
+
+    def logged(self, categories: DebugCategories) -> list:
+        events: list = []
+        globalLogPublisher.addObserver(events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, events.append)
+        server = Server(categories=categories)
+        self.assertTrue(server.exchange(post(GET_COUNT, path=b"/wallet/")).startswith(b"HTTP/1.1 200"))
+        return [e for e in events if e.get("log_format", "").startswith("Received a")]
+
+    def test_off_by_default_and_on_with_the_category(self) -> None:
+        self.assertEqual(self.logged(DebugCategories()), [])
+        [event] = self.logged(DebugCategories(["http"]))
+        self.assertEqual((event["method"], event["uri"], event["log_level"]),
+                         ("POST", "/wallet/", LogLevel.debug))
+
+    def test_the_logging_rpc_turns_it_on_at_run_time(self) -> None:
+        categories = DebugCategories()
+        self.assertEqual(self.logged(categories), [])
+        categories.set_enabled("http", True)
+        self.assertEqual(len(self.logged(categories)), 1)
 
 
 class LargeBodyTests(TestCase):
