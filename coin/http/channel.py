@@ -269,12 +269,16 @@ class LeanChannel(Protocol):
         if self._idle is not None and self._idle.active():
             self._idle.reset(self.timeOut)
         else:
-            self._idle = self.callLater(self.timeOut, self._timed_out)
+            self._idle = self.callLater(self.timeOut, self._idle_expired)
 
-    def _stop_idle(self) -> None:
-        if self._idle is not None and self._idle.active():
-            self._idle.cancel()
+    def _idle_expired(self) -> None:
+        """The idle timer stays armed while requests are answered (one timer per connection,
+        reset rather than replaced per request); idleness counts from the last answer."""
         self._idle = None
+        if self._current is not None or self._queue:
+            self._restart_idle()
+        else:
+            self._timed_out()
 
     def _timed_out(self) -> None:
         self._idle = self._headers_deadline = None
@@ -288,9 +292,11 @@ class LeanChannel(Protocol):
             return
         if self._current is None and self._idle is not None:
             self._restart_idle()
-        if (self._headers_deadline is None and self.timeOut and self._current is None
-                and not self._queue and self._head_bytes >= 0):
-            self._headers_deadline = self.callLater(self.timeOut, self._timed_out)
+        # A head begun now must be complete within the timeout; most arrive whole in this
+        # read, so the deadline is only set (below) if this one did not.
+        may_start_deadline = (self._headers_deadline is None and self.timeOut
+                              and self._current is None and not self._queue
+                              and self._head_bytes >= 0)
         try:
             if self._message is None:
                 data, self._pending = self._pending + data, b""
@@ -305,6 +311,9 @@ class LeanChannel(Protocol):
             self._queue.append(BAD_REQUEST)
         if self._queue and isinstance(self._queue[-1], bytes):
             self._closing = True  # nothing after a refusal is read
+        elif may_start_deadline and self._head_bytes >= 0 and (
+                self._pending or self._message is not None):
+            self._headers_deadline = self.callLater(self.timeOut, self._timed_out)
         self._serve_next()
 
     def _request_line_first(self, data: bytes) -> bytes:
@@ -448,7 +457,6 @@ class LeanChannel(Protocol):
                 self._queue.clear()
                 self.loseConnection()
                 return
-            self._stop_idle()
             self._serve(item)
         if self._paused and len(self._queue) <= MAX_PIPELINED // 2 and not self._closing:
             self._paused = False

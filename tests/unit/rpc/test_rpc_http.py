@@ -8,7 +8,7 @@ import threading
 import simplejson
 from hypothesis import given, settings, strategies as st
 from twisted.internet.address import IPv4Address
-from twisted.internet.defer import gatherResults
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.error import ConnectionDone
 from twisted.logger import LogLevel, globalLogPublisher
 from twisted.python.failure import Failure
@@ -32,6 +32,44 @@ MANY = {"k%d" % n: {"fee": amount_to_json(n), "difficulty": real_to_json(n / 3),
 @rpc_method("many", category="hidden")
 def echo_many(ctx):
     return MANY
+
+
+#: What ``slow`` answers with, once a test fires it.
+_SLOW: list = []
+
+
+@rpc_method("slow", category="hidden")
+def slow(ctx):
+    answer: Deferred = Deferred()
+    _SLOW.append(answer)
+    return answer
+
+
+class IdleTimerTests(SynchronousTestCase):
+    """One idle timer per connection: reset per request, never replaced, never cutting an answer."""
+
+    def test_a_slow_answer_is_not_cut_and_idleness_counts_from_it(self):
+        server = Server(methods=[slow])
+        self.addCleanup(_SLOW.clear)
+        protocol, transport = server.connect()
+        protocol.dataReceived(post(b'{"method":"slow","id":1}'))
+        server.clock.advance(75)  # well past the 30 s timeout, still answering
+        self.assertFalse(transport.disconnecting)
+        _SLOW.pop().callback(5)
+        self.assertIn(b'{"result":5,"error":null,"id":1}', transport.value())
+        server.clock.advance(29)
+        self.assertFalse(transport.disconnecting)
+        server.clock.advance(1.5)
+        self.assertTrue(transport.disconnecting)
+
+    def test_requests_arm_no_new_timers(self):
+        server = Server()
+        protocol, transport = server.connect()
+        [idle] = server.clock.getDelayedCalls()
+        for _ in range(20):
+            protocol.dataReceived(post(GET_COUNT))
+            self.assertEqual(server.clock.getDelayedCalls(), [idle])
+        self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 20)
 
 
 class LineEndingTests(SynchronousTestCase):
