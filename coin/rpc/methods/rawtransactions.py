@@ -19,12 +19,12 @@ on the validation worker), then from the ``prevtxs`` argument.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 
 from coin.chain.access import ChainAccess
 from coin.chainparams import ChainParams
-from coin.mempool.coinview import coins_with_pool
+from coin.mempool.coinview import PrevoutLookup, spent_outputs
 from coin.primitives.address import AddressError, Destination, decode_wif, try_decode_address
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.script import OP_RETURN, is_p2sh, push_data, script_to_asm
@@ -427,8 +427,6 @@ _PREVTX_VOUT = Arg("vout", INT)
 _PREVTX_AMOUNT = Arg("amount", ANY)
 
 Key = Tuple[bytes, int]
-#: ``key -> (scriptPubKey, amount)`` of a spent output the signer knows of, or None.
-PrevoutLookup = Callable[[Key], Optional[Tuple[bytes, int]]]
 
 
 class PrevTx(NamedTuple):
@@ -502,21 +500,6 @@ def sign_inputs(tx: Transaction, spent: List[Optional[bytes]], keystore: Any,
     return signed, errors
 
 
-def _spent_outputs(chainstate: Any, pool: Any, keys: List[Key],
-                   known: Optional[PrevoutLookup]) -> Dict[Key, Tuple[bytes, int]]:
-    """The outputs ``keys`` spend, from the UTXO set and the pool, then ``known``
-    (on the validation worker, where a wallet's lock may be waited for)."""
-    coins = coins_with_pool(chainstate, pool, keys)
-    view = {key: (coin.script_pubkey, coin.value) for key, coin in zip(keys, coins)
-            if coin is not None}
-    if known is not None:
-        for key in keys:
-            found = None if key in view else known(key)
-            if found is not None:
-                view[key] = found
-    return view
-
-
 async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
                                 prevtxs: Optional[List[Any]], sighashtype: Optional[str],
                                 temporary_keys: bool,
@@ -531,7 +514,7 @@ async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
     hash_type = _sighash_type(sighashtype)
     chain = _chain(ctx)
     keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
-    view = await chain.call(_spent_outputs, chain.mempool, keys, known)
+    view = await chain.call(spent_outputs, chain.mempool, keys, known)
     for prev in given:
         current = view.get(prev.key)
         if current is not None and current[0] != prev.script_pubkey:
