@@ -13,7 +13,8 @@ methods (``coin.rpc.methods.mempool``).
 ``signrawtransactionwithkey`` and the wallet's ``signrawtransactionwithwallet``
 (``coin.rpc.methods.wallet.spending``) share :func:`sign_transaction_json`, Core
 0.17's SignTransaction: spent outputs come from the UTXO set and the pool (read
-on the validation worker), then from the ``prevtxs`` argument.
+on the validation worker, :func:`coin.mempool.coinview.spent_outputs`), then from the
+``prevtxs`` argument; :func:`coin.script.sign.sign_and_verify` signs and checks.
 """
 
 from __future__ import annotations
@@ -40,12 +41,10 @@ from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
     example_rpc, json_type_name, rpc_method,
 )
-from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
-from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
 from coin.script.sighash import (
-    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE, SighashCache,
+    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE,
 )
-from coin.script.sign import KeyStore, sign_transaction
+from coin.script.sign import KeyStore, sign_and_verify
 from coin.script.standard import destination_script
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
@@ -475,31 +474,6 @@ def _input_error(tx: Transaction, index: int, message: str) -> Dict[str, Any]:
             "scriptSig": txin.script_sig.hex(), "sequence": txin.sequence, "error": message}
 
 
-def sign_inputs(tx: Transaction, spent: List[Optional[bytes]], keystore: Any,
-                hash_type: int) -> Tuple[Transaction, List[Dict[str, Any]]]:
-    """Sign what ``keystore`` can; the signed transaction and one error per input that
-    does not verify (``spent[i]`` None: the output input ``i`` spends is unknown)."""
-    single = hash_type & ~SIGHASH_ANYONECANPAY == SIGHASH_SINGLE
-    # Only sign SIGHASH_SINGLE when there is a corresponding output (Core).
-    scripts = [b"" if script is None or (single and i >= len(tx.vout)) else script
-               for i, script in enumerate(spent)]
-    signed, _ = sign_transaction(tx, scripts, keystore, hash_type)
-    cache = SighashCache(signed)
-    errors = []
-    for index, script in enumerate(spent):
-        if script is None:
-            errors.append(_input_error(signed, index, "Input not found or already spent"))
-            continue
-        try:
-            verify_script(signed.vin[index].script_sig, script, STANDARD_SCRIPT_VERIFY_FLAGS,
-                          TransactionSignatureChecker(signed, index, cache))
-        except ScriptError as e:
-            message = ("Unable to sign input, invalid stack size (possibly missing key)"
-                       if e.code == "INVALID_STACK_OPERATION" else e.message)
-            errors.append(_input_error(signed, index, message))
-    return signed, errors
-
-
 async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
                                 prevtxs: Optional[List[Any]], sighashtype: Optional[str],
                                 temporary_keys: bool,
@@ -524,7 +498,8 @@ async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
         if temporary_keys and prev.redeem_script is not None:
             keystore.add_script(prev.redeem_script)
     spent = [view[key][0] if key in view else None for key in keys]
-    signed, errors = sign_inputs(tx, spent, keystore, hash_type)
+    signed, failures = sign_and_verify(tx, spent, keystore, hash_type)
+    errors = [_input_error(signed, index, message) for index, message in failures]
     result: Dict[str, Any] = {"hex": signed.serialize().hex(), "complete": not errors}
     if errors:
         result["errors"] = errors
