@@ -26,7 +26,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_HAVE_UNDO, BlockIndexEntry
-from coin.chain.snapshot import RPC_MISC_ERROR
+from coin.chain.snapshot import RPC_INVALID_PARAMETER, RPC_MISC_ERROR
 
 if TYPE_CHECKING:  # pragma: no cover
     from coin.chain.chainstate import ChainState
@@ -41,8 +41,6 @@ MIB = 1 << 20
 TIMESTAMP_WINDOW = 2 * 60 * 60
 #: Heights above this are read as times (Core's pruneblockchain).
 _LARGEST_HEIGHT = 1000000000
-#: Core's RPC_INVALID_PARAMETER (the chain does not import the RPC layer).
-RPC_INVALID_PARAMETER = -8
 
 PruneSet = Tuple[List[int], List[int]]
 

@@ -29,9 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from coin.primitives.block import Block
     from coin.threads import ThreadRunner
 
-#: Core's RPC codes for the block-read errors (the chain does not import the RPC layer).
+#: Core's RPC codes the chain's errors carry (the chain does not import the RPC layer).
 RPC_MISC_ERROR = -1
 RPC_INVALID_ADDRESS_OR_KEY = -5
+RPC_INVALID_PARAMETER = -8
 
 PRUNED_MESSAGE = "Block not available (pruned data)"
 NOT_ON_DISK_MESSAGE = "Block not found on disk"

@@ -5,7 +5,8 @@ header, transaction, output and chain-info object comes from :mod:`coin.views`;
 this module picks the entries, reads the data off the reactor thread and maps
 failures to Core's codes and messages. What the methods compute about the chain
 lives in the chain package: verifychain's checks in :mod:`coin.chain.verify`,
-getchaintips' statuses in :mod:`coin.chain.tips`, gettxoutsetinfo's figures in
+getchaintips' statuses in :mod:`coin.chain.tips`, getchaintxstats' window in
+:mod:`coin.chain.txstats`, gettxoutsetinfo's figures in
 :mod:`coin.chain.utxostats`, pruneblockchain's checks in :mod:`coin.chain.pruning`;
 gettxout's read through the pool is :func:`coin.mempool.coinview.coin_at_tip`.
 Departures from Core are noted where they happen (verifychain's level 4 in
@@ -25,6 +26,7 @@ from coin.chain.index import BlockIndexEntry
 from coin.chain.pruning import prune_to
 from coin.chain.snapshot import BlockUnavailable, ChainSnapshot
 from coin.chain.tips import ChainTip, chain_tips
+from coin.chain.txstats import chain_tx_stats
 from coin.chain.utxostats import utxo_set_info
 from coin.chain.verify import DEFAULT_CHECKBLOCKS, DEFAULT_CHECKLEVEL, verify_chain
 from coin.consensus.pow import get_difficulty
@@ -52,8 +54,6 @@ log = Logger()
 
 #: The block hash Core's examples use.
 _EXAMPLE_HASH = '"00000000c937983704a73af28acdec37b049d214adbda81d7e2a3dd146f6ed09"'
-#: getchaintxstats' default window: one month of blocks.
-_MONTH = 30 * 24 * 60 * 60
 
 
 def _chain(ctx: RPCContext) -> ChainAccess:
@@ -381,33 +381,19 @@ def getchaintxstats(ctx: RPCContext, nblocks: Optional[int],
                     blockhash: Optional[str]) -> Dict[str, Any]:
     chain = _chain(ctx)
     view = chain.snapshot()
-    if blockhash is None:
-        entry = view.tip
-    else:
-        entry = _lookup(view, blockhash)
-        if not view.contains(entry):
-            raise RPCError(RPC_INVALID_PARAMETER, "Block is not in main chain")
-    if nblocks is None:
-        count = max(0, min(_MONTH // chain.params.target_spacing, entry.height - 1))
-    elif nblocks < 0 or (nblocks > 0 and nblocks >= entry.height):
-        raise RPCError(RPC_INVALID_PARAMETER,
-                       "Invalid block count: should be between 0 and the block's height - 1")
-    else:
-        count = nblocks
-    past = entry.get_ancestor(entry.height - count)
-    interval = entry.median_time_past() - past.median_time_past()
-    tx_count = entry.chain_tx - past.chain_tx
+    entry = view.tip if blockhash is None else _lookup(view, blockhash)
+    stats = chain_tx_stats(view, entry, nblocks, chain.params.target_spacing)
     out: Dict[str, Any] = {
         "time": entry.time,
         "txcount": entry.chain_tx,
         "window_final_block_hash": hash_to_hex(entry.hash),
-        "window_block_count": count,
+        "window_block_count": stats.block_count,
     }
-    if count > 0:
-        out["window_tx_count"] = tx_count
-        out["window_interval"] = interval
-        if interval > 0:
-            out["txrate"] = real_to_json(tx_count / interval)
+    if stats.block_count > 0:
+        out["window_tx_count"] = stats.tx_count
+        out["window_interval"] = stats.interval
+        if stats.rate is not None:
+            out["txrate"] = real_to_json(stats.rate)
     return out
 
 
