@@ -26,7 +26,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_HAVE_UNDO, BlockIndexEntry
-from coin.chain.snapshot import RPC_INVALID_PARAMETER, RPC_MISC_ERROR
+from coin.chain.errors import RPC_INVALID_PARAMETER, ChainRequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from coin.chain.chainstate import ChainState
@@ -49,14 +49,8 @@ class PruneConfigError(ValueError):
     """``-prune`` has a value Core refuses; the text is Core's."""
 
 
-class PruneRefused(Exception):
-    """A manual prune cannot go ahead; ``message`` and ``rpc_code`` are Core's."""
-
-    rpc_code = RPC_MISC_ERROR
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+class PruneRefused(ChainRequestError):
+    """A manual prune cannot go ahead (-1)."""
 
 
 class BadPruneHeight(PruneRefused):

@@ -9,20 +9,17 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from coin.chain.index import BlockIndexEntry
-from coin.chain.snapshot import RPC_INVALID_PARAMETER, ChainSnapshot
+from coin.chain.errors import RPC_INVALID_PARAMETER, ChainRequestError
+from coin.chain.snapshot import ChainSnapshot
 
 #: The default window: one month of blocks.
 MONTH = 30 * 24 * 60 * 60
 
 
-class BadTxStatsWindow(Exception):
-    """The block or the window asked for cannot be measured; ``message`` is Core's."""
+class BadTxStatsWindow(ChainRequestError):
+    """The block or the window asked for cannot be measured (-8)."""
 
     rpc_code = RPC_INVALID_PARAMETER
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class ChainTxStats(NamedTuple):
