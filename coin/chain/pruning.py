@@ -15,13 +15,18 @@ Entries of blocks in pruned files lose ``BLOCK_HAVE_DATA`` / ``BLOCK_HAVE_UNDO``
 and their positions; ``ChainStore.flush`` persists that, the zeroed file
 statistics and the have-pruned flag in one transaction and unlinks the files
 afterwards.
+
+:func:`prune_to` is pruneblockchain's checks and prune, run on the validation
+worker; it refuses with :class:`PruneRefused`, which carries Core's code and message.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_HAVE_UNDO, BlockIndexEntry
+from coin.chain.errors import RPC_INVALID_PARAMETER, ChainRequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from coin.chain.chainstate import ChainState
@@ -32,12 +37,26 @@ MIN_BLOCKS_TO_KEEP = 288
 #: Smallest automatic target in MiB (Core's MIN_DISK_SPACE_FOR_BLOCK_FILES).
 MIN_PRUNE_TARGET_MIB = 550
 MIB = 1 << 20
+#: Core's TIMESTAMP_WINDOW: pruning by time keeps blocks up to this much older.
+TIMESTAMP_WINDOW = 2 * 60 * 60
+#: Heights above this are read as times (Core's pruneblockchain).
+_LARGEST_HEIGHT = 1000000000
 
 PruneSet = Tuple[List[int], List[int]]
 
 
 class PruneConfigError(ValueError):
     """``-prune`` has a value Core refuses; the text is Core's."""
+
+
+class PruneRefused(ChainRequestError):
+    """A manual prune cannot go ahead (-1)."""
+
+
+class BadPruneHeight(PruneRefused):
+    """The height (or time) asked for is not one the chain can be pruned to."""
+
+    rpc_code = RPC_INVALID_PARAMETER
 
 
 def prune_target_from_option(value: int) -> Tuple[bool, int]:
@@ -146,3 +165,30 @@ def prune_height(view: "ChainSnapshot") -> Optional[int]:
             break
         height -= 1
     return height
+
+
+def prune_to(chainstate: "ChainState", height: int) -> int:
+    """Prune by hand up to ``height`` (or a Unix time, if above 10**9); the height used.
+
+    Core 0.17's pruneblockchain: a time prunes blocks at least two hours older than
+    it, and the prune keeps the last ``MIN_BLOCKS_TO_KEEP`` blocks.  Runs on the
+    validation worker.
+    """
+    if not chainstate.prune_mode:
+        raise PruneRefused("Cannot prune blocks because node is not in prune mode.")
+    if height < 0:
+        raise BadPruneHeight("Negative block height.")
+    if height > _LARGEST_HEIGHT:
+        # Too high for a height, so a time: the first block at least that late, less 2 hours.
+        chain = chainstate.chain
+        at = bisect_left(chain, height - TIMESTAMP_WINDOW, key=lambda e: e.time_max)
+        if at >= len(chain):
+            raise BadPruneHeight("Could not find block with at least the specified timestamp.")
+        height = chain[at].height
+    chain_height = chainstate.height
+    if chain_height < MIN_BLOCKS_TO_KEEP:
+        # Core refuses below PruneAfterHeight; nothing could be pruned here anyway.
+        raise PruneRefused("Blockchain is too short for pruning.")
+    if height > chain_height:
+        raise BadPruneHeight("Blockchain is shorter than the attempted prune height.")
+    return chainstate.prune_manual(height)

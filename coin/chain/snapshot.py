@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 from twisted.internet.defer import Deferred, fail
 
+from coin.chain.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_MISC_ERROR
 from coin.chain.index import BlockIndexEntry
 from coin.storage.errors import CorruptionError
 
@@ -29,9 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from coin.primitives.block import Block
     from coin.threads import ThreadRunner
 
-#: Core's RPC codes for the block-read errors (the chain does not import the RPC layer).
-RPC_MISC_ERROR = -1
-RPC_INVALID_ADDRESS_OR_KEY = -5
 
 PRUNED_MESSAGE = "Block not available (pruned data)"
 NOT_ON_DISK_MESSAGE = "Block not found on disk"

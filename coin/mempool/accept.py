@@ -45,6 +45,14 @@ class MissingInputs(Exception):
     """An input is neither in the UTXO set nor in the pool (an orphan, or spent)."""
 
 
+class AlreadyInChain(Exception):
+    """Submitted again: an output of the transaction is unspent in the UTXO set."""
+
+    #: Core's RPC_VERIFY_ALREADY_IN_CHAIN and message (the mempool does not import the RPC layer).
+    rpc_code = -27
+    message = "transaction already in block chain"
+
+
 @dataclass
 class PoolPolicy:
     """The relay options (-minrelaytxfee, -maxmempool, -limit*, -acceptnonstdtxn, ...)."""

@@ -9,7 +9,7 @@ Readers (RPC, REST) use the pool's lock from the reactor thread.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, succeed
@@ -20,7 +20,7 @@ from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent
 from coin.chain.service import ValidationService
 from coin.consensus.errors import ValidationError
 from coin.mempool.accept import (
-    Accepted, PoolPolicy, accept_to_mempool, limit_pool_size, remove_for_reorg,
+    Accepted, AlreadyInChain, PoolPolicy, accept_to_mempool, limit_pool_size, remove_for_reorg,
 )
 from coin.mempool.estimator import FeeEstimator
 from coin.mempool.persist import (
@@ -122,6 +122,35 @@ class MempoolService(service.Service):
                       kb=self.pool.total_usage // 1000)
             self._notify(tx)
         return result
+
+    def submit(self, tx: Transaction, max_fee: int = 0) -> Deferred:
+        """sendrawtransaction's submission: fires once ``tx`` is in the pool (already there
+        counts); fails with AlreadyInChain, MissingInputs or ValidationError.
+
+        The pool and the UTXO set are checked and the transaction accepted in one job on
+        the validation worker, so no block or other submission comes in between.
+        """
+        return self.validation.call(self.submit_on_worker, tx, max_fee)
+
+    def submit_on_worker(self, chainstate: ChainState, tx: Transaction, max_fee: int = 0) -> None:
+        """The submission itself; only on the validation worker."""
+        if tx.txid in self.pool:
+            return
+        keys = [(tx.txid, n) for n in range(len(tx.vout))]
+        if any(coin is not None for coin in chainstate.store.coins.fetch(keys)):
+            raise AlreadyInChain(AlreadyInChain.message)
+        self.accept_on_worker(chainstate, tx, max_fee)
+
+    def estimate_smart_fee(self, target: int, conservative: bool) -> Tuple[Optional[int], int]:
+        """estimatesmartfee: ``(satoshis per kB or None, blocks)``.
+
+        Never below what this node would relay (the pool's floor, -minrelaytxfee), as
+        later Core versions clamp it.
+        """
+        with self.pool.lock:
+            rate, blocks = self.estimator.estimate_smart_fee(target, conservative)
+            floor = max(self.pool.get_min_fee().sat_per_kb, self.policy.min_relay_fee.sat_per_kb)
+        return (None if rate is None else max(rate, floor)), blocks
 
     def prioritise(self, txid: bytes, delta: int) -> Deferred:
         return self.validation.call(lambda _cs: self.pool.prioritise(txid, delta))

@@ -127,6 +127,18 @@ def var_bytes(data: bytes) -> bytes:
     return compact_size(len(data)) + data
 
 
+def varint(n: int) -> bytes:
+    """Core's VARINT (MSB base-128, each continuation digit offset by one), ``n >= 0``.
+
+    Not a wire format here; gettxoutsetinfo's hash_serialized_2 hashes it.
+    """
+    digits = [n & 0x7F]
+    while n > 0x7F:
+        n = (n >> 7) - 1
+        digits.append((n & 0x7F) | 0x80)
+    return bytes(reversed(digits))
+
+
 def u32(n: int) -> bytes:
     return _U32.pack(n)
 

@@ -17,7 +17,9 @@ from coin.primitives.script import push_data, push_minimal
 from coin.primitives.transaction import Transaction, TxIn
 from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
 from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
-from coin.script.sighash import SIGHASH_ALL, SighashCache, signature_hash
+from coin.script.sighash import (
+    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_SINGLE, SighashCache, signature_hash,
+)
 from coin.script.standard import (
     TX_MULTISIG,
     TX_PUBKEY,
@@ -149,3 +151,31 @@ def sign_p2pkh_input(tx: Transaction, index: int, privkey: PrivateKey, script_pu
             raise ValueError("key does not match the P2PKH script")
     sig = create_signature(privkey, script_pubkey, tx, index, hash_type, cache)
     return push_data(sig) + push_data(pubkey)
+
+
+def sign_and_verify(tx: Transaction, spent: Sequence[Optional[bytes]], keystore: KeyStore,
+                    hash_type: int = SIGHASH_ALL) -> Tuple[Transaction, List[Tuple[int, str]]]:
+    """Core 0.17's SignTransaction: sign what ``keystore`` can, then verify every input.
+
+    ``spent[i]`` is the script input ``i`` spends, None when that output is unknown.
+    Returns the signed transaction and, per input that does not verify, its index and
+    Core's reason (the RPC shows them as its ``errors``).
+    """
+    single = hash_type & ~SIGHASH_ANYONECANPAY == SIGHASH_SINGLE
+    # Only sign SIGHASH_SINGLE when there is a corresponding output (Core).
+    scripts = [b"" if script is None or (single and i >= len(tx.vout)) else script
+               for i, script in enumerate(spent)]
+    signed, _ = sign_transaction(tx, scripts, keystore, hash_type)
+    cache = SighashCache(signed)
+    failures = []
+    for index, script in enumerate(spent):
+        if script is None:
+            failures.append((index, "Input not found or already spent"))
+            continue
+        try:
+            verify_script(signed.vin[index].script_sig, script, STANDARD_SCRIPT_VERIFY_FLAGS,
+                          TransactionSignatureChecker(signed, index, cache))
+        except ScriptError as e:
+            failures.append((index, "Unable to sign input, invalid stack size (possibly missing key)"
+                             if e.code == "INVALID_STACK_OPERATION" else e.message))
+    return signed, failures

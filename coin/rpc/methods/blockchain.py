@@ -3,33 +3,38 @@
 Registered through the ``coin.rpc`` entry point ``blockchain``. Every block,
 header, transaction, output and chain-info object comes from :mod:`coin.views`;
 this module picks the entries, reads the data off the reactor thread and maps
-failures to Core's codes and messages. verifychain's checks live in
-:mod:`coin.chain.verify`. Departures from Core are noted where they happen
-(getchaintips' Dash fields, verifychain's level 4 in coin.chain.verify).
+failures to Core's codes and messages. What the methods compute about the chain
+lives in the chain package: verifychain's checks in :mod:`coin.chain.verify`,
+getchaintips' statuses in :mod:`coin.chain.tips`, getchaintxstats' window in
+:mod:`coin.chain.txstats`, gettxoutsetinfo's figures in
+:mod:`coin.chain.utxostats`, pruneblockchain's checks in :mod:`coin.chain.pruning`;
+gettxout's read through the pool is :func:`coin.mempool.coinview.coin_at_tip`.
+Departures from Core are noted where they happen (verifychain's level 4 in
+coin.chain.verify).
 """
 
 from __future__ import annotations
 
-import os
-from bisect import bisect_left
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from coin.chain.access import ChainAccess
-from coin.chain.chainstate import ChainState
-from coin.chain.pruning import MIN_BLOCKS_TO_KEEP
-from coin.chain.index import BLOCK_VALID_SCRIPTS, BLOCK_VALID_TREE, BlockIndexEntry
-from coin.chain.verify import DEFAULT_CHECKBLOCKS, DEFAULT_CHECKLEVEL, verify_chain
+from coin.chain.index import BlockIndexEntry
+from coin.chain.pruning import prune_to
 from coin.chain.snapshot import BlockUnavailable, ChainSnapshot
+from coin.chain.tips import ChainTip, chain_tips
+from coin.chain.txstats import chain_tx_stats
+from coin.chain.utxostats import utxo_set_info
+from coin.chain.verify import DEFAULT_CHECKBLOCKS, DEFAULT_CHECKLEVEL, verify_chain
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block, BlockHeader
-from coin.mempool.coinview import coins_with_pool
+from coin.mempool.coinview import coin_at_tip
 from coin.primitives.coin import Coin
-from coin.primitives.hashes import hash_to_hex, sha256d
-from coin.primitives.serialize import DeserializationError, var_bytes
+from coin.primitives.hashes import hash_to_hex
+from coin.primitives.serialize import DeserializationError
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_DATABASE_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR,
@@ -39,7 +44,6 @@ from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
     BOOL, INT, STR, Arg, RPCMethod, compose_help, example_cli, example_rpc, rpc_method,
 )
-from coin.storage.coins import Key
 from coin.storage.errors import StorageError
 from coin.views.amounts import amount_to_json, real_to_json
 from coin.views.block import block_json, header_json
@@ -50,8 +54,6 @@ log = Logger()
 
 #: The block hash Core's examples use.
 _EXAMPLE_HASH = '"00000000c937983704a73af28acdec37b049d214adbda81d7e2a3dd146f6ed09"'
-#: getchaintxstats' default window: one month of blocks.
-_MONTH = 30 * 24 * 60 * 60
 
 
 def _chain(ctx: RPCContext) -> ChainAccess:
@@ -294,36 +296,17 @@ getblockheader = RPCMethod(
 
 # ---------------------------------------------------------------- chain shape and statistics
 
-def _chain_tips(chainstate: ChainState) -> List[Dict[str, Any]]:
-    """getchaintips' array, computed on the writer thread so the index holds still."""
-    tip = chainstate.tip
-    tips = []
-    for entry in chainstate.chain_tips():
-        fork = chainstate.find_fork(tip, entry)
-        if chainstate.contains(entry):
-            status = "active"
-        elif entry.failed():
-            status = "invalid"
-        elif not entry.chain_tx:
-            status = "headers-only"  # data of this block or an ancestor is missing
-        elif entry.is_valid(BLOCK_VALID_SCRIPTS):
-            status = "valid-fork"    # was connected once, then reorganised away
-        elif entry.is_valid(BLOCK_VALID_TREE):
-            status = "valid-headers"  # has data, never connected
-        else:
-            status = "unknown"
-        tips.append((entry, {
-            "height": entry.height,
-            "hash": hash_to_hex(entry.hash),
-            "difficulty": real_to_json(get_difficulty(entry.bits)),
-            "chainwork": "%064x" % entry.chainwork,
-            "branchlen": entry.height - fork.height,
-            "forkpoint": hash_to_hex(fork.hash),
-            "status": status,
-        }))
-    # Core orders by height, highest first; ties (by address there) go active first, then hash.
-    tips.sort(key=lambda t: (-t[0].height, t[1]["status"] != "active", t[1]["hash"]))
-    return [obj for _, obj in tips]
+def _chain_tip_json(tip: ChainTip) -> Dict[str, Any]:
+    entry = tip.entry
+    return {
+        "height": entry.height,
+        "hash": hash_to_hex(entry.hash),
+        "difficulty": real_to_json(get_difficulty(entry.bits)),
+        "chainwork": "%064x" % entry.chainwork,
+        "branchlen": tip.branch_length,
+        "forkpoint": hash_to_hex(tip.fork.hash),
+        "status": tip.status.value,
+    }
 
 
 @rpc_method(
@@ -367,7 +350,7 @@ def _chain_tips(chainstate: ChainState) -> List[Dict[str, Any]]:
         "certainly valid"),
     examples=example_cli("getchaintips") + example_rpc("getchaintips"))
 def getchaintips(ctx: RPCContext) -> Deferred:
-    return _chain(ctx).call(_chain_tips)
+    return _chain(ctx).call(chain_tips).addCallback(lambda tips: [_chain_tip_json(t) for t in tips])
 
 
 @rpc_method(
@@ -398,46 +381,23 @@ def getchaintxstats(ctx: RPCContext, nblocks: Optional[int],
                     blockhash: Optional[str]) -> Dict[str, Any]:
     chain = _chain(ctx)
     view = chain.snapshot()
-    if blockhash is None:
-        entry = view.tip
-    else:
-        entry = _lookup(view, blockhash)
-        if not view.contains(entry):
-            raise RPCError(RPC_INVALID_PARAMETER, "Block is not in main chain")
-    if nblocks is None:
-        count = max(0, min(_MONTH // chain.params.target_spacing, entry.height - 1))
-    elif nblocks < 0 or (nblocks > 0 and nblocks >= entry.height):
-        raise RPCError(RPC_INVALID_PARAMETER,
-                       "Invalid block count: should be between 0 and the block's height - 1")
-    else:
-        count = nblocks
-    past = entry.get_ancestor(entry.height - count)
-    interval = entry.median_time_past() - past.median_time_past()
-    tx_count = entry.chain_tx - past.chain_tx
+    entry = view.tip if blockhash is None else _lookup(view, blockhash)
+    stats = chain_tx_stats(view, entry, nblocks, chain.params.target_spacing)
     out: Dict[str, Any] = {
         "time": entry.time,
         "txcount": entry.chain_tx,
         "window_final_block_hash": hash_to_hex(entry.hash),
-        "window_block_count": count,
+        "window_block_count": stats.block_count,
     }
-    if count > 0:
-        out["window_tx_count"] = tx_count
-        out["window_interval"] = interval
-        if interval > 0:
-            out["txrate"] = real_to_json(tx_count / interval)
+    if stats.block_count > 0:
+        out["window_tx_count"] = stats.tx_count
+        out["window_interval"] = stats.interval
+        if stats.rate is not None:
+            out["txrate"] = real_to_json(stats.rate)
     return out
 
 
 # ---------------------------------------------------------------- the UTXO set
-
-def _coin_at_tip(chainstate: ChainState, key: Key, pool: Any
-                 ) -> Tuple[BlockIndexEntry, Optional[Coin]]:
-    """An unspent coin and the tip it is unspent at, read together on the writer thread.
-
-    With a pool, its outputs count and its spends hide coins (Core's CCoinsViewMemPool).
-    """
-    return chainstate.tip, coins_with_pool(chainstate, pool, [key], hide_spent=True)[0]
-
 
 @rpc_method(
     "gettxout", category="blockchain",
@@ -476,60 +436,7 @@ def gettxout(ctx: RPCContext, txid: str, n: int, include_mempool: bool) -> Defer
         return None if coin is None else txout_json(coin, tip, chain.params)
 
     pool = chain.mempool if include_mempool else None
-    return chain.call(_coin_at_tip, key, pool).addCallback(render)
-
-
-def write_varint(n: int) -> bytes:
-    """Core's VARINT (MSB base-128, each continuation digit offset by one), n >= 0."""
-    digits = [n & 0x7F]
-    while n > 0x7F:
-        n = (n >> 7) - 1
-        digits.append((n & 0x7F) | 0x80)
-    return bytes(reversed(digits))
-
-
-class UTXOStats(NamedTuple):
-    """gettxoutsetinfo's figures for one snapshot of the UTXO set."""
-
-    transactions: int
-    txouts: int
-    bogosize: int
-    hash_serialized: bytes
-    total_amount: int
-
-
-def utxo_set_stats(best_block: bytes, coins: Sequence[Tuple[Key, Coin]]) -> UTXOStats:
-    """Core 0.17's GetUTXOStats over ``coins`` sorted by key (its database order).
-
-    The hash is SHA256d of: the best block hash, then per transaction its txid,
-    a VARINT of ``height * 2 + coinbase`` as 0.17 writes it (an operator
-    precedence slip makes that 1 for every coin but a non-coinbase one at
-    height 0), per output VARINT(n + 1), the script and VARINT(value), and a
-    closing VARINT(0).
-    """
-    parts = [best_block]
-    transactions = bogosize = total = 0
-    previous = None
-    for (txid, n), coin in coins:
-        if txid != previous:
-            if previous is not None:
-                parts.append(b"\x00")
-            parts.append(txid + write_varint(1 if coin.height * 2 + coin.coinbase else 0))
-            transactions += 1
-            previous = txid
-        parts.append(write_varint(n + 1) + var_bytes(coin.script_pubkey)
-                     + write_varint(coin.value))
-        total += coin.value
-        bogosize += 32 + 4 + 4 + 8 + 2 + len(coin.script_pubkey)
-    if previous is not None:
-        parts.append(b"\x00")
-    return UTXOStats(transactions, len(coins), bogosize, sha256d(b"".join(parts)), total)
-
-
-def _database_size(chainstate: ChainState) -> int:
-    """Bytes the chain-state database takes on disk (SQLite file plus write-ahead log)."""
-    path = chainstate.store.db_path
-    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    return chain.call(coin_at_tip, pool, key).addCallback(render)
 
 
 @rpc_method(
@@ -549,10 +456,7 @@ def _database_size(chainstate: ChainState) -> int:
         "}"),
     examples=example_cli("gettxoutsetinfo") + example_rpc("gettxoutsetinfo"))
 async def gettxoutsetinfo(ctx: RPCContext) -> Dict[str, Any]:
-    chain = _chain(ctx)
-    tip, coins = await chain.utxo_snapshot()
-    stats = await chain.in_thread(utxo_set_stats, tip.hash, coins)
-    disk_size = await chain.call(_database_size)
+    tip, stats, disk_size = await utxo_set_info(_chain(ctx))
     return {
         "height": tip.height,
         "bestblock": hash_to_hex(tip.hash),
@@ -711,34 +615,6 @@ def syncwithvalidationinterfacequeue(ctx: RPCContext) -> Deferred:
 
 # ---------------------------------------------------------------- pruning
 
-#: Core's TIMESTAMP_WINDOW: pruneblockchain by time allows blocks this much older.
-_TIMESTAMP_WINDOW = 2 * 60 * 60
-
-
-def _prune_to(chainstate: ChainState, height: int) -> int:
-    """pruneblockchain on the writer thread (Core 0.17's checks and clamping)."""
-    if not chainstate.prune_mode:
-        raise RPCError(RPC_MISC_ERROR, "Cannot prune blocks because node is not in prune mode.")
-    if height < 0:
-        raise RPCError(RPC_INVALID_PARAMETER, "Negative block height.")
-    if height > 1000000000:
-        # Too high for a height, so a time: the first block at least that late, less 2 hours.
-        chain = chainstate.chain
-        at = bisect_left(chain, height - _TIMESTAMP_WINDOW, key=lambda e: e.time_max)
-        if at >= len(chain):
-            raise RPCError(RPC_INVALID_PARAMETER,
-                           "Could not find block with at least the specified timestamp.")
-        height = chain[at].height
-    chain_height = chainstate.height
-    if chain_height < MIN_BLOCKS_TO_KEEP:
-        # Core refuses below PruneAfterHeight; nothing could be pruned here anyway.
-        raise RPCError(RPC_MISC_ERROR, "Blockchain is too short for pruning.")
-    if height > chain_height:
-        raise RPCError(RPC_INVALID_PARAMETER,
-                       "Blockchain is shorter than the attempted prune height.")
-    return chainstate.prune_manual(height)
-
-
 @rpc_method(
     "pruneblockchain", category="blockchain", signature="pruneblockchain",
     args=[Arg("height", INT, help="The block height to prune up to. May be set to a discrete "
@@ -747,7 +623,7 @@ def _prune_to(chainstate: ChainState, height: int) -> int:
     result="n    (numeric) Height of the last block pruned.",
     examples=example_cli("pruneblockchain", "1000") + example_rpc("pruneblockchain", "1000"))
 def pruneblockchain(ctx: RPCContext, height: int) -> Deferred:
-    return _chain(ctx).call(_prune_to, height)
+    return _chain(ctx).call(prune_to, height)
 
 
 #: What the ``blockchain`` entry point registers.

@@ -20,11 +20,10 @@ from coin.mempool.accept import MissingInputs
 from coin.mempool.pool import Mempool, MempoolEntry
 from coin.mempool.service import MempoolService
 from coin.primitives.hashes import hash_to_hex
-from coin.primitives.transaction import Transaction
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_VERIFY_ALREADY_IN_CHAIN,
-    RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPCError,
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_VERIFY_ERROR,
+    RPC_VERIFY_REJECTED, RPCError,
 )
 from coin.rpc.methods.rawtransactions import decode_transaction
 from coin.rpc.params import parse_hash_str, parse_hash_v
@@ -197,11 +196,6 @@ def _format_state(error: ValidationError) -> str:
     return "%s (code %d)" % (error, error.code)
 
 
-def _already_in_chain(cs: Any, tx: Transaction) -> bool:
-    keys = [(tx.txid, n) for n in range(len(tx.vout))]
-    return any(coin is not None for coin in cs.store.coins.fetch(keys))
-
-
 @rpc_method(
     "sendrawtransaction", category="rawtransactions",
     args=[Arg("hexstring", STR, typecheck=True,
@@ -221,20 +215,13 @@ def _already_in_chain(cs: Any, tx: Transaction) -> bool:
 async def sendrawtransaction(ctx: RPCContext, hexstring: str, allowhighfees: bool) -> str:
     tx = decode_transaction(hexstring)
     service = _service(ctx)
-    txid_hex = tx.txid_hex
-    if tx.txid in service.pool:
-        return txid_hex  # already pooled: Core relays it again and answers the txid
-    if await ctx.node.chain.call(_already_in_chain, tx):
-        raise RPCError(RPC_VERIFY_ALREADY_IN_CHAIN, "transaction already in block chain")
     try:
-        await service.accept(tx, max_fee=0 if allowhighfees else service.max_tx_fee)
+        await service.submit(tx, max_fee=0 if allowhighfees else service.max_tx_fee)
     except MissingInputs:
         raise RPCError(RPC_VERIFY_ERROR, "Missing inputs") from None
     except ValidationError as error:
-        if error.reason == "txn-already-in-mempool":
-            return txid_hex  # accepted by a concurrent submission
         raise RPCError(RPC_VERIFY_REJECTED, _format_state(error)) from None
-    return txid_hex
+    return tx.txid_hex
 
 
 @rpc_method(
@@ -369,15 +356,10 @@ def estimatesmartfee(ctx: RPCContext, conf_target: int, estimate_mode: str) -> D
     mode = estimate_mode.upper()
     if mode not in ("UNSET", "ECONOMICAL", "CONSERVATIVE"):
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid estimate_mode parameter")
-    service = _service(ctx)
-    with service.pool.lock:
-        rate, blocks = service.estimator.estimate_smart_fee(target, mode != "ECONOMICAL")
-        floor = max(service.pool.get_min_fee().sat_per_kb,
-                    service.policy.min_relay_fee.sat_per_kb)
+    rate, blocks = _service(ctx).estimate_smart_fee(target, mode != "ECONOMICAL")
     if rate is None:
         return {"errors": ["Insufficient data or no feerate found"], "blocks": blocks}
-    # Never below what this node would relay (as later Core versions clamp it).
-    return {"feerate": amount_to_json(max(rate, floor)), "blocks": blocks}
+    return {"feerate": amount_to_json(rate), "blocks": blocks}
 
 
 @rpc_method(

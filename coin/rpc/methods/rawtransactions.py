@@ -13,18 +13,19 @@ methods (``coin.rpc.methods.mempool``).
 ``signrawtransactionwithkey`` and the wallet's ``signrawtransactionwithwallet``
 (``coin.rpc.methods.wallet.spending``) share :func:`sign_transaction_json`, Core
 0.17's SignTransaction: spent outputs come from the UTXO set and the pool (read
-on the validation worker), then from the ``prevtxs`` argument.
+on the validation worker, :func:`coin.mempool.coinview.spent_outputs`), then from the
+``prevtxs`` argument; :func:`coin.script.sign.sign_and_verify` signs and checks.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 
 from coin.chain.access import ChainAccess
 from coin.chainparams import ChainParams
-from coin.mempool.coinview import coins_with_pool
+from coin.mempool.coinview import PrevoutLookup, spent_outputs
 from coin.primitives.address import AddressError, Destination, decode_wif, try_decode_address
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.script import OP_RETURN, is_p2sh, push_data, script_to_asm
@@ -40,12 +41,10 @@ from coin.rpc.registry import (
     ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
     example_rpc, json_type_name, rpc_method,
 )
-from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
-from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
 from coin.script.sighash import (
-    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE, SighashCache,
+    SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE,
 )
-from coin.script.sign import KeyStore, sign_transaction
+from coin.script.sign import KeyStore, sign_and_verify
 from coin.script.standard import destination_script
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
@@ -427,8 +426,6 @@ _PREVTX_VOUT = Arg("vout", INT)
 _PREVTX_AMOUNT = Arg("amount", ANY)
 
 Key = Tuple[bytes, int]
-#: ``key -> (scriptPubKey, amount)`` of a spent output the signer knows of, or None.
-PrevoutLookup = Callable[[Key], Optional[Tuple[bytes, int]]]
 
 
 class PrevTx(NamedTuple):
@@ -477,46 +474,6 @@ def _input_error(tx: Transaction, index: int, message: str) -> Dict[str, Any]:
             "scriptSig": txin.script_sig.hex(), "sequence": txin.sequence, "error": message}
 
 
-def sign_inputs(tx: Transaction, spent: List[Optional[bytes]], keystore: Any,
-                hash_type: int) -> Tuple[Transaction, List[Dict[str, Any]]]:
-    """Sign what ``keystore`` can; the signed transaction and one error per input that
-    does not verify (``spent[i]`` None: the output input ``i`` spends is unknown)."""
-    single = hash_type & ~SIGHASH_ANYONECANPAY == SIGHASH_SINGLE
-    # Only sign SIGHASH_SINGLE when there is a corresponding output (Core).
-    scripts = [b"" if script is None or (single and i >= len(tx.vout)) else script
-               for i, script in enumerate(spent)]
-    signed, _ = sign_transaction(tx, scripts, keystore, hash_type)
-    cache = SighashCache(signed)
-    errors = []
-    for index, script in enumerate(spent):
-        if script is None:
-            errors.append(_input_error(signed, index, "Input not found or already spent"))
-            continue
-        try:
-            verify_script(signed.vin[index].script_sig, script, STANDARD_SCRIPT_VERIFY_FLAGS,
-                          TransactionSignatureChecker(signed, index, cache))
-        except ScriptError as e:
-            message = ("Unable to sign input, invalid stack size (possibly missing key)"
-                       if e.code == "INVALID_STACK_OPERATION" else e.message)
-            errors.append(_input_error(signed, index, message))
-    return signed, errors
-
-
-def _spent_outputs(chainstate: Any, pool: Any, keys: List[Key],
-                   known: Optional[PrevoutLookup]) -> Dict[Key, Tuple[bytes, int]]:
-    """The outputs ``keys`` spend, from the UTXO set and the pool, then ``known``
-    (on the validation worker, where a wallet's lock may be waited for)."""
-    coins = coins_with_pool(chainstate, pool, keys)
-    view = {key: (coin.script_pubkey, coin.value) for key, coin in zip(keys, coins)
-            if coin is not None}
-    if known is not None:
-        for key in keys:
-            found = None if key in view else known(key)
-            if found is not None:
-                view[key] = found
-    return view
-
-
 async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
                                 prevtxs: Optional[List[Any]], sighashtype: Optional[str],
                                 temporary_keys: bool,
@@ -531,7 +488,7 @@ async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
     hash_type = _sighash_type(sighashtype)
     chain = _chain(ctx)
     keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
-    view = await chain.call(_spent_outputs, chain.mempool, keys, known)
+    view = await chain.call(spent_outputs, chain.mempool, keys, known)
     for prev in given:
         current = view.get(prev.key)
         if current is not None and current[0] != prev.script_pubkey:
@@ -541,7 +498,8 @@ async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
         if temporary_keys and prev.redeem_script is not None:
             keystore.add_script(prev.redeem_script)
     spent = [view[key][0] if key in view else None for key in keys]
-    signed, errors = sign_inputs(tx, spent, keystore, hash_type)
+    signed, failures = sign_and_verify(tx, spent, keystore, hash_type)
+    errors = [_input_error(signed, index, message) for index, message in failures]
     result: Dict[str, Any] = {"hex": signed.serialize().hex(), "complete": not errors}
     if errors:
         result["errors"] = errors

@@ -26,9 +26,13 @@ from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_HAVE_UNDO
 from coin.chain.pruning import (
     MIB,
     MIN_BLOCKS_TO_KEEP,
+    TIMESTAMP_WINDOW,
+    BadPruneHeight,
     PruneConfigError,
+    PruneRefused,
     find_files_to_prune,
     prune_target_from_option,
+    prune_to,
 )
 from coin.chain.service import ValidationService
 from coin.chainparams import REGTEST
@@ -265,6 +269,47 @@ class ManualPruneTests(SynchronousTestCase):
                          CHAIN_LENGTH - MIN_BLOCKS_TO_KEEP)
         assert_consistent(self, self.chain, self.datadir)
         self.assertLessEqual(self.chain.prune_height(), CHAIN_LENGTH - MIN_BLOCKS_TO_KEEP + 1)
+
+
+class PruneToTests(SynchronousTestCase):
+    """pruneblockchain's checks and prune (``prune_to``), with Core's codes and messages."""
+
+    def mined(self, length: int) -> ChainState:
+        self.datadir = self.mktemp()
+        chain = open_pruning_chain(self.datadir, target=0)
+        self.addCleanup(chain.close)
+        ChainBuilder(chain).mine(length)
+        return chain
+
+    def assertRefused(self, chain: ChainState, kind: type, code: int, message: str,
+                      height: int) -> None:
+        error = self.assertRaises(kind, prune_to, chain, height)
+        self.assertEqual((type(error), error.rpc_code, error.message), (kind, code, message))
+        self.assertFalse(chain.have_pruned)
+
+    def test_refusals_on_a_short_chain(self) -> None:
+        chain = self.mined(MIN_BLOCKS_TO_KEEP - 1)
+        self.assertRefused(chain, BadPruneHeight, -8, "Negative block height.", -1)
+        self.assertRefused(chain, PruneRefused, -1, "Blockchain is too short for pruning.", 1)
+        self.assertRefused(chain, BadPruneHeight, -8,
+                           "Could not find block with at least the specified timestamp.",
+                           chain.tip.time_max + TIMESTAMP_WINDOW + 1)
+        chain.configure_pruning(False)
+        self.assertRefused(chain, PruneRefused, -1,
+                           "Cannot prune blocks because node is not in prune mode.", 1)
+
+    def test_prune_by_height_and_by_time(self) -> None:
+        chain = self.mined(CHAIN_LENGTH)
+        self.assertRefused(chain, BadPruneHeight, -8,
+                           "Blockchain is shorter than the attempted prune height.",
+                           CHAIN_LENGTH + 1)
+        self.assertEqual(prune_to(chain, 60), 60)
+        self.assertTrue(chain.have_pruned)
+        self.assertEqual(prune_to(chain, CHAIN_LENGTH), CHAIN_LENGTH - MIN_BLOCKS_TO_KEEP)
+        # A time: the first block whose time_max is at least two hours before it.
+        late = chain.at_height(100)
+        self.assertEqual(prune_to(chain, late.time_max + TIMESTAMP_WINDOW), late.height)
+        assert_consistent(self, chain, self.datadir)
 
 
 _CHILD = textwrap.dedent("""

@@ -15,6 +15,7 @@ from coin.primitives.serialize import (
     DeserializationError,
     compact_size,
     parse_hex,
+    varint,
 )
 from coin.primitives.transaction import Transaction
 from tests.unit.primitives.test_primitives_tx_block import load_tx_rows
@@ -89,6 +90,17 @@ class CompactSizeTests(SynchronousTestCase):
     def test_var_bytes_length_past_end(self):
         r = ByteReader(b"\x05abcd")
         self.assertRaises(DeserializationError, r.read_var_bytes)
+
+
+class VarIntTests(SynchronousTestCase):
+    """Core's VARINT (hash_serialized_2 hashes it)."""
+
+    def test_matches_cores_examples(self):
+        # The examples in Core's serialize.h.
+        for n, encoded in ((0, "00"), (1, "01"), (127, "7f"), (128, "8000"), (255, "807f"),
+                           (256, "8100"), (16383, "fe7f"), (16384, "ff00"), (16511, "ff7f"),
+                           (65535, "82fe7f"), (1 << 32, "8efefeff00")):
+            self.assertEqual(varint(n).hex(), encoded, n)
 
 
 class ByteReaderTests(SynchronousTestCase):

@@ -29,14 +29,15 @@ from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.service import ValidationService
+from coin.chain.utxostats import utxo_set_stats
 from coin.chainparams import REGTEST
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block
 from coin.primitives.coin import Coin
-from coin.primitives.hashes import hash_to_hex, sha256d
+from coin.primitives.hashes import hash_to_hex
 from coin.rpc.auth import Whitelist
 from coin.rpc.jsonrpc import JSONRPCCore, Reply, Warmup
-from coin.rpc.methods.blockchain import METHODS, utxo_set_stats, write_varint
+from coin.rpc.methods.blockchain import METHODS
 from coin.rpc.methods.control import METHODS as CONTROL_METHODS
 from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import MethodTable
@@ -399,35 +400,6 @@ class ReadTests(BlockchainRPCTestCase):
         yield self.result("reconsiderblock", info["bestblock"])
         again = yield self.result("gettxoutsetinfo")
         self.assertEqual({**again, "disk_size": 0}, {**info, "disk_size": 0})
-
-
-class UTXOHashTests(SynchronousTestCase):
-    """hash_serialized_2's serialization, spelled out byte by byte."""
-
-    def test_varint_matches_cores_examples(self):
-        # The examples in Core's serialize.h.
-        for n, encoded in ((0, "00"), (1, "01"), (127, "7f"), (128, "8000"), (255, "807f"),
-                           (256, "8100"), (16383, "fe7f"), (16384, "ff00"), (16511, "ff7f"),
-                           (65535, "82fe7f"), (1 << 32, "8efefeff00")):
-            self.assertEqual(write_varint(n).hex(), encoded, n)
-
-    def test_serialization(self):
-        best = bytes(range(32))
-        a, b = b"\x01" * 32, b"\x02" * 32
-        coins = [((a, 0), Coin(200, b"\x51", 5, True)),
-                 ((a, 2), Coin(1, b"", 5, True)),
-                 ((b, 1), Coin(300, b"\x52\x53", 0, False))]
-        serialized = (best
-                      + a + b"\x01"                          # height*2+coinbase != 0 -> 1
-                      + b"\x01" + b"\x01\x51" + b"\x80\x48"  # n+1, script, VARINT(200)
-                      + b"\x03" + b"\x00" + b"\x01"
-                      + b"\x00"
-                      + b + b"\x00"                          # height 0, not coinbase -> 0
-                      + b"\x02" + b"\x02\x52\x53" + b"\x81\x2c"
-                      + b"\x00")
-        stats = utxo_set_stats(best, coins)
-        self.assertEqual(stats, (2, 3, 3 * 50 + 3, sha256d(serialized), 501))
-        self.assertEqual(utxo_set_stats(best, []), (0, 0, 0, sha256d(best), 0))
 
 
 class HashParameterTests(SynchronousTestCase):

@@ -58,7 +58,9 @@ from coin.script.sighash import (
     SIGHASH_SINGLE,
     signature_hash,
 )
-from coin.script.sign import KeyStore, create_signature, sign_p2pkh_input, sign_transaction
+from coin.script.sign import (
+    KeyStore, create_signature, sign_and_verify, sign_p2pkh_input, sign_transaction,
+)
 from coin.script.standard import (
     extract_destinations,
     is_standard,
@@ -490,6 +492,21 @@ class Signing(SynchronousTestCase):
     def test_unknown_script_hash(self):
         spent = [p2sh_script(b"\x55" * 20)]
         self._sign_and_check(spent, expect_complete=False)
+
+    def test_sign_and_verify_names_each_failing_input(self):
+        mine = p2pkh_script(hash160(self.pubkeys[0]))
+        spent = [mine, None, p2pkh_script(b"\x44" * 20), h("6a")]
+        signed, failures = sign_and_verify(spending_tx(n_inputs=4), spent, self.store)
+        missing_key = "Unable to sign input, invalid stack size (possibly missing key)"
+        self.assertEqual(failures, [(1, "Input not found or already spent"), (2, missing_key),
+                                    (3, "OP_RETURN was encountered")])
+        verify_script(signed.vin[0].script_sig, mine, STANDARD_SCRIPT_VERIFY_FLAGS,
+                      TransactionSignatureChecker(signed, 0))
+        # SIGHASH_SINGLE signs no input past the last output (two here).
+        signed, failures = sign_and_verify(spending_tx(n_inputs=3), [mine] * 3, self.store,
+                                           SIGHASH_SINGLE)
+        self.assertEqual(failures, [(2, missing_key)])
+        self.assertEqual(signed.vin[2].script_sig, b"")
 
     def test_fast_p2pkh(self):
         tx = spending_tx(n_inputs=2)
