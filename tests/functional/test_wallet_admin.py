@@ -1,26 +1,23 @@
-"""Wallet administration RPCs on real ``coind`` processes: loading and routing, addresses
+"""Wallet administration RPCs on real nodes in this process: loading and routing, addresses
 and labels, imports, dumps and backups, rescans, encryption and message signing.
 
-Nodes (one per class, started on first use and stopped at exit):
+Each test starts a node of its own with its class's arguments, on a copy of the datadir a
+first start with them made (wallets and key pools already written):
 
 - ``MULTI``: ``-wallet=a -wallet=b``; no default wallet, so ``/`` answers -19 for wallet
   methods.  Tests create further wallets under names of their own.
 - ``SINGLE``: the default wallet ``""``; encryption and ``coin-cli -rpcwallet``.
-- ``LONG``: a chain long enough (1500 blocks) for a rescan to be caught running.
-
-Tests that mine only add blocks; none depends on a wallet another test changes.
+- ``LONG``: a small key pool, for a chain long enough (1500 blocks) for a rescan to be
+  caught running.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import threading
 import time
-from typing import Any, List, Optional, Sequence
-
-from twisted.trial.unittest import SynchronousTestCase
+from typing import Any, List, Optional, Tuple
 
 from coin.chainparams import REGTEST
 from coin.primitives.address import Destination, decode_wif, encode_address, encode_wif
@@ -28,7 +25,8 @@ from coin.primitives.hashes import hash160
 from coin.script.standard import multisig_script
 from coin.testing.chainbuilder import deterministic_key
 
-from tests.nodeharness import NodeProcess, RPCFailure
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import RPCFailure
 
 WALLET_INFO_KEYS = ["walletname", "walletversion", "balance", "unconfirmed_balance",
                     "immature_balance", "txcount", "keypoololdest", "keypoolsize",
@@ -45,30 +43,20 @@ def p2pkh(key) -> str:
     return encode_address(Destination("pubkeyhash", hash160(key.public_key.format())), REGTEST)
 
 
-class _Shared:
-    """A node shared by one test class: started by its first test, stopped at exit."""
-
-    def __init__(self, extra_args: Sequence[str]) -> None:
-        self.extra_args = list(extra_args)
-        self.node: Optional[NodeProcess] = None
-
-    def get(self, test: SynchronousTestCase) -> NodeProcess:
-        if self.node is None:
-            self.node = NodeProcess.start(os.path.abspath(test.mktemp()), self.extra_args)
-            atexit.register(self.node.stop)
-        return self.node
+def started(node: InProcessNode) -> None:
+    """Nothing but the first start: what it wrote (the wallets) is what tests copy."""
 
 
-MULTI = _Shared(["-wallet=a", "-wallet=b"])
-SINGLE = _Shared([])
-LONG = _Shared(["-keypool=10"])
+MULTI = ("-wallet=a", "-wallet=b")
+SINGLE: Tuple[str, ...] = ()
+LONG = ("-keypool=10",)
 
 
-class WalletTestCase(SynchronousTestCase):
-    shared: _Shared
+class WalletTestCase(NodeTestCase):
+    shared: Tuple[str, ...]
 
     def setUp(self) -> None:
-        self.node = self.shared.get(self)
+        self.node = self.start_node(*self.shared, chain=started)
 
     def call(self, wallet: Optional[str], method: str, *params: Any, **named: Any) -> Any:
         path = "/" if wallet is None else "/wallet/" + wallet

@@ -1,8 +1,8 @@
-"""Wallet integrity on real ``coind`` processes (security issue #11): abandoned transactions
-that come back, corrupted keys, clear keys after a crash during encryption, labels that
-are not text.
+"""Wallet integrity on real nodes (security issue #11): abandoned transactions that come
+back, corrupted keys, clear keys after a crash during encryption, labels that are not text.
 
-Every test starts private nodes (they restart them, kill them or damage their files).
+Every test starts private nodes (they restart them, kill them or damage their files): in
+this process, but where a ``coind`` process must be killed or fail to start.
 """
 
 from __future__ import annotations
@@ -15,41 +15,39 @@ import time
 from decimal import Decimal
 from typing import Any, Dict, List, Set, Tuple
 
-from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.inprocess import InProcessNode
+from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess
 from tests.functional.test_wallet_admin import dumped_secrets, found_secrets, read_if_present
 from tests.functional.test_wallet_tx import (
-    ARGS, EXTERNAL, UNLOCK_FIRST, RPCCase, call, private_node,
+    ARGS, EXTERNAL, UNLOCK_FIRST, RPCCase, call,
 )
 from tests.unit.wallet.test_wallet import rewrite
 
 
-def restart(node: NodeProcess, *extra: str) -> None:
+def restart(node: InProcessNode, *extra: str) -> None:
     """Stop the node and start it again with ``extra`` instead of the previous extras."""
-    node.stop()
-    node.args = [a for a in node.args if not a.startswith("-minrelaytxfee=")] + list(extra)
-    node.launch()
-    node.wait_ready()
+    node.restart(*[a for a in node.args if not a.startswith("-minrelaytxfee=")] + list(extra))
 
 
-def abandoned(node: NodeProcess, txid: str) -> Set[bool]:
+def abandoned(node: NodeClient, txid: str) -> Set[bool]:
     """The ``abandoned`` flags of a transaction's send entries."""
     return {d["abandoned"] for d in call(node, "gettransaction", txid)["details"]
             if d["category"] == "send"}
 
 
-def output_paying(node: NodeProcess, txid: str, value: str) -> int:
+def output_paying(node: NodeClient, txid: str, value: str) -> int:
     vouts = call(node, "decoderawtransaction", call(node, "gettransaction", txid)["hex"])["vout"]
     return next(o["n"] for o in vouts if o["value"] == Decimal(value))
 
 
-def signed(node: NodeProcess, inputs: List[Dict[str, Any]], outputs: Dict[str, Any]) -> str:
+def signed(node: NodeClient, inputs: List[Dict[str, Any]], outputs: Dict[str, Any]) -> str:
     raw = call(node, "createrawtransaction", inputs, outputs)
     result = call(node, "signrawtransactionwithwallet", raw)
     assert result["complete"], result
     return result["hex"]
 
 
-def copy_blocks(source: NodeProcess, target: NodeProcess, start: int) -> None:
+def copy_blocks(source: NodeClient, target: NodeClient, start: int) -> None:
     """Hand ``source``'s blocks from ``start`` to its tip to ``target`` (no P2P)."""
     for height in range(start, call(source, "getblockcount") + 1):
         block = call(source, "getblock", call(source, "getblockhash", height), 0)
@@ -60,7 +58,7 @@ class AbandonTests(RPCCase):
     """Core's wallet_abandonconflict.py scenario, on one wallet node and a second miner."""
 
     def test_abandoned_transaction_that_comes_back_is_not_abandoned(self) -> None:
-        node, _ = private_node(self)
+        node, _ = self.private_node()
         sends = []
         for _ in range(3):  # three 10-coin outputs, kept from the next send's coin selection
             sends.append(call(node, "sendtoaddress", call(node, "getnewaddress"), 10))
@@ -132,8 +130,7 @@ class AbandonTests(RPCCase):
         call(node, "abandontransaction", txab1)
         self.assertEqual(abandoned(node, txabc2), {True})
         balance = call(node, "getbalance")
-        miner = NodeProcess.start(self.mktemp(), ARGS + ["-connect=0"])
-        self.addCleanup(miner.kill)
+        miner = self.start_node(*ARGS, "-connect=0")
         copy_blocks(node, miner, 1)
         call(miner, "sendrawtransaction", ab1)
         call(miner, "generatetoaddress", 1, MINER_ADDRESS)
@@ -157,8 +154,7 @@ class TextTests(RPCCase):
     """Free strings that are not text are refused before any method runs (UniValue's rule)."""
 
     def test_strings_that_are_not_text_change_nothing(self) -> None:
-        node = NodeProcess.start(self.mktemp(), ARGS)
-        self.addCleanup(node.kill)
+        node = self.start_node(*ARGS)
         first = call(node, "getnewaddress", "first")
         pubkey = call(node, "getaddressinfo", first)["pubkey"]
         wif = call(node, "dumpprivkey", first)
@@ -197,8 +193,7 @@ class CorruptKeyTests(RPCCase):
     "CPrivKey corrupt")."""
 
     def setUp(self) -> None:
-        self.node = NodeProcess.start(self.mktemp(), ARGS)
-        self.addCleanup(self.node.kill)
+        self.node = self.start_node(*ARGS)
 
     def wallet_file(self, name: str) -> str:
         return os.path.join(self.node.net_datadir, "wallets", name, "wallet.dat")
@@ -222,10 +217,11 @@ class CorruptKeyTests(RPCCase):
         self.assertEqual(call(node, "listwallets"), [""])
 
         node.stop()
-        node.args.append("-wallet=w")
-        node.launch()
-        self.assertEqual(node.wait(), 1)
-        self.assertIn("Error: Wallet loading failed: " + corrupted + "\n", node.stderr_text())
+        # The refused start-up is seen in its exit status and stderr: a coind process's.
+        process = NodeProcess.start(node.datadir, ARGS + ["-wallet=w"], wait=False)
+        self.addCleanup(process.kill)
+        self.assertEqual(process.wait(), 1)
+        self.assertIn("Error: Wallet loading failed: " + corrupted + "\n", process.stderr_text())
 
     def test_damaged_encrypted_key_refuses_the_unlock(self) -> None:
         node = self.node

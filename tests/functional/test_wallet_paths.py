@@ -1,6 +1,9 @@
-"""Wallet names, paths and files on real ``coind`` processes (security issue #11: F1, F5,
-F6, F11): the issue's exact attack strings, hostile names over RPC and ``-wallet``, a
-0-byte wallet file, backups onto a loaded wallet, and a ``-datadir`` with ``%``."""
+"""Wallet names, paths and files on real nodes (security issue #11: F1, F5, F6, F11): the
+issue's exact attack strings, hostile names over RPC and ``-wallet``, a 0-byte wallet file,
+backups onto a loaded wallet, and a ``-datadir`` with ``%``.
+
+Nodes run in this process, but those whose start-up must fail: that is a ``coind``
+process's exit status and stderr."""
 
 from __future__ import annotations
 
@@ -11,9 +14,8 @@ import threading
 import time
 from typing import Any, Dict, List
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.nodeharness import NodeProcess, RPCFailure
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import NodeClient, NodeProcess, RPCFailure
 
 NOT_LOADED = "Requested wallet does not exist or is not loaded"
 BACKUP_FAILED = "Error: Wallet backup failed!"
@@ -32,23 +34,23 @@ def paths_under(top: str, skip: str) -> List[str]:
     return sorted(found)
 
 
-class WalletPathsTestCase(SynchronousTestCase):
-    def start(self, *args: str) -> NodeProcess:
-        node = NodeProcess.start(os.path.join(self.sandbox, "node%d" % len(self.nodes)), args)
-        self.addCleanup(node.kill)
+class WalletPathsTestCase(NodeTestCase):
+    def start(self, *args: str) -> InProcessNode:
+        node = self.start_node(*args, datadir=os.path.join(self.sandbox,
+                                                           "node%d" % len(self.nodes)))
         self.nodes.append(node)
         return node
 
     def setUp(self) -> None:
         self.sandbox = os.path.abspath(self.mktemp())
-        self.nodes: List[NodeProcess] = []
+        self.nodes: List[NodeClient] = []
 
-    def raw(self, node: NodeProcess, body: str) -> Dict[str, Any]:
+    def raw(self, node: NodeClient, body: str) -> Dict[str, Any]:
         """A request written by hand (for escapes json.dumps would not send as they are)."""
         status, _, reply = node.post(body.encode("ascii"))
         return json.loads(reply)["error"]
 
-    def fails(self, node: NodeProcess, code: int, message: Any, method: str,
+    def fails(self, node: NodeClient, code: int, message: Any, method: str,
               *params: Any) -> None:
         with self.assertRaises(RPCFailure) as caught:
             node.rpc(method, *params)
@@ -178,7 +180,7 @@ class BackupTests(WalletPathsTestCase):
         self.assertIsNone(node.rpc("backupwallet", copy, path="/wallet/"))
         self.assertIsNone(node.rpc("backupwallet", copy, path="/wallet/"))  # over an old copy
         started = time.monotonic()
-        self.assertEqual(node.stop(timeout=30), 0)
+        self.assertEqual(node.stop(), 0)
         self.assertLess(time.monotonic() - started, 30)
 
 
@@ -244,8 +246,7 @@ class StartupTests(WalletPathsTestCase):
     def test_a_datadir_with_url_syntax_is_used_literally(self):
         for name in ("pct%41", "q?x=1#y"):
             datadir = os.path.join(self.sandbox, name)
-            node = NodeProcess.start(datadir)
-            self.addCleanup(node.kill)
+            node = self.start_node(datadir=datadir)
             node.rpc("createwallet", "w")
             self.assertTrue(os.path.isfile(os.path.join(node.net_datadir, "chainstate.sqlite")))
             self.assertTrue(os.path.isfile(os.path.join(node.net_datadir, "wallets", "w",

@@ -1,38 +1,35 @@
-"""Wallet balances, listings, locks, fees, sending, funding and signing on real ``coind``
-processes (coin.rpc.methods.wallet and signrawtransactionwithkey), driven over JSON-RPC.
+"""Wallet balances, listings, locks, fees, sending, funding and signing on real nodes
+(coin.rpc.methods.wallet and signrawtransactionwithkey), driven over JSON-RPC.
 
-Nodes:
+Nodes (in this process, but for kill -9):
 
-- ``funded()``: one node per run whose default wallet owns 20 mature coinbases
-  (blocks 1-20 pay its "funding" address); blocks 21-150 pay ``MINER_ADDRESS``,
-  outside the wallet, so mining more never changes the wallet's coins and
-  coinbases 21-50 are mature coins of a key the tests hold (``MINER_WIF``).
-  Tests on it never reorganise; they compare before/after states of their own
-  transactions, confirm with blocks paying ``MINER_ADDRESS`` and undo what they
-  change (settxfee, locks).
-- Reorganisation/abandonment and crash recovery each start a private node.
+- ``fund``: the chain most tests start on a copy of: the default wallet owns 20 mature
+  coinbases (blocks 1-20 pay its "funding" address); blocks 21-150 pay ``MINER_ADDRESS``,
+  outside the wallet, so mining more never changes the wallet's coins and coinbases 21-50
+  are mature coins of a key the tests hold (``MINER_WIF``).
+- ``wallet_coinbases``: a wallet that mined 101 blocks (reorganisation/abandonment); crash
+  recovery builds the same on a ``coind`` process it can kill.
 
 JSON is parsed with ``Decimal`` so amounts and fees are compared exactly.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import tempfile
 from decimal import Decimal
 from typing import Any, Dict, Iterator, Tuple
 
 import simplejson
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import TestCase
 
 from coin.chainparams import REGTEST
 from coin.primitives.address import Destination, encode_address, encode_wif
 from coin.primitives.hashes import hash160
 from coin.testing.chainbuilder import deterministic_key
 
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess, RPCFailure
 
 COIN = 100_000_000
 #: Signs for MINER_ADDRESS (tests.nodeharness).
@@ -56,7 +53,7 @@ UNSPENT_KEYS = ["txid", "vout", "address", "label", "scriptPubKey", "amount", "c
 # ---------------------------------------------------------------------------------------- helpers
 
 
-def call(node: NodeProcess, method: str, *params: Any, path: str = "/") -> Any:
+def call(node: NodeClient, method: str, *params: Any, path: str = "/") -> Any:
     """One JSON-RPC call; numbers come back as Decimal."""
     body = simplejson.dumps({"method": method, "params": list(params), "id": 1},
                             use_decimal=True).encode()
@@ -75,26 +72,33 @@ def coins(satoshis: int) -> Decimal:
     return Decimal(satoshis).scaleb(-8)
 
 
-def decoded(node: NodeProcess, txid: str) -> Dict[str, Any]:
+def decoded(node: NodeClient, txid: str) -> Dict[str, Any]:
     return call(node, "decoderawtransaction", call(node, "gettransaction", txid)["hex"])
 
 
-def tx_size(node: NodeProcess, txid: str) -> int:
+def tx_size(node: NodeClient, txid: str) -> int:
     return len(call(node, "gettransaction", txid)["hex"]) // 2
 
 
-def paid_fee(node: NodeProcess, txid: str) -> int:
+def paid_fee(node: NodeClient, txid: str) -> int:
     return -sat(call(node, "gettransaction", txid)["fee"])
 
 
-class Funded:
-    """The shared node, its funding address, and the miner's mature coinbases to hand out."""
+def fund(node: NodeClient) -> str:
+    """The shared chain (module docstring); returns the funding address."""
+    funding = call(node, "getnewaddress", "funding")
+    call(node, "generatetoaddress", 20, funding)
+    call(node, "generatetoaddress", 130, MINER_ADDRESS)
+    return funding
 
-    def __init__(self, node: NodeProcess) -> None:
+
+class Funded:
+    """A test's copy of the ``fund`` chain, its funding address, and the miner's mature
+    coinbases to hand out."""
+
+    def __init__(self, node: InProcessNode) -> None:
         self.node = node
-        self.funding = call(node, "getnewaddress", "funding")
-        call(node, "generatetoaddress", 20, self.funding)
-        call(node, "generatetoaddress", 130, MINER_ADDRESS)
+        self.funding: str = node.state
         self._miner_heights: Iterator[int] = iter(range(21, 51))
 
     def miner_coin(self) -> Tuple[str, int]:
@@ -104,55 +108,59 @@ class Funded:
         return block["tx"][0], 50 * COIN
 
 
-_funded: Funded | None = None
-
-
-def funded() -> Funded:
-    global _funded
-    if _funded is None:
-        node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-wallettx-"), ARGS)
-        atexit.register(node.stop)
-        _funded = Funded(node)
-    return _funded
-
-
-def private_node(test: SynchronousTestCase, *extra: str) -> Tuple[NodeProcess, str]:
-    """A node of its own whose wallet mined 101 blocks (the first one is mature)."""
-    node = NodeProcess.start(os.path.abspath(test.mktemp()), ARGS + list(extra))
-    test.addCleanup(node.kill)
+def wallet_coinbases(node: NodeClient) -> str:
+    """The node's wallet mines 101 blocks (the first one is mature); returns its address."""
     address = call(node, "getnewaddress")
     call(node, "generatetoaddress", 101, address)
-    return node, address
+    return address
 
 
-class RPCCase(SynchronousTestCase):
+def private_process(test: TestCase, *extra: str) -> Tuple[NodeProcess, str]:
+    """A ``coind`` process of its own (to kill) whose wallet mined 101 blocks."""
+    node = NodeProcess.start(os.path.abspath(test.mktemp()), ARGS + list(extra))
+    test.addCleanup(node.kill)
+    return node, wallet_coinbases(node)
 
-    def assertError(self, node: NodeProcess, code: int, message: str, method: str,
+
+class RPCCase(NodeTestCase):
+
+    def private_node(self) -> Tuple[InProcessNode, str]:
+        """A node of its own whose wallet mined 101 blocks (the first one is mature)."""
+        node = self.start_node(*ARGS, chain=wallet_coinbases)
+        return node, node.state
+
+    def assertError(self, node: NodeClient, code: int, message: str, method: str,
                     *params: Any, path: str = "/") -> None:
         with self.assertRaises(RPCFailure) as caught:
             call(node, method, *params, path=path)
         self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
 
-    def assertErrorStarts(self, node: NodeProcess, code: int, prefix: str, method: str,
+    def assertErrorStarts(self, node: NodeClient, code: int, prefix: str, method: str,
                           *params: Any) -> None:
         with self.assertRaises(RPCFailure) as caught:
             call(node, method, *params)
         self.assertEqual(caught.exception.code, code)
         self.assertTrue(caught.exception.message.startswith(prefix), caught.exception.message)
 
-    def settxfee(self, node: NodeProcess, rate: str) -> None:
-        """settxfee for this test only."""
+    def settxfee(self, node: NodeClient, rate: str) -> None:
         self.assertIs(call(node, "settxfee", rate), True)
-        self.addCleanup(call, node, "settxfee", 0)
+
+
+class FundedCase(RPCCase):
+    """Each test on a copy of the ``fund`` chain: what it changes (settxfee, locks) goes
+    with the copy."""
+
+    def setUp(self) -> None:
+        self.shared = Funded(self.start_node(*ARGS, chain=fund))
 
 
 # ---------------------------------------------------------------------------------------- shared
 
 
-class BalanceTests(RPCCase):
+class BalanceTests(FundedCase):
 
     def test_getbalance_forms_and_dummy(self) -> None:
-        node = funded().node
+        node = self.shared.node
         balance = call(node, "getbalance")
         self.assertEqual(call(node, "getbalance", "*"), balance)
         self.assertEqual(call(node, "getbalance", "*", 0), balance)
@@ -165,7 +173,7 @@ class BalanceTests(RPCCase):
                          "getbalance", "*", "1")
 
     def test_send_moves_balance_and_confirmations(self) -> None:
-        node = funded().node
+        node = self.shared.node
         before = call(node, "getbalance")
         txid = call(node, "sendtoaddress", EXTERNAL, 2)
         fee = paid_fee(node, txid)
@@ -178,7 +186,7 @@ class BalanceTests(RPCCase):
         self.assertEqual(call(node, "getunconfirmedbalance"), Decimal(0))
 
     def test_unconfirmed_payment_from_others(self) -> None:
-        shared = funded()
+        shared = self.shared
         node = shared.node
         address = call(node, "getnewaddress", "from-outside")
         txid, value = shared.miner_coin()
@@ -203,10 +211,10 @@ class BalanceTests(RPCCase):
         self.assertEqual(call(node, "getbalance"), before + 3)
 
 
-class SendTests(RPCCase):
+class SendTests(FundedCase):
 
     def test_fee_is_settxfee_rate_times_size(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.settxfee(node, "0.00012345")
         txid = call(node, "sendtoaddress", EXTERNAL, "1.1")
         self.assertEqual(paid_fee(node, txid), 12345 * tx_size(node, txid) // 1000)
@@ -220,7 +228,7 @@ class SendTests(RPCCase):
         self.assertEqual(paid_fee(node, txid), 20000 * tx_size(node, txid) // 1000)
 
     def test_subtract_fee_from_amount(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.settxfee(node, "0.0001")
         txid = call(node, "sendtoaddress", EXTERNAL, 5, "", "", True)
         fee = paid_fee(node, txid)
@@ -232,7 +240,7 @@ class SendTests(RPCCase):
         self.assertEqual(sat(send["amount"]), -(5 * COIN - fee))
 
     def test_selection_prefers_confirmed_coins(self) -> None:
-        node = funded().node
+        node = self.shared.node
         first = call(node, "sendtoaddress", EXTERNAL, 1)
         second = call(node, "sendtoaddress", EXTERNAL, "0.5")
         spent = [i["txid"] for i in decoded(node, second)["vin"]]
@@ -241,13 +249,12 @@ class SendTests(RPCCase):
             self.assertGreaterEqual(call(node, "gettransaction", txid)["confirmations"], 1)
 
     def test_dust_change_goes_to_the_fee(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.settxfee(node, "0.0002")
         unspent = call(node, "listunspent", 0)
         keep = next(u for u in unspent if u["amount"] == 50 and u["confirmations"] > 100)
         others = [{"txid": u["txid"], "vout": u["vout"]} for u in unspent if u is not keep]
         self.assertIs(call(node, "lockunspent", False, others), True)
-        self.addCleanup(call, node, "lockunspent", True)
         # Change would be ~300 satoshis after a two-output fee: dust, so no change output.
         amount = 50 * COIN - 20000 * 226 // 1000 - 300
         txid = call(node, "sendtoaddress", EXTERNAL, coins(amount))
@@ -261,7 +268,7 @@ class SendTests(RPCCase):
         self.assertError(node, -4, "Insufficient funds", "sendtoaddress", EXTERNAL, 1)
 
     def test_sendtoaddress_errors(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.assertError(node, -5, "Invalid address", "sendtoaddress", "notanaddress", 1)
         self.assertError(node, -3, "Invalid amount for send", "sendtoaddress", EXTERNAL, 0)
         self.assertError(node, -3, "Amount out of range", "sendtoaddress", EXTERNAL, -1)
@@ -278,7 +285,7 @@ class SendTests(RPCCase):
                          "sendtoaddress", EXTERNAL, 1, path="/wallet/nosuchwallet")
 
     def test_sendmany(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.settxfee(node, "0.0001")
         mine = call(node, "getnewaddress", "many")
         txid = call(node, "sendmany", "", {mine: "1.5", EXTERNAL: 2}, 1, "a comment",
@@ -298,10 +305,10 @@ class SendTests(RPCCase):
         self.assertError(node, -1, "JSON value is not an object as expected", "sendmany", "", [])
 
 
-class ListingTests(RPCCase):
+class ListingTests(FundedCase):
 
     def test_listunspent(self) -> None:
-        shared = funded()
+        shared = self.shared
         node = shared.node
         rows = call(node, "listunspent")
         coinbase = next(u for u in rows if u["address"] == shared.funding)
@@ -329,12 +336,11 @@ class ListingTests(RPCCase):
         self.assertError(node, -3, "Expected type bool, got number", "listunspent", 1, 9, [], 1)
 
     def test_lockunspent(self) -> None:
-        node = funded().node
+        node = self.shared.node
         coin = call(node, "listunspent")[0]
         outpoint = {"txid": coin["txid"], "vout": coin["vout"]}
         self.assertEqual(call(node, "listlockunspent"), [])
         self.assertIs(call(node, "lockunspent", False, [outpoint]), True)
-        self.addCleanup(call, node, "lockunspent", True)
         self.assertEqual(call(node, "listlockunspent"), [outpoint])
         self.assertNotIn(outpoint, [{"txid": u["txid"], "vout": u["vout"]}
                                     for u in call(node, "listunspent")])
@@ -371,7 +377,7 @@ class ListingTests(RPCCase):
         self.assertEqual(call(node, "listlockunspent"), [])
 
     def test_gettransaction_and_listtransactions(self) -> None:
-        node = funded().node
+        node = self.shared.node
         address = call(node, "getnewaddress", "lists")
         txid = call(node, "sendtoaddress", address, "0.7")
         gettx = call(node, "gettransaction", txid)
@@ -421,7 +427,7 @@ class ListingTests(RPCCase):
                          (-8, 'Dummy value must be set to "*"'))
 
     def test_listsinceblock(self) -> None:
-        node = funded().node
+        node = self.shared.node
         start = call(node, "getbestblockhash")
         txid = call(node, "sendtoaddress", EXTERNAL, "0.3")
         since = call(node, "listsinceblock", start)
@@ -444,7 +450,7 @@ class ListingTests(RPCCase):
         self.assertError(node, -8, "Invalid parameter", "listsinceblock", block, 0)
 
     def test_received_by_address(self) -> None:
-        node = funded().node
+        node = self.shared.node
         address = call(node, "getnewaddress", "received")
         empty = [e for e in call(node, "listreceivedbyaddress", 0, True) if e["address"] == address]
         self.assertEqual(empty, [{"address": address, "account": "received", "amount": Decimal(0),
@@ -467,10 +473,10 @@ class ListingTests(RPCCase):
                          "listreceivedbyaddress", 1, False, False, "nope")
 
 
-class RawTransactionTests(RPCCase):
+class RawTransactionTests(FundedCase):
 
     def test_fundrawtransaction(self) -> None:
-        node = funded().node
+        node = self.shared.node
         self.settxfee(node, "0.0002")
         raw = call(node, "createrawtransaction", [], {EXTERNAL: 3})
         funded_tx = call(node, "fundrawtransaction", raw)
@@ -502,7 +508,6 @@ class RawTransactionTests(RPCCase):
         change = call(node, "getnewaddress", "change")
         locked = call(node, "fundrawtransaction", raw, {"lockUnspents": True,
                                                         "changeAddress": change})
-        self.addCleanup(call, node, "lockunspent", True)
         tx = call(node, "decoderawtransaction", locked["hex"])
         self.assertEqual(tx["vout"][locked["changepos"]]["scriptPubKey"]["addresses"], [change])
         self.assertEqual(sorted((e["txid"], e["vout"]) for e in call(node, "listlockunspent")),
@@ -520,7 +525,7 @@ class RawTransactionTests(RPCCase):
         self.assertIn("hex", call(node, "fundrawtransaction", raw, True))
 
     def test_fundrawtransaction_errors(self) -> None:
-        node = funded().node
+        node = self.shared.node
         raw = call(node, "createrawtransaction", [], {EXTERNAL: 3})
         self.assertError(node, -22, "TX decode failed", "fundrawtransaction", "zz")
         self.assertError(node, -8, "TX must have at least one output", "fundrawtransaction",
@@ -549,7 +554,7 @@ class RawTransactionTests(RPCCase):
         self.assertError(node, -4, "Insufficient funds", "fundrawtransaction", unknown)
 
     def test_signrawtransactionwithwallet(self) -> None:
-        node = funded().node
+        node = self.shared.node
         coin = call(node, "listunspent")[0]
         spend = [{"txid": coin["txid"], "vout": coin["vout"]}]
         raw = call(node, "createrawtransaction", spend,
@@ -575,8 +580,7 @@ class RawTransactionTests(RPCCase):
         self.assertIs(call(node, "signrawtransactionwithwallet", unknown, [prevtx])["complete"],
                       True)
         # Someone else's coin: no key.
-        shared = funded()
-        txid, _ = shared.miner_coin()
+        txid, _ = self.shared.miner_coin()
         theirs = call(node, "createrawtransaction", [{"txid": txid, "vout": 0}], {EXTERNAL: 1})
         result = call(node, "signrawtransactionwithwallet", theirs)
         self.assertEqual((result["complete"], result["errors"][0]["error"]),
@@ -598,7 +602,7 @@ class RawTransactionTests(RPCCase):
                          "signrawtransactionwithwallet", raw, "x")
 
     def test_signrawtransactionwithkey(self) -> None:
-        shared = funded()
+        shared = self.shared
         node = shared.node
         txid, value = shared.miner_coin()
         raw = call(node, "createrawtransaction", [{"txid": txid, "vout": 0}],
@@ -630,7 +634,7 @@ class RawTransactionTests(RPCCase):
                          [MINER_WIF], None, "all")
 
     def test_help_listing(self) -> None:
-        listing = call(funded().node, "help").split("\n")
+        listing = call(self.shared.node, "help").split("\n")
         for line in [
                 'abandontransaction "txid"',
                 'fundrawtransaction "hexstring" ( options iswitness )',
@@ -664,7 +668,7 @@ class RawTransactionTests(RPCCase):
 class ReorgTests(RPCCase):
 
     def test_reorg_unconfirms_then_abandon_after_eviction(self) -> None:
-        node, _ = private_node(self)
+        node, _ = self.private_node()
         other = call(node, "getnewaddress", "other")
         # The only mature coin is the coinbase of block 1.
         [coinbase] = call(node, "listunspent")
@@ -722,7 +726,7 @@ class ReorgTests(RPCCase):
 class CrashTests(RPCCase):
 
     def test_kill9_right_after_send_keeps_the_spend(self) -> None:
-        node, _ = private_node(self, "-limitancestorcount=2")
+        node, _ = private_process(self, "-limitancestorcount=2")
         [coinbase] = call(node, "listunspent")
         outpoint = {"txid": coinbase["txid"], "vout": coinbase["vout"]}
         txid = call(node, "sendtoaddress", EXTERNAL, 5)
