@@ -41,8 +41,8 @@ _ENTRY_FIELDS = """\
     "fees" : {
         "base" : n,         (numeric) transaction fee in coins
         "modified" : n,     (numeric) transaction fee with fee deltas used for mining priority in coins
-        "ancestor" : n,     (numeric) modified fees (see above) of in-mempool ancestors (including this one) in coins
-        "descendant" : n,   (numeric) modified fees (see above) of in-mempool descendants (including this one) in coins
+        "ancestor" : n,     (numeric) modified fees (see above) of in-mempool ancestors (including this one)
+        "descendant" : n,   (numeric) modified fees (see above) of in-mempool descendants (including this one)
     },
     "size" : n,             (numeric) transaction size in bytes
     "vsize" : n,            (numeric) virtual transaction size as defined in BIP 141 (the size)
