@@ -17,6 +17,9 @@ MAX_MONEY = 21_000_000 * COIN
 COINBASE_MATURITY = 100
 MAX_BLOCK_SIZE = 2_000_000
 MAX_BLOCK_SIGOPS = MAX_BLOCK_SIZE // 50
+#: BIP141's weight per byte of non-witness data: with no witnesses, weight is 4 x size
+#: (the ``weight`` Core-standard clients read; doc/views.md).
+WITNESS_SCALE_FACTOR = 4
 #: Blocks may be at most this far (seconds) ahead of network-adjusted time.
 MAX_FUTURE_BLOCK_TIME = 2 * 60 * 60
 

@@ -8,7 +8,7 @@ waiting is done with the clock handed in.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
@@ -19,9 +19,9 @@ from coin.chain.index import BLOCK_FAILED_CHILD, BLOCK_FAILED_VALID, BLOCK_VALID
 from coin.consensus.errors import ValidationError
 from coin.mempool.pool import Mempool
 from coin.mining.assembler import MiningError, create_block_from_pool, solve
-from coin.mining.stats import mining_info, network_hashps
+from coin.mining.stats import AssembledBlock, mining_info, network_hashps
 from coin.mining.template import (
-    LongPollId, assemble_template, check_proposal, duplicate_result, rejection,
+    LongPollId, Template, assemble_template, check_proposal, duplicate_result, rejection,
 )
 from coin.primitives.block import Block
 
@@ -31,24 +31,40 @@ LONGPOLL_RECHECK = 10
 
 
 class MiningService:
-    """Mining over one chain. It keeps no state of its own: long polls wait on the
-    chain's tip waiters and the pool's update counter, so any number of instances agree.
+    """Mining over one chain. Long polls wait on the chain's tip waiters and the pool's
+    update counter, so any number of instances agree on them; the one state kept is
+    the figures of the last block this instance assembled (getmininginfo, as Core's).
     """
 
     def __init__(self, chain: ChainAccess, clock: IReactorTime) -> None:
         self._chain = chain
         self._clock = clock
+        self._last_block = AssembledBlock()
+
+    def _assembled(self, block: Optional[Block]) -> None:
+        if block is not None:
+            self._last_block = AssembledBlock.of(block)
 
     def template(self) -> Deferred:
         """Fires with a :class:`coin.mining.template.Template` on the current tip."""
-        return self._chain.call(assemble_template, self._chain.mempool,
-                                self._chain.print_priority)
+        d = self._chain.call(assemble_template, self._chain.mempool, self._chain.print_priority)
+
+        def record(template: Template) -> Template:
+            self._assembled(template.block)
+            return template
+        return d.addCallback(record)
 
     def generate(self, script_pubkey: bytes, count: int, max_tries: int) -> Deferred:
         """Mine ``count`` blocks paying ``script_pubkey`` on the validation worker (Core's
         generateBlocks, for generate and generatetoaddress); fires with their hashes."""
-        return self._chain.call(_generate_blocks, self._chain.mempool, script_pubkey, count,
-                                max_tries, self._chain.print_priority)
+        d = self._chain.call(_generate_blocks, self._chain.mempool, script_pubkey, count,
+                             max_tries, self._chain.print_priority)
+
+        def record(result: Tuple[List[bytes], Optional[Block]]) -> List[bytes]:
+            hashes, last = result
+            self._assembled(last)
+            return hashes
+        return d.addCallback(record)
 
     def check_proposal(self, block: Block) -> Deferred:
         """BIP23: fires with None if ``block`` would be valid on the tip, else why not."""
@@ -126,15 +142,18 @@ class MiningService:
 
     def info(self) -> Deferred:
         """Fires with :class:`coin.mining.stats.MiningInfo`."""
-        return self._chain.call(mining_info, self._chain.mempool)
+        return self._chain.call(mining_info, self._chain.mempool, self._last_block)
 
 
 def _generate_blocks(chainstate: ChainState, pool: Optional[Mempool], script_pubkey: bytes,
-                     count: int, max_tries: int, print_priority: bool) -> List[bytes]:
-    """Up to ``count`` blocks, stopping early once ``max_tries`` nonces are used up."""
+                     count: int, max_tries: int, print_priority: bool
+                     ) -> Tuple[List[bytes], Optional[Block]]:
+    """Up to ``count`` blocks, stopping early once ``max_tries`` nonces are used up; with
+    their hashes, the last block assembled (None if none was)."""
     hashes: List[bytes] = []
     extra_nonce = 0
     tries_left = max_tries
+    template: Optional[Block] = None
     while len(hashes) < count and tries_left > 0:
         extra_nonce += 1
         template, _ = create_block_from_pool(chainstate, pool, script_pubkey, extra_nonce,
@@ -145,4 +164,4 @@ def _generate_blocks(chainstate: ChainState, pool: Optional[Mempool], script_pub
             break
         tries_left -= block.header.nonce + 1
         hashes.append(chainstate.process_block(block).hash)
-    return hashes
+    return hashes, template

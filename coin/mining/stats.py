@@ -1,4 +1,4 @@
-"""What the miner reports: the network's hash rate and the block this node would mine now."""
+"""What the miner reports: the network's hash rate and the last block this node assembled."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from coin.chain.chainstate import ChainState
 from coin.chain.snapshot import ChainSnapshot
+from coin.chainparams import WITNESS_SCALE_FACTOR
 from coin.consensus.pow import get_difficulty
-from coin.mining.assembler import create_block_from_pool
-from coin.mining.template import TEMPLATE_SCRIPT
+from coin.primitives.block import Block
 
 if TYPE_CHECKING:
     from coin.mempool.pool import Mempool
@@ -55,14 +55,26 @@ def network_hashps(chainstate: ChainState | ChainSnapshot, lookup: int, height: 
     return _uint256_to_double(last.chainwork - first.chainwork) / (max_time - min_time)
 
 
+class AssembledBlock(NamedTuple):
+    """The last block this node assembled (getblocktemplate, generate): Core 0.17's
+    nLastBlockWeight/nLastBlockTx and Dash's nLastBlockSize, all 0 until the first."""
+
+    size: int = 0
+    weight: int = 0
+    #: Transactions besides the coinbase.
+    tx: int = 0
+
+    @classmethod
+    def of(cls, block: Block) -> "AssembledBlock":
+        size = block.size
+        return cls(size, WITNESS_SCALE_FACTOR * size, len(block.txs) - 1)
+
+
 class MiningInfo(NamedTuple):
     """getmininginfo's figures, read from one consistent view of chain and pool."""
 
     blocks: int
-    #: Size and transaction count (besides the coinbase) of the block this node would
-    #: assemble now (Core reports its last assembled template instead).
-    block_size: int
-    block_tx: int
+    last_block: AssembledBlock
     difficulty: float
     #: The last 120 blocks' hash rate (see network_hashps).
     network_hashps: Optional[float]
@@ -70,13 +82,12 @@ class MiningInfo(NamedTuple):
     chain: str
 
 
-def mining_info(chainstate: ChainState, pool: Optional["Mempool"]) -> MiningInfo:
-    """Runs on the writer thread, so chain, pool and template agree."""
-    block, _ = create_block_from_pool(chainstate, pool, TEMPLATE_SCRIPT)
+def mining_info(chainstate: ChainState, pool: Optional["Mempool"],
+                last_block: AssembledBlock) -> MiningInfo:
+    """Runs on the writer thread, so chain and pool agree."""
     return MiningInfo(
         blocks=chainstate.height,
-        block_size=block.size,
-        block_tx=len(block.txs) - 1,
+        last_block=last_block,
         difficulty=get_difficulty(chainstate.tip.bits),
         network_hashps=network_hashps(chainstate, 120, -1),
         pooled_tx=len(pool) if pool is not None else 0,

@@ -1,9 +1,8 @@
-"""Blocks and block headers as JSON, in the spec's order (Core 0.17's blockToJSON
-without the segwit sizes):
+"""Blocks and block headers as JSON, in the spec's order (Core 0.17's blockToJSON):
 
-``hash, confirmations, [size], height, version, versionHex, merkleroot, [tx],
-time, mediantime, nonce, bits, difficulty, chainwork, nTx, previousblockhash,
-nextblockhash`` — the bracketed fields only in block objects.
+``hash, confirmations, [strippedsize, size, weight], height, version, versionHex,
+merkleroot, [tx], time, mediantime, nonce, bits, difficulty, chainwork, nTx,
+previousblockhash, nextblockhash`` — the bracketed fields only in block objects.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from coin.chain.index import BlockIndexEntry
-from coin.chainparams import ChainParams
+from coin.chainparams import WITNESS_SCALE_FACTOR, ChainParams
 from coin.consensus.pow import get_difficulty
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
@@ -53,7 +52,10 @@ def block_json(block: Block, entry: BlockIndexEntry, chain: ChainView, params: C
                tx_detail: bool = False,
                spent_outputs: Optional[Sequence[Sequence[SpentOutput]]] = None
                ) -> Dict[str, Any]:
-    """The block object: the header object plus ``size`` and ``tx``.
+    """The block object: the header object plus the sizes and ``tx``.
+
+    ``strippedsize`` (= ``size``) and ``weight`` (= 4 x ``size``) are Core's; with no
+    witness data they cost nothing and explorers read them (doc/views.md).
 
     ``tx`` lists txids, or with ``tx_detail`` transaction objects (with hex,
     without block fields).  ``spent_outputs`` is the block's undo data (per
@@ -71,7 +73,8 @@ def block_json(block: Block, entry: BlockIndexEntry, chain: ChainView, params: C
     for key, value in header_json(entry, chain).items():
         out[key] = value
         if key == "confirmations":
-            out["size"] = block.size
+            size = block.size
+            out.update(strippedsize=size, size=size, weight=WITNESS_SCALE_FACTOR * size)
         elif key == "merkleroot":
             out["tx"] = txs
     return out

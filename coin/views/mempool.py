@@ -2,8 +2,10 @@
 getmempoolentry, ...) and REST (/mempool/info.json, /mempool/contents.json).
 
 Entry objects carry the spec's fields in the spec's order, with Core 0.17's
-``ancestorcount``/``ancestorsize``/``ancestorfees`` before ``depends`` and
-``spentby`` after it (doc/mempool.md says why).
+extras where Core 0.17 (and the reference node) put them: the ``fees`` object
+first, ``ancestorcount``/``ancestorsize``/``ancestorfees`` and ``wtxid`` before
+``depends``, ``spentby`` after it; ``vsize`` follows ``size`` as in later Cores
+(doc/mempool.md, doc/views.md).
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
     """One entry; ``height`` is the current tip height (for ``currentpriority``).
 
     The caller holds the pool's lock (family sets change under writers).
+    ``fees`` repeats the flat fee fields in coins; ``vsize`` and ``wtxid`` equal
+    ``size`` and the txid (no witness data).
     """
+    fee = amount_to_json(entry.fee)
+    modified_fee = amount_to_json(entry.modified_fee)
     return {
+        "fees": {"base": fee, "modified": modified_fee,
+                 "ancestor": amount_to_json(entry.fees_with_ancestors),
+                 "descendant": amount_to_json(entry.fees_with_descendants)},
         "size": entry.size,
-        "fee": amount_to_json(entry.fee),
-        "modifiedfee": amount_to_json(entry.modified_fee),
+        "vsize": entry.size,
+        "fee": fee,
+        "modifiedfee": modified_fee,
         "time": entry.time,
         "height": entry.height,
         "startingpriority": real_to_json(entry.starting_priority),
@@ -34,6 +44,7 @@ def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
         "ancestorcount": entry.count_with_ancestors,
         "ancestorsize": entry.size_with_ancestors,
         "ancestorfees": entry.fees_with_ancestors,
+        "wtxid": hash_to_hex(entry.txid),
         "depends": sorted(hash_to_hex(p.txid) for p in entry.parents),
         "spentby": sorted(hash_to_hex(c.txid) for c in entry.children),
     }

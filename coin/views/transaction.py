@@ -1,8 +1,9 @@
 """Transactions as JSON, in Dash Core 0.13's TxToJSON order (the spec's order).
 
-``txid, size, version, type, locktime, vin, vout, [extraPayloadSize,
-extraPayload], [hex], [blockhash, height, confirmations, time, blocktime]``;
-doc/views.md explains each choice.
+``txid, hash, size, vsize, version, type, locktime, vin, vout,
+[extraPayloadSize, extraPayload], [hex], [blockhash, height, confirmations, time,
+blocktime]``; doc/views.md explains each choice (``hash`` and ``vsize`` are Core's,
+equal to ``txid`` and ``size`` without witness data).
 """
 
 from __future__ import annotations
@@ -62,9 +63,12 @@ def tx_json(tx: Transaction, params: ChainParams, *, include_hex: bool = True,
     coinbase = tx.is_coinbase()
     spent: Sequence[Optional[SpentOutput]] = (
         [None] * len(tx.vin) if spent_outputs is None else spent_outputs)
+    size = tx.size
     out: Dict[str, Any] = {
         "txid": tx.txid_hex,
-        "size": tx.size,
+        "hash": tx.txid_hex,
+        "size": size,
+        "vsize": size,
         "version": tx.version,
         "type": tx.tx_type,
         "locktime": tx.locktime,

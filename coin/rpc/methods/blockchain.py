@@ -243,7 +243,11 @@ getblock = RPCMethod(
             "block 'hash'.\n"
             "\nResult (for verbosity = 1):\n"
             "{\n" + _HEADER_HEAD
-            + '  "size" : n,            (numeric) The block size\n' + _HEADER_MIDDLE
+            + '  "strippedsize" : n,    (numeric) The block size excluding witness data (the '
+            "size: this chain has none)\n"
+            '  "size" : n,            (numeric) The block size\n'
+            '  "weight" : n           (numeric) The block weight as defined in BIP 141 (4 x size)\n'
+            + _HEADER_MIDDLE
             + '  "tx" : [               (array of string) The transaction ids\n'
             '     "transactionid"     (string) The transaction id\n'
             "     ,...\n"

@@ -37,7 +37,14 @@ from coin.views.mempool import (
 )
 
 _ENTRY_FIELDS = """\
+    "fees" : {
+        "base" : n,         (numeric) transaction fee in coins
+        "modified" : n,     (numeric) transaction fee with fee deltas used for mining priority in coins
+        "ancestor" : n,     (numeric) modified fees (see above) of in-mempool ancestors (including this one)
+        "descendant" : n,   (numeric) modified fees (see above) of in-mempool descendants (including this one)
+    },
     "size" : n,             (numeric) transaction size in bytes
+    "vsize" : n,            (numeric) virtual transaction size as defined in BIP 141 (the size)
     "fee" : n,              (numeric) transaction fee in coins
     "modifiedfee" : n,      (numeric) transaction fee with fee deltas used for mining priority
     "time" : n,             (numeric) local time transaction entered pool in seconds since 1 Jan 1970 GMT
@@ -50,6 +57,7 @@ _ENTRY_FIELDS = """\
     "ancestorcount" : n,    (numeric) number of in-mempool ancestor transactions (including this one)
     "ancestorsize" : n,     (numeric) size of in-mempool ancestors (including this one)
     "ancestorfees" : n,     (numeric) modified fees (see above) of in-mempool ancestors (including this one)
+    "wtxid" : hash,         (string) hash of serialized transaction, including witness data (the txid)
     "depends" : [           (array) unconfirmed transactions used as inputs for this transaction
         "transactionid",    (string) parent transaction id
        ... ],

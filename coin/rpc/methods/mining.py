@@ -22,9 +22,12 @@ Where this differs from Core 0.17, and why:
 - Proposals (BIP23) run the header, context-free and contextual block checks;
   the UTXO checks of Core's TestBlockValidity (ConnectBlock on a scratch view)
   need a non-mutating connect in ``ChainState`` that does not exist yet.
-- ``getmininginfo`` reports ``currentblocksize`` (Dash; ``currentblockweight``
-  is segwit's) and, with ``currentblocktx``, describes the block this node would
-  assemble now; Core reports its last assembled template (0 until the first).
+- ``getmininginfo`` reports Dash's ``currentblocksize`` and Core 0.17's
+  ``currentblockweight`` (4 x the size: no witness data) and ``currentblocktx``,
+  in Core 0.13's order; as in Core 0.17 they describe the last block this node
+  assembled (getblocktemplate, generate), and are 0 until the first. They are
+  that block's real figures, where Core's counters start with a reserve for the
+  coinbase it has not built yet.
 """
 
 from __future__ import annotations
@@ -400,11 +403,12 @@ def getnetworkhashps(ctx: RPCContext, nblocks: int, height: int) -> Deferred:
 # ------------------------------------------------------------------ getmininginfo
 
 def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
-    """getmininginfo's object; see the module docstring for currentblocksize/-tx."""
+    """getmininginfo's object; see the module docstring for the currentblock* fields."""
     return {
         "blocks": info.blocks,
-        "currentblocksize": info.block_size,
-        "currentblocktx": info.block_tx,
+        "currentblocksize": info.last_block.size,
+        "currentblockweight": info.last_block.weight,
+        "currentblocktx": info.last_block.tx,
         "difficulty": real_to_json(info.difficulty),
         "networkhashps": _hashps_json(info.network_hashps),
         "pooledtx": info.pooled_tx,
@@ -418,9 +422,9 @@ def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
     help="Returns a json object containing mining-related information.",
     result=("{\n"
             '  "blocks": nnn,             (numeric) The current block\n'
-            '  "currentblocksize": nnn,   (numeric) The size of the block this node would mine now\n'
-            '  "currentblocktx": nnn,     (numeric) The number of transactions (besides the '
-            "coinbase) in the block this node would mine now\n"
+            '  "currentblocksize": nnn,   (numeric) The last block size\n'
+            '  "currentblockweight": nnn, (numeric) The last block weight\n'
+            '  "currentblocktx": nnn,     (numeric) The last block transaction\n'
             '  "difficulty": xxx.xxxxx    (numeric) The current difficulty\n'
             '  "networkhashps": nnn,      (numeric) The network hashes per second\n'
             '  "pooledtx": n              (numeric) The size of the mempool\n'

@@ -246,7 +246,10 @@ createrawtransaction = RPCMethod(
     help="Return a JSON object representing the serialized, hex-encoded transaction.",
     result=("{\n"
             '  "txid" : "id",        (string) The transaction id\n'
+            '  "hash" : "id",        (string) The transaction hash (the txid: this chain has '
+            "no witness data)\n"
             '  "size" : n,           (numeric) The transaction size\n'
+            '  "vsize" : n,          (numeric) The virtual transaction size (the size)\n'
             '  "version" : n,        (numeric) The version\n'
             '  "type" : n,           (numeric) The DIP2 transaction type (0 for normal ones)\n'
             '  "locktime" : ttt,     (numeric) The lock time\n'
@@ -325,7 +328,9 @@ Result (if verbose is set to true):
   "in_active_chain": b, (bool) Whether specified block is in the active chain or not (only present with \
 explicit "blockhash" argument)
   "txid" : "id",        (string) The transaction id (same as provided)
+  "hash" : "id",        (string) The transaction hash (the txid: this chain has no witness data)
   "size" : n,           (numeric) The serialized transaction size
+  "vsize" : n,          (numeric) The virtual transaction size (the size)
   "version" : n,        (numeric) The version
   "type" : n,           (numeric) The DIP2 transaction type (0 for normal ones)
   "locktime" : ttt,     (numeric) The lock time

@@ -12,7 +12,7 @@ from twisted.internet.defer import CancelledError, inlineCallbacks
 from coin.chainparams import COIN, REGTEST
 from coin.consensus.versionbits import LOCKED_IN
 from coin.mining.service import LONGPOLL_FIRST_CHECK, LONGPOLL_RECHECK, MiningService
-from coin.mining.stats import MiningInfo, network_hashps
+from coin.mining.stats import AssembledBlock, MiningInfo, network_hashps
 from coin.mining.template import LongPollId, Template
 from coin.primitives.block import Block
 from coin.primitives.hashes import hash160
@@ -169,12 +169,25 @@ class StatsTests(MiningServiceTestCase):
                          network_hashps(self.state, TIP_HEIGHT, TIP_HEIGHT + 5))
 
     @inlineCallbacks
-    def test_info_describes_the_block_this_node_would_mine(self):
+    def test_info_describes_the_last_block_this_node_assembled(self):
+        # Core 0.17: zeros until a block was assembled, then that block's figures.
         tx = yield self.pool_spend()
         info = yield self.mining.info()
-        template = yield self.mining.template()
         self.assertEqual(info, MiningInfo(
-            blocks=TIP_HEIGHT, block_size=template.block.size, block_tx=1,
-            difficulty=info.difficulty, network_hashps=2.0, pooled_tx=1, chain="regtest"))
-        self.assertEqual(template.block.txs[1], tx)
+            blocks=TIP_HEIGHT, last_block=AssembledBlock(0, 0, 0), difficulty=info.difficulty,
+            network_hashps=2.0, pooled_tx=1, chain="regtest"))
         self.assertAlmostEqual(info.difficulty, 4.656542373906925e-10)
+        template = yield self.mining.template()
+        self.assertEqual(template.block.txs[1], tx)
+        size = len(template.block.serialize())
+        self.assertEqual((yield self.mining.info()).last_block, (size, 4 * size, 1))
+        # generate assembles too: its last block, mined with the pool's transaction.
+        (mined,) = yield self.mining.generate(p2pkh_script(hash160(b"miner")), 1, 1_000_000)
+        block = yield self.access.read_block(self.state.lookup(mined))
+        size = len(block.serialize())
+        info = yield self.mining.info()
+        self.assertEqual((info.blocks, info.pooled_tx, info.last_block),
+                         (TIP_HEIGHT + 1, 0, (size, 4 * size, 1)))
+        # A pool change alone changes nothing until the next assembly.
+        yield self.mempool.accept(self.builder.spend(self.mature_coinbase(2)))
+        self.assertEqual((yield self.mining.info()).last_block, (size, 4 * size, 1))

@@ -31,6 +31,7 @@ from coin.rpc.jsonrpc import JSONRPCCore, Warmup, encode_json
 from coin.rpc.methods.blockchain import METHODS as BLOCKCHAIN_METHODS
 from coin.rpc.methods.control import METHODS as CONTROL_METHODS
 from coin.rpc.methods.mempool import METHODS as MEMPOOL_METHODS
+from coin.rpc.methods.rawtransactions import METHODS as RAWTX_METHODS
 from coin.mempool.accept import PoolPolicy
 from coin.mempool.pool import Mempool
 from coin.mempool.service import MempoolService
@@ -668,3 +669,80 @@ class PrunedChainTests(RESTTestCase):
         # Headers stay available for pruned blocks.
         r = yield self.get("/rest/headers/2/%s.json" % h)
         self.assertEqual([x["height"] for x in r.json()], [1, 2])
+
+
+def _without(obj: dict, *keys: str) -> dict:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+class ExtraFieldsTests(RESTTestCase):
+    """Core's extra fields (#22) are the same through RPC and REST, which share the views."""
+
+    methods = BLOCKCHAIN_METHODS + MEMPOOL_METHODS + RAWTX_METHODS
+
+    @inlineCallbacks
+    def rpc(self, method: str, *params: Any):
+        reply = yield self.send(method, *params)
+        answer = simplejson.loads(reply.body, use_decimal=True)
+        self.assertIsNone(answer["error"], (method, params))
+        return answer["result"]
+
+    @inlineCallbacks
+    def test_a_500_transaction_block(self):
+        fan_out = self.builder.spend(self.mature_coinbase(2),
+                                     [(self.builder.script_pubkey, 10 ** 7)] * 498)
+        spends = [self.builder.spend(out) for out in self.builder.outputs_of(fan_out)]
+        (block,) = yield self.mine(1, txs=[fan_out, *spends])
+        blockhash = block.hash_hex
+        rest = yield self.get("/rest/block/%s.json" % blockhash)
+        full = rest.json()
+        self.assertEqual(full, (yield self.rpc("getblock", blockhash, 2)))
+        self.assertEqual((full["nTx"], full["strippedsize"], full["size"], full["weight"]),
+                         (500, block.size, block.size, 4 * block.size))
+        summary = yield self.get("/rest/block/notxdetails/%s.json" % blockhash)
+        self.assertEqual(summary.json(), (yield self.rpc("getblock", blockhash, 1)))
+        self.assertEqual({**full, "tx": summary.json()["tx"]}, summary.json())
+        # Transactions: REST /tx adds what the inputs spend, getrawtransaction with a block
+        # in_active_chain, block objects have no block fields; the rest is one view.
+        # (Without -txindex, REST finds a transaction through an unspent output of it.)
+        for n, tx in ((0, block.txs[0]), (2, spends[0]), (499, spends[-1])):
+            rest = (yield self.get("/rest/tx/%s.json" % tx.txid_hex)).json()
+            rpc = yield self.rpc("getrawtransaction", tx.txid_hex, True, blockhash)
+            self.assertEqual((rest["hash"], rest["size"], rest["vsize"]),
+                             (tx.txid_hex, tx.size, tx.size))
+            self.assertEqual(_without(rest, "vin"), _without(rpc, "vin", "in_active_chain"))
+            self.assertEqual(_without(full["tx"][n], "vin"),
+                             _without(rest, "vin", "blockhash", "height", "confirmations",
+                                      "time", "blocktime"))
+        decoded = yield self.rpc("decoderawtransaction", fan_out.serialize().hex())
+        self.assertEqual(decoded, {k: v for k, v in full["tx"][1].items() if k != "hex"})
+
+    @inlineCallbacks
+    def test_mempool_parent_and_child(self):
+        parent = self.builder.spend(self.builder.outputs_of(self.spend)[0], fee=20_000)
+        child = self.builder.spend(self.builder.outputs_of(parent)[0], fee=10_000)
+        for tx in (parent, child):
+            yield self.mempool.accept(tx)
+        self.assertTrue((yield self.rpc("prioritisetransaction", child.txid_hex, 0, 50_000)))
+        contents = (yield self.get("/rest/mempool/contents.json")).json()
+        self.assertEqual(contents, (yield self.rpc("getrawmempool", True)))
+        self.assertEqual(list(contents), [parent.txid_hex, child.txid_hex])
+        self.assertEqual(contents[child.txid_hex],
+                         (yield self.rpc("getmempoolentry", child.txid_hex)))
+        self.assertEqual({parent.txid_hex: contents[parent.txid_hex]},
+                         (yield self.rpc("getmempoolancestors", child.txid_hex, True)))
+        self.assertEqual({child.txid_hex: contents[child.txid_hex]},
+                         (yield self.rpc("getmempooldescendants", parent.txid_hex, True)))
+        fees = {txid: {k: str(v) for k, v in entry["fees"].items()}
+                for txid, entry in contents.items()}
+        self.assertEqual(fees, {
+            parent.txid_hex: {"base": "0.00020000", "modified": "0.00020000",
+                              "ancestor": "0.00020000", "descendant": "0.00080000"},
+            child.txid_hex: {"base": "0.00010000", "modified": "0.00060000",
+                             "ancestor": "0.00080000", "descendant": "0.00060000"}})
+        for tx in (parent, child):
+            entry = contents[tx.txid_hex]
+            self.assertEqual((entry["size"], entry["vsize"], entry["wtxid"]),
+                             (tx.size, tx.size, tx.txid_hex))
+            self.assertEqual((entry["fees"]["base"], entry["fees"]["modified"]),
+                             (entry["fee"], entry["modifiedfee"]))

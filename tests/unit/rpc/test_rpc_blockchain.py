@@ -49,9 +49,9 @@ from tests.rpchelpers import FakeNode, transcript
 
 # Key orders of the reference node's replies (rpcm_05, rpcm_14, rpcm_25, rpcm_26, rpcm_52 in
 # /work/shared/reference/transcripts), without the segwit sizes doc/views.md drops.
-REFERENCE_BLOCK_KEYS = ["hash", "confirmations", "size", "height", "version", "versionHex",
-                        "merkleroot", "tx", "time", "mediantime", "nonce", "bits", "difficulty",
-                        "chainwork", "nTx", "previousblockhash"]
+REFERENCE_BLOCK_KEYS = ["hash", "confirmations", "strippedsize", "size", "weight", "height",
+                        "version", "versionHex", "merkleroot", "tx", "time", "mediantime", "nonce",
+                        "bits", "difficulty", "chainwork", "nTx", "previousblockhash"]
 REFERENCE_HEADER_KEYS = ["hash", "confirmations", "height", "version", "versionHex", "merkleroot",
                          "time", "mediantime", "nonce", "bits", "difficulty", "chainwork", "nTx",
                          "previousblockhash"]

@@ -12,21 +12,21 @@ from coin.consensus.pow import compact_to_target
 from coin.consensus.versionbits import ACTIVE, DEFINED, LOCKED_IN, STARTED
 from coin.primitives.address import Destination, encode_address
 from coin.primitives.block import Block, BlockHeader
-from coin.primitives.hashes import hash_to_hex
+from coin.primitives.hashes import hash160, hash_to_hex
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.mining.assembler import create_block
 from coin.mining.stats import network_hashps
-from coin.mining.template import Template, assemble_template
+from coin.mining.template import TEMPLATE_SCRIPT, Template, assemble_template
 from coin.rpc.methods.mining import METHODS, template_json
 from coin.script.standard import p2pkh_script
 
 from tests.rpcchain import TIP_HEIGHT, ChainRPCTestCase
 
 # The reference node's getmininginfo keys (rpcm_44), and ours: Dash's currentblocksize
-# where segwit's currentblockweight was.
+# before them, where Core 0.13 had it.
 RECORDED_MINING_INFO_KEYS = ["blocks", "currentblockweight", "currentblocktx", "difficulty",
                              "networkhashps", "pooledtx", "chain", "warnings"]
-MINING_INFO_KEYS = [k.replace("weight", "size") for k in RECORDED_MINING_INFO_KEYS]
+MINING_INFO_KEYS = ["blocks", "currentblocksize"] + RECORDED_MINING_INFO_KEYS[1:]
 TEMPLATE_KEYS = ["capabilities", "version", "rules", "vbavailable", "vbrequired",
                  "previousblockhash", "transactions", "coinbaseaux", "coinbasevalue",
                  "longpollid", "target", "mintime", "mutable", "noncerange", "sigoplimit",
@@ -327,14 +327,31 @@ class InfoTests(MiningRPCTestCase):
     def test_getmininginfo(self):
         info = yield self.result("getmininginfo")
         self.assertEqual(list(info), MINING_INFO_KEYS)
-        template = yield self.access.call(assemble_template)
         self.assertEqual(info["blocks"], TIP_HEIGHT)
-        self.assertEqual((info["currentblocksize"], info["currentblocktx"]),
-                         (template.block.size, 0))
+        # As Core 0.17 (and the reference, rpcm_44): 0 until a block was assembled.
+        self.assertEqual((info["currentblocksize"], info["currentblockweight"],
+                          info["currentblocktx"]), (0, 0, 0))
         self.assertEqual((info["pooledtx"], info["chain"], info["warnings"]), (0, "regtest", ""))
         reply = yield self.send("getmininginfo")
         # Regtest difficulty and 120 blocks of work 2 one second apart, as Core prints them.
         self.assertIn(b'"difficulty":4.656542373906925e-10,"networkhashps":2,', reply.body)
+        tx = self.builder.spend(self.mature_coinbase(1))
+        yield self.mempool.accept(tx)
+        yield self.result("getblocktemplate")
+        # The template: header, a 1-byte transaction count, its coinbase and the pool's tx.
+        coinbase = (yield self.access.call(create_block, TEMPLATE_SCRIPT)).txs[0]
+        size = 80 + 1 + coinbase.size + tx.size
+        info = yield self.result("getmininginfo")
+        self.assertEqual((info["currentblocksize"], info["currentblockweight"],
+                          info["currentblocktx"], info["pooledtx"]), (size, 4 * size, 1, 1))
+        # generatetoaddress assembles too: the figures become the mined block's.
+        yield self.result("generatetoaddress", 1, self.address(hash160(b"miner")))
+        block = yield self.access.read_block(self.state.tip)
+        self.assertEqual(block.txs[1], tx)
+        info = yield self.result("getmininginfo")
+        self.assertEqual((info["currentblocksize"], info["currentblockweight"],
+                          info["currentblocktx"], info["pooledtx"]),
+                         (block.size, 4 * block.size, 1, 0))
 
     @inlineCallbacks
     def test_getnetworkhashps(self):

@@ -164,9 +164,10 @@ class DecodeTests(RawTxTestCase):
     def test_decoderawtransaction(self):
         tx = self.signed(self.spend(2, 49 * COIN))
         decoded = yield self.result("decoderawtransaction", tx.serialize().hex())
-        self.assertEqual(list(decoded), ["txid", "size", "version", "type", "locktime", "vin",
-                                         "vout"])
-        self.assertEqual(decoded["txid"], tx.txid_hex)
+        self.assertEqual(list(decoded), ["txid", "hash", "size", "vsize", "version", "type",
+                                         "locktime", "vin", "vout"])
+        self.assertEqual((decoded["txid"], decoded["hash"]), (tx.txid_hex, tx.txid_hex))
+        self.assertEqual((decoded["size"], decoded["vsize"]), (tx.size, tx.size))
         # iswitness is accepted and changes nothing.
         self.assertEqual((yield self.result("decoderawtransaction", tx.serialize().hex(), True)),
                          decoded)

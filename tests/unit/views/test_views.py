@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import COIN, MAX_MONEY, REGTEST, TEST
+from coin.mempool.accept import PoolPolicy, accept_to_mempool
+from coin.mempool.pool import Mempool
 from coin.consensus.versionbits import deployment_state
 from coin.primitives.address import Destination, decode_address, encode_address
 from coin.primitives.coin import Coin
@@ -29,6 +31,7 @@ from coin.testing.chainbuilder import ChainBuilder, deterministic_key, open_chai
 from coin.views.amounts import AmountError, amount_to_json, parse_amount, real_to_json
 from coin.views.block import block_json, header_json
 from coin.views.chaininfo import chain_info_json
+from coin.views.mempool import mempool_contents_json, mempool_entry_json
 from coin.views.script import decodescript_json, script_pubkey_json, script_sig_json
 from coin.views.transaction import tx_block_fields, tx_json
 from coin.views.utxo import MEMPOOL_HEIGHT, getutxos_bin, getutxos_json, txout_json
@@ -97,6 +100,13 @@ REFERENCE = {
         '"timeout":1493596800,"since":0},"segwit":{"status":"defined","startTime":1479168000,'
         '"timeout":1510704000,"since":0}},"warnings":""}'
     ),
+    # rpcm_24_getmempoolentry_9b73bbc3a676 (rpcm_23 and rest_92 have the same entry)
+    "mempoolentry": (
+        '{"fees":{"base":0.00229,"modified":0.00229,"ancestor":0.00229,"descendant":0.00229},'
+        '"size":226,"fee":0.00229,"modifiedfee":0.00229,"time":1795643810,"height":111,'
+        '"descendantcount":1,"descendantsize":226,"descendantfees":229,"ancestorcount":1,'
+        '"ancestorsize":226,"ancestorfees":229,"wtxid":"9b73bbc3..","depends":[],"spentby":[]}'
+    ),
     # rest_67_getutxos_4mixed_json
     "getutxos": (
         '{"chainHeight":111,"chaintipHash":"00005f92..","bitmap":"0110","utxos":[{"height":111,'
@@ -110,10 +120,15 @@ REFERENCE = {
 HEADER_KEYS = ["hash", "confirmations", "height", "version", "versionHex", "merkleroot", "time",
                "mediantime", "nonce", "bits", "difficulty", "chainwork", "nTx",
                "previousblockhash", "nextblockhash"]
-BLOCK_KEYS = ["hash", "confirmations", "size", "height", "version", "versionHex", "merkleroot",
-              "tx", "time", "mediantime", "nonce", "bits", "difficulty", "chainwork", "nTx",
-              "previousblockhash", "nextblockhash"]
+BLOCK_KEYS = ["hash", "confirmations", "strippedsize", "size", "weight", "height", "version",
+              "versionHex", "merkleroot", "tx", "time", "mediantime", "nonce", "bits",
+              "difficulty", "chainwork", "nTx", "previousblockhash", "nextblockhash"]
+TX_KEYS = ["txid", "hash", "size", "vsize", "version", "type", "locktime", "vin", "vout"]
 SPK_KEYS = ["asm", "hex", "reqSigs", "type", "addresses"]
+
+
+#: Keys whose position differs from the reference's: the transaction's size and vsize.
+SIZES = frozenset({"size", "vsize"})
 
 
 def dumps(value: Any) -> str:
@@ -279,10 +294,11 @@ class ChainViewTestCase(SynchronousTestCase, KeyOrderMixin):
 class TransactionTests(ChainViewTestCase):
     def test_regular_transaction(self) -> None:
         view = tx_json(self.tx, REGTEST)
-        self.assertEqual(list(view), ["txid", "size", "version", "type", "locktime", "vin",
-                                      "vout", "hex"])
+        self.assertEqual(list(view), TX_KEYS + ["hex"])
         self.assertEqual((view["txid"], view["size"], view["version"], view["type"]),
                          (self.tx.txid_hex, len(self.tx.serialize()), 1, 0))
+        # Core's extras, equal to txid and size without witness data.
+        self.assertEqual((view["hash"], view["vsize"]), (self.tx.txid_hex, view["size"]))
         self.assertEqual(view["hex"], self.tx.serialize().hex())
         (vin,) = view["vin"]
         self.assertEqual(list(vin), ["txid", "vout", "scriptSig", "sequence"])
@@ -345,16 +361,16 @@ class TransactionTests(ChainViewTestCase):
         special = Transaction([TxIn(OutPoint(b"\x01" * 32, 0))], [TxOut(0, b"\x6a")],
                               version=3, tx_type=5, extra_payload=b"\x01\x02\x03")
         view = tx_json(special, REGTEST)
-        self.assertEqual(list(view), ["txid", "size", "version", "type", "locktime", "vin",
-                                      "vout", "extraPayloadSize", "extraPayload", "hex"])
+        self.assertEqual(list(view), TX_KEYS + ["extraPayloadSize", "extraPayload", "hex"])
         self.assertEqual((view["version"], view["type"], view["extraPayloadSize"],
                           view["extraPayload"]), (3, 5, 3, "010203"))
         self.assertEqual(Transaction.from_hex(view["hex"]), special)
 
     def test_key_order_matches_the_reference(self) -> None:
-        # The reference (Core 0.17) puts size after version; the spec and Dash before it.
+        # The reference (Core 0.17) puts size after version; the spec and Dash before it,
+        # and vsize stays next to size.
         view = tx_json(self.tx, REGTEST, **tx_block_fields(self.entry, self.chain))
-        self.assertMatchesReference(view, "rawtx", ignore=frozenset({"size"}))
+        self.assertMatchesReference(view, "rawtx", ignore=SIZES)
 
 
 class BlockTests(ChainViewTestCase):
@@ -373,16 +389,19 @@ class BlockTests(ChainViewTestCase):
         self.assertEqual((view["time"], view["mediantime"], view["nonce"]),
                          (self.block.header.time, self.entry.median_time_past(),
                           self.block.header.nonce))
+        self.assertEqual((view["strippedsize"], view["weight"]), (view["size"], 4 * view["size"]))
         self.assertEqual(view["chainwork"], "%064x" % (2 * 103))
         text = dumps(view)
         self.assertIn('"difficulty":4.656542373906925e-10,', text)
         self.assertIn('"chainwork":"%s"' % ("0" * 62 + "ce"), text)
 
-    def test_header_is_the_block_without_size_and_tx(self) -> None:
+    def test_header_is_the_block_without_sizes_and_tx(self) -> None:
+        # Core 0.17's getblockheader has no strippedsize or weight either.
         block = block_json(self.block, self.entry, self.chain, REGTEST)
         header = header_json(self.entry, self.chain)
         self.assertEqual(list(header), without(HEADER_KEYS, "nextblockhash"))
-        self.assertEqual(header, {k: v for k, v in block.items() if k not in ("size", "tx")})
+        self.assertEqual(header, {k: v for k, v in block.items()
+                                  if k not in ("strippedsize", "size", "weight", "tx")})
 
     def test_next_and_previous_block_hashes(self) -> None:
         genesis = self.chain.at_height(0)
@@ -420,10 +439,86 @@ class BlockTests(ChainViewTestCase):
 
     def test_key_order_matches_the_reference(self) -> None:
         view = block_json(self.block, self.entry, self.chain, REGTEST, tx_detail=True)
-        # Only the transactions' size differs (see TransactionTests); the block's is checked
-        # by test_tip_block.
-        self.assertMatchesReference(view, "block", ignore=frozenset({"size"}))
+        # Only the transactions' size and vsize differ (see TransactionTests); the block's
+        # are checked by test_tip_block.
+        self.assertMatchesReference(view, "block", ignore=SIZES)
         self.assertMatchesReference(header_json(self.entry, self.chain), "header")
+
+
+class LargeBlockTests(ChainViewTestCase):
+    def test_a_500_transaction_block(self) -> None:
+        # A fan-out of one coinbase into 498 outputs and a spend of each: with the
+        # coinbase, 500 transactions of two shapes in one block.
+        fan_out = self.builder.spend(self.builder.coinbase_outputs[1],
+                                     [(self.builder.script_pubkey, COIN // 10)] * 498)
+        spends = [self.builder.spend(out) for out in self.builder.outputs_of(fan_out)]
+        (block,) = self.builder.mine(1, txs=[fan_out, *spends])
+        entry = self.chain.tip
+        raw = block.serialize()
+        view = block_json(block, entry, self.chain, REGTEST, tx_detail=True)
+        self.assertEqual(list(view), without(BLOCK_KEYS, "nextblockhash"))
+        self.assertEqual((view["nTx"], len(view["tx"])), (500, 500))
+        self.assertEqual((view["strippedsize"], view["size"], view["weight"]),
+                         (len(raw), len(raw), 4 * len(raw)))
+        # The sizes add up: header, transaction count (3 bytes for 500), transactions.
+        self.assertEqual(80 + 3 + sum(tx["size"] for tx in view["tx"]), len(raw))
+        for tx, obj in zip(block.txs, view["tx"], strict=True):
+            size = len(tx.serialize())
+            self.assertEqual(list(obj), TX_KEYS + ["hex"])
+            self.assertEqual((obj["txid"], obj["hash"], obj["size"], obj["vsize"]),
+                             (tx.txid_hex, tx.txid_hex, size, size))
+        summary = block_json(block, entry, self.chain, REGTEST)
+        self.assertEqual({**view, "tx": summary["tx"]}, summary)
+        self.assertMatchesReference(view, "block", ignore=SIZES)
+
+
+class MempoolEntryTests(ChainViewTestCase):
+    """A pool holding a parent and its child; the child is prioritised by 0.0005."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.pool = Mempool(now=lambda: 1_900_000_000)
+        self.parent = self.builder.spend(self.builder.coinbase_outputs[1], fee=20_000)
+        self.child = self.builder.spend(self.builder.outputs_of(self.parent)[0], fee=10_000)
+        for tx in (self.parent, self.child):
+            accept_to_mempool(self.chain, self.pool, tx, PoolPolicy(), now=1_900_000_000)
+        self.pool.prioritise(self.child.txid, 50_000)
+
+    def entries(self) -> Any:
+        with self.pool.lock:
+            return [mempool_entry_json(self.pool.get(tx.txid), self.chain.height)
+                    for tx in (self.parent, self.child)]
+
+    def test_fees_object_vsize_and_wtxid(self) -> None:
+        parent, child = self.entries()
+        self.assertEqual(list(parent), [
+            "fees", "size", "vsize", "fee", "modifiedfee", "time", "height", "startingpriority",
+            "currentpriority", "descendantcount", "descendantsize", "descendantfees",
+            "ancestorcount", "ancestorsize", "ancestorfees", "wtxid", "depends", "spentby"])
+        self.assertEqual(list(parent["fees"]), ["base", "modified", "ancestor", "descendant"])
+        # Amounts in coins, equal to the flat fields (descendant/ancestor fees in satoshis).
+        self.assertEqual(dumps(parent["fees"]), '{"base":0.00020000,"modified":0.00020000,'
+                         '"ancestor":0.00020000,"descendant":0.00080000}')
+        self.assertEqual(dumps(child["fees"]), '{"base":0.00010000,"modified":0.00060000,'
+                         '"ancestor":0.00080000,"descendant":0.00060000}')
+        for entry, tx in ((parent, self.parent), (child, self.child)):
+            self.assertEqual((entry["vsize"], entry["size"], entry["wtxid"]),
+                             (tx.size, tx.size, tx.txid_hex))
+            fees = entry["fees"]
+            self.assertEqual((fees["base"], fees["modified"]),
+                             (entry["fee"], entry["modifiedfee"]))
+            self.assertEqual((fees["ancestor"], fees["descendant"]),
+                             (amount_to_json(entry["ancestorfees"]),
+                              amount_to_json(entry["descendantfees"])))
+        self.assertEqual((parent["spentby"], child["depends"]),
+                         ([self.child.txid_hex], [self.parent.txid_hex]))
+        with self.pool.lock:
+            contents = mempool_contents_json(self.pool, self.chain.height)
+        self.assertEqual(contents, {self.parent.txid_hex: parent, self.child.txid_hex: child})
+
+    def test_key_order_matches_the_reference(self) -> None:
+        for entry in self.entries():
+            self.assertMatchesReference(entry, "mempoolentry")
 
 
 class ChainInfoTests(ChainViewTestCase):
