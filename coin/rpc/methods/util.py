@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import coincurve
 
+from coin.chainparams import ChainParams
 from coin.primitives.address import (
     AddressError, Destination, decode_wif, encode_address, try_decode_address,
 )
@@ -95,10 +96,11 @@ def validateaddress(ctx: RPCContext, address: str) -> Dict[str, Any]:
 
 # ------------------------------------------------------------------ createmultisig
 
-_KEY = Arg("key", STR)
+#: One element of a ``keys`` array (a JSON string).
+KEY_ARG = Arg("key", STR)
 
 
-def _public_key(text: str) -> bytes:
+def public_key_from_hex(text: str) -> bytes:
     """Core's createmultisig key check, then HexToPubKey (a fully valid curve point)."""
     if not (is_hex(text) and len(text) in (66, 130)):
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, (
@@ -156,10 +158,15 @@ _KEYS_EXAMPLE = ('"[\\"03789ed0bb717d88f7d321a368d905e7430207ebbd82bd342cf11ae15
               + example_cli("createmultisig", "2 " + _KEYS_EXAMPLE)
               + "\nAs a json rpc call\n" + example_rpc("createmultisig", "2, " + _KEYS_EXAMPLE)))
 def createmultisig(ctx: RPCContext, nrequired: int, keys: List[Any]) -> Dict[str, str]:
-    pubkeys = [_public_key(_KEY.convert(key)) for key in keys]
+    pubkeys = [public_key_from_hex(KEY_ARG.convert(key)) for key in keys]
     script = multisig_redeem_script(nrequired, pubkeys)
-    address = encode_address(Destination("scripthash", hash160(script)), ctx.node.chain.params)
-    return {"address": address, "redeemScript": script.hex()}
+    return multisig_json(script, ctx.node.chain.params)
+
+
+def multisig_json(redeem_script: bytes, params: ChainParams) -> Dict[str, str]:
+    """createmultisig's and addmultisigaddress' result: the P2SH address and its script."""
+    address = encode_address(Destination("scripthash", hash160(redeem_script)), params)
+    return {"address": address, "redeemScript": redeem_script.hex()}
 
 
 # ------------------------------------------------------------------ signed messages
