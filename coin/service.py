@@ -242,7 +242,7 @@ class NodeService(service.MultiService):
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
-        self.validation.subscribe(ChainWarningMonitor(
+        self.validation.add_worker_hook(ChainWarningMonitor(
             self.chain.warnings, chainstate, self.block_sync.is_initial_block_download))
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,

@@ -2,8 +2,8 @@
 ``getmininginfo`` (``warnings``) and REST ``/chaininfo.json``.
 
 Core 0.17 keeps them in ``warnings.cpp`` and sets them from validation and timedata;
-here :class:`NodeWarnings` holds them, :class:`ChainWarningMonitor` (a chain listener)
-raises the chain's, and P2P's ``TimeData`` the clock one:
+here :class:`NodeWarnings` holds them, :class:`ChainWarningMonitor` (on the validation
+worker) raises the chain's, and P2P's ``TimeData`` the clock one:
 
 * unknown block versions: outside initial block download, on every new tip, a version
   bit the node does not know that reached ACTIVE by BIP9's rules ("unknown new rules
@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional
 
 from twisted.logger import Logger
 
+from coin.chain.chainstate import deliver
+from coin.chain.events import ChainEvent
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams, Deployment
 from coin.consensus.pow import block_proof
@@ -63,8 +65,8 @@ CLOCK_WARNING = ("Please check that your computer's date and time are correct! I
 class NodeWarnings:
     """Core's strMiscWarning and fLargeWorkInvalidChainFound, and GetWarnings over them.
 
-    Written from the reactor thread (chain listener, P2P); plain attribute writes,
-    so RPC and REST readers see one value or the other, never a torn one.
+    Written from the validation worker (chain checks) and the reactor (P2P); plain
+    attribute writes, so RPC and REST readers see one value or the other, never a torn one.
     """
 
     def __init__(self) -> None:
@@ -149,11 +151,13 @@ class UnknownVersions:
 
 
 class ChainWarningMonitor:
-    """A chain listener raising the chain's warnings (Core's UpdateTip checks and
-    CheckForkWarningConditions), nothing during initial block download.
+    """Raises the chain's warnings (Core's UpdateTip checks and CheckForkWarningConditions),
+    nothing during initial block download.
 
-    It reads ``chainstate.best_invalid`` (the most-work block known invalid) and the
-    published tip; ``is_initial_block_download()`` is the node's IBD state.
+    A chain listener (``tip_changed``, ``invalid_chain_found``); the node runs it as a worker
+    hook (``__call__``), on the validation thread as Core does, so the first walk over a
+    long chain's versions never stalls the reactor. It reads ``chainstate.best_invalid``
+    and the published tip; ``is_initial_block_download()`` is the node's IBD state.
     """
 
     def __init__(self, warnings: NodeWarnings, chainstate: "ChainState",
@@ -162,6 +166,9 @@ class ChainWarningMonitor:
         self.versions = UnknownVersions(chainstate.params, chainstate.versionbits)
         self._state = chainstate
         self._ibd = is_initial_block_download
+
+    def __call__(self, chainstate: "ChainState", events: Iterable[ChainEvent]) -> None:
+        deliver([self], events)
 
     def tip_changed(self, entry: BlockIndexEntry) -> None:
         if self._ibd():

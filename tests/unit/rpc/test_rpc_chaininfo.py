@@ -21,8 +21,8 @@ class WarningsTests(RESTTestCase):
     def setUp(self):
         yield super().setUp()
         # As the node wires it (coin.service), on this stack's chain access.
-        self.service.subscribe(ChainWarningMonitor(self.access.warnings, self.state,
-                                                   self.access.is_initial_block_download))
+        self.service.add_worker_hook(ChainWarningMonitor(self.access.warnings, self.state,
+                                                         self.access.is_initial_block_download))
 
     @inlineCallbacks
     def warnings(self):
