@@ -30,6 +30,7 @@ from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
+from coin.chain.warnings import ChainWarningMonitor
 from coin.governance.masternodes import MasternodeList
 from coin.governance.relay import GovernanceRelay
 from coin.governance.sentinel import Sentinel
@@ -240,6 +241,9 @@ class NodeService(service.MultiService):
         self.block_sync = BlockSync(self.p2p, self.chain, self.validation.subscribe,
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
+        self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
+        self.validation.add_worker_hook(ChainWarningMonitor(
+            self.chain.warnings, chainstate, self.block_sync.is_initial_block_download))
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
                                 min_fee_rate=self._fee_filter_rate(policy, pool))
@@ -357,7 +361,8 @@ class NodeService(service.MultiService):
         p2p = P2PService(self.params, self._p2p_settings(), self.reactor, now=self.clock.now,
                          datadir=self.datadir, start_height=lambda: chainstate.height,
                          fee_filter_rate=lambda: policy.min_relay_fee.sat_per_kb,
-                         set_time_offset=self.clock.set_time_offset)
+                         set_time_offset=self.clock.set_time_offset,
+                         warnings=self.chain.warnings)
         return p2p
 
     @staticmethod

@@ -10,15 +10,18 @@ thread, from one :class:`~coin.chain.snapshot.ChainSnapshot` per request
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.internet.defer import Deferred, inlineCallbacks
 
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
+from coin.chain.ibd import in_initial_download
 from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.chain.snapshot import ChainSnapshot
+from coin.chain.warnings import NodeWarnings
 from coin.chainparams import ChainParams
 from coin.primitives.block import Block
 from coin.primitives.serialize import ByteReader, DeserializationError
@@ -47,6 +50,21 @@ class TipWaiters:
             d.callback(entry)
 
 
+@dataclass(frozen=True)
+class ChainStatus:
+    """The node's state around a chain snapshot, as the chain-info object shows it."""
+
+    initial_block_download: bool
+    #: Bytes of block and undo files on disk (Core's CalculateCurrentUsage).
+    size_on_disk: int
+    #: -prune is on (manual or automatic); then the lowest height with block data.
+    pruned: bool
+    prune_height: Optional[int]
+    #: The automatic pruning target in bytes; None with -prune=1 (manual only) or no pruning.
+    prune_target: Optional[int]
+    warnings: str
+
+
 class ChainAccess:
     """The chain facade handed to RPC methods and the REST resource."""
 
@@ -65,6 +83,26 @@ class ChainAccess:
         self.mempool: Any = None
         #: -printpriority: block assembly logs each selected transaction's fee rate.
         self.print_priority = False
+        #: The node's warnings (getblockchaininfo, getnetworkinfo, getmininginfo, REST).
+        self.warnings = NodeWarnings()
+        #: Whether the node is in initial block download: the node sets the block sync's
+        #: latched test; without one, the test itself on the published chain.
+        self.is_initial_block_download: Callable[[], bool] = self._initial_download
+
+    def status(self, view: ChainSnapshot) -> ChainStatus:
+        """What getblockchaininfo and REST /chaininfo show beyond ``view`` itself."""
+        state = self.state
+        pruned = state.prune_mode
+        return ChainStatus(
+            initial_block_download=self.is_initial_block_download(),
+            size_on_disk=state.store.file_usage(), pruned=pruned,
+            prune_height=state.prune_height(view) if pruned else None,
+            prune_target=state.prune_target if pruned and state.prune_target else None,
+            warnings=self.warnings.text())
+
+    def _initial_download(self) -> bool:
+        view = self.snapshot()
+        return in_initial_download(view.tip, view.best_header, self.clock.now())
 
     @property
     def state(self) -> ChainState:

@@ -20,7 +20,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 from twisted.logger import Logger
 
 from coin.chain.clock import NodeClock
-from coin.chain.events import ChainEvent, BlockConnected, BlockDisconnected, TipChanged
+from coin.chain.events import (
+    ChainEvent, BlockConnected, BlockDisconnected, InvalidChainFound, TipChanged,
+)
 from coin.chain.index import (
     BLOCK_FAILED_CHILD,
     BLOCK_FAILED_MASK,
@@ -107,6 +109,10 @@ class ChainState:
         self._listeners: List[object] = []
         #: ``(entry, ValidationError)`` for blocks that failed in the last activation.
         self.connect_failures: List[Tuple[BlockIndexEntry, ValidationError]] = []
+        #: The most-work block known invalid (Core's pindexBestInvalid): a block that failed
+        #: itself, or the tip of a chain that failed to activate. The invalid-chain warning
+        #: compares it with the tip (coin.chain.warnings).
+        self.best_invalid: Optional[BlockIndexEntry] = None
         #: ``-prune`` mode (manual or automatic) and the automatic target in bytes (0: none).
         self.prune_mode = False
         self.prune_target = 0
@@ -307,6 +313,8 @@ class ChainState:
         for entry in sorted(self.index.values(), key=lambda e: e.height):
             self._link_chain_tx(entry)
             self._update_best_header(entry)
+            if entry.status & BLOCK_FAILED_VALID:
+                self._note_invalid(entry)
 
     def _reset_chainstate_status(self) -> None:
         for entry in self.index.values():
@@ -592,6 +600,8 @@ class ChainState:
                     self.connect_failures.append((entry, e))
                     if not e.corruption_possible:
                         self._mark_failed(entry)
+                        self._note_invalid(best)
+                        events.append(InvalidChainFound(self.best_invalid))
                     else:
                         self._candidates.discard(entry)
                     self._rebuild_candidates()
@@ -630,6 +640,7 @@ class ChainState:
         """Mark ``entry`` invalid and every known descendant as a failed child."""
         entry.status |= BLOCK_FAILED_VALID
         self._dirty.add(entry)
+        self._note_invalid(entry)
         for e in self.index.values():
             if e.height > entry.height and not e.failed() and e.get_ancestor(entry.height) is entry:
                 e.status |= BLOCK_FAILED_CHILD
@@ -639,6 +650,11 @@ class ChainState:
             self.best_header = None
             for e in self.index.values():
                 self._update_best_header(e)
+
+    def _note_invalid(self, entry: BlockIndexEntry) -> None:
+        """Keep :attr:`best_invalid` the most-work of the blocks found invalid."""
+        if self.best_invalid is None or entry.chainwork > self.best_invalid.chainwork:
+            self.best_invalid = entry
 
     # ----------------------------------------------------------- connect
 
@@ -842,6 +858,8 @@ class ChainState:
                 e.status &= ~BLOCK_FAILED_MASK
                 self._dirty.add(e)
                 self._update_best_header(e)
+                if e is self.best_invalid:
+                    self.best_invalid = None
         self._rebuild_candidates()
         self.activate_best_chain()
 

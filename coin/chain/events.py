@@ -1,7 +1,8 @@
 """Events the validation pipeline publishes to its subscribers.
 
 Subscribers are plain objects with any of ``block_connected(entry, block)``,
-``block_disconnected(entry, block)`` and ``tip_changed(entry)``; events are
+``block_disconnected(entry, block)``, ``tip_changed(entry)`` and
+``invalid_chain_found(entry)``; events are
 published only after the blocks they name are durable on disk.
 """
 
@@ -46,11 +47,8 @@ class BlockDisconnected(_BlockEvent):
     handler_name = "block_disconnected"
 
 
-class TipChanged(ChainEvent):
-    """The active chain has a new tip (once per activation, after the blocks)."""
-
+class _EntryEvent(ChainEvent):
     __slots__ = ("entry",)
-    handler_name = "tip_changed"
 
     def __init__(self, entry: BlockIndexEntry) -> None:
         self.entry = entry
@@ -59,4 +57,16 @@ class TipChanged(ChainEvent):
         handler(self.entry)
 
     def __repr__(self) -> str:
-        return "TipChanged(%r)" % (self.entry,)
+        return "%s(%r)" % (type(self).__name__, self.entry)
+
+
+class TipChanged(_EntryEvent):
+    """The active chain has a new tip (once per activation, after the blocks)."""
+
+    handler_name = "tip_changed"
+
+
+class InvalidChainFound(_EntryEvent):
+    """A block failed to connect; ``entry`` is the most-work block now known invalid."""
+
+    handler_name = "invalid_chain_found"

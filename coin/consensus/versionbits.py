@@ -8,7 +8,7 @@ when asking about the next block), as Core's VersionBitsState does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:
     from coin.chain.index import BlockIndexEntry
@@ -62,25 +62,39 @@ def _period_end(prev: Optional[BlockIndexEntry], period: int) -> Optional[BlockI
     return prev.get_ancestor(prev.height - (prev.height + 1) % period)
 
 
-def _count_signals(entry: Optional[BlockIndexEntry], blocks: int, deployment: Deployment) -> int:
+#: Whether a block counts towards a threshold (Core's AbstractThresholdConditionChecker::Condition).
+Condition = Callable[["BlockIndexEntry"], bool]
+
+
+def _count_signals(entry: Optional[BlockIndexEntry], blocks: int, condition: Condition) -> int:
     count = 0
     for _ in range(blocks):
         assert entry is not None  # callers count at most back to the genesis block
-        if signals(entry.version, deployment):
+        if condition(entry):
             count += 1
         entry = entry.prev
     return count
 
 
+def _signal_condition(deployment: Deployment) -> Condition:
+    return lambda entry: signals(entry.version, deployment)
+
+
 def deployment_state(prev: Optional[BlockIndexEntry], params: ChainParams, name: str,
                      cache: VersionBitsCache) -> str:
-    """State of deployment ``name`` for the block after ``prev`` (Core's GetStateFor).
+    """State of deployment ``name`` for the block after ``prev`` (Core's GetStateFor)."""
+    deployment = params.deployment(name)
+    return threshold_state(prev, deployment, cache.states(name), _signal_condition(deployment))
 
+
+def threshold_state(prev: Optional[BlockIndexEntry], deployment: Deployment,
+                    states: Dict[Optional[bytes], str], condition: Condition) -> str:
+    """BIP9's state machine for the block after ``prev``, blocks counted by ``condition``.
+
+    ``states`` caches the state per period boundary (a period's last block hash).
     Start and timeout are compared with the median time past of each
     period's last block, so all nodes agree whatever the block times say.
     """
-    deployment = params.deployment(name)
-    states = cache.states(name)
     period = deployment.period
     entry = _period_end(prev, period)
 
@@ -110,7 +124,7 @@ def deployment_state(prev: Optional[BlockIndexEntry], params: ChainParams, name:
         elif state == STARTED:
             if entry.median_time_past() >= deployment.timeout:
                 state = FAILED
-            elif _count_signals(entry, period, deployment) >= deployment.threshold:
+            elif _count_signals(entry, period, condition) >= deployment.threshold:
                 state = LOCKED_IN
         elif state == LOCKED_IN:
             state = ACTIVE
@@ -147,7 +161,7 @@ def deployment_statistics(prev: Optional[BlockIndexEntry], params: ChainParams,
     elapsed = count = 0
     if prev is not None:
         elapsed = (prev.height + 1) % period
-        count = _count_signals(prev, elapsed, deployment)
+        count = _count_signals(prev, elapsed, _signal_condition(deployment))
     return {
         "period": period,
         "threshold": threshold,

@@ -17,7 +17,7 @@ from coin.mining.selection import Selection, select_transactions
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 from coin.primitives.script import push_int
-from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
 
 if TYPE_CHECKING:
     from coin.mempool.pool import Mempool
@@ -41,7 +41,8 @@ def create_coinbase(height: int, script_pubkey: bytes, value: int,
     if payee is not None:
         outputs = [TxOut(value - payee[1], script_pubkey), TxOut(payee[1], payee[0])]
     outputs += [TxOut(amount, script) for script, amount in superblock]
-    return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))], outputs)
+    return Transaction([TxIn(OutPoint(), coinbase_script_sig(height, extra_nonce))], outputs,
+                       version=CURRENT_TX_VERSION)
 
 
 def template_fees(chainstate: ChainState, txs: Sequence[Transaction]) -> int:

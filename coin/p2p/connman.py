@@ -55,6 +55,7 @@ from twisted.logger import Logger
 
 from coin.config.hostport import split_host_port
 from coin.chainparams import ChainParams
+from coin.chain.warnings import CLOCK_WARNING, NodeWarnings, clock_warning_due
 from coin.p2p import addrman as addrman_module
 from coin.p2p import banman as banman_module
 from coin.p2p.addrman import AddrInfo, AddrMan
@@ -206,13 +207,15 @@ class P2PSettings:
 
 
 class TimeData:
-    """Core's AddTimeData: the median offset of up to 200 peers' clocks."""
+    """Core's AddTimeData: the median offset of up to 200 peers' clocks; raises the
+    node's clock warning once when the median is too large and no peer agrees with us."""
 
-    def __init__(self) -> None:
+    def __init__(self, warnings: Optional[NodeWarnings] = None) -> None:
         self._known: Set[str] = set()
         self._offsets: List[int] = [0]
         self.offset = 0
         self.warned = False
+        self._warnings = warnings if warnings is not None else NodeWarnings()
 
     def add(self, ip: str, offset: int) -> Optional[int]:
         """Record a sample; returns the new offset when it changes the median."""
@@ -228,10 +231,9 @@ class TimeData:
                 self.offset = median
             else:
                 self.offset = 0
-                if not self.warned:
+                if not self.warned and clock_warning_due(self._offsets):
                     self.warned = True
-                    log.warn("Please check that your computer's date and time are correct! "
-                             "If your clock is wrong, Coin will not work properly.")
+                    self._warnings.set_misc(CLOCK_WARNING)
             return self.offset
         return None
 
@@ -307,7 +309,8 @@ class P2PService(service.Service):
                  now: Callable[[], float], datadir: Optional[str] = None,
                  start_height: Callable[[], int] = lambda: 0,
                  fee_filter_rate: Optional[Callable[[], Optional[int]]] = None,
-                 set_time_offset: Optional[Callable[[int], None]] = None) -> None:
+                 set_time_offset: Optional[Callable[[int], None]] = None,
+                 warnings: Optional[NodeWarnings] = None) -> None:
         self.params = params
         self.settings = settings
         self.reactor = reactor
@@ -329,7 +332,7 @@ class P2PService(service.Service):
         self.addrman = AddrMan(
             os.path.join(datadir, addrman_module.FILE_NAME) if datadir else None, now)
         self.addrman.allow_private = settings.allow_private
-        self.time_data = TimeData()
+        self.time_data = TimeData(warnings)
         self._net_group_key = os.urandom(32)
         self.peers: Dict[int, PeerProtocol] = {}
         self._next_id = 0

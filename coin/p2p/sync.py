@@ -67,6 +67,7 @@ from twisted.internet.defer import CancelledError, Deferred, inlineCallbacks
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from coin.chain.ibd import DEFAULT_MAX_TIP_AGE, in_initial_download
 from coin.chain.index import BLOCK_VALID_TREE, BlockIndexEntry
 from coin.chain.locator import block_locator, fork_in_locator, headers_after
 from coin.consensus.errors import ValidationError
@@ -122,10 +123,6 @@ UNCONNECTING_HEADERS_BAN_SCORE = 20
 NON_CONTINUOUS_HEADERS_BAN_SCORE = 20
 #: getblocks answers at most this many hashes.
 MAX_BLOCKS_PER_GETBLOCKS = 500
-#: Core's DEFAULT_MAX_TIP_AGE: a tip older than this means initial block download.
-DEFAULT_MAX_TIP_AGE = 24 * 60 * 60
-#: Core 0.12: best header this many blocks above the tip also means initial download.
-IBD_HEADERS_LAG = 24 * 6
 #: Unrequested blocks more than this far above the tip are not processed (Core's
 #: MIN_BLOCKS_TO_KEEP, its fTooFarAhead).
 MAX_UNREQUESTED_BLOCK_AHEAD = 288
@@ -324,13 +321,7 @@ class BlockSync:
         if self._ibd_done:
             return False
         state = self._state
-        tip = state.tip
-        if tip is None:
-            return True
-        if tip.time < self._now() - self.max_tip_age:
-            return True
-        best = state.best_header
-        if best is not None and best.height - tip.height > IBD_HEADERS_LAG:
+        if in_initial_download(state.tip, state.best_header, self._now(), self.max_tip_age):
             return True
         self._ibd_done = True
         log.info("Leaving InitialBlockDownload (latching to false)")

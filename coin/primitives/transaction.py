@@ -32,6 +32,10 @@ SEQUENCE_LOCKTIME_TYPE_FLAG = 1 << 22
 SEQUENCE_LOCKTIME_MASK = 0x0000FFFF
 SEQUENCE_LOCKTIME_GRANULARITY = 9
 
+#: Version of the transactions this node builds (wallet spends, coinbases, createrawtransaction):
+#: Core 0.17's CTransaction::CURRENT_VERSION. Version 1 stays valid and standard.
+CURRENT_TX_VERSION = 2
+
 #: DIP2: version 3 transactions with a non-zero type carry an extra payload.
 SPECIAL_TX_VERSION = 3
 TX_TYPE_NORMAL = 0

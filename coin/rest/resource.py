@@ -446,12 +446,9 @@ class RESTHandlers:
         name, _ = parse_format(part, JSON_ONLY)
         if name != "chaininfo":
             raise NoSuchPath()
-        # The same arguments getblockchaininfo passes (the pruning fields).
-        state, view = self.chain.state, self.chain.snapshot()
-        pruned = bool(getattr(state, "prune_mode", False))
-        return succeed(json_body(chain_info_json(
-            view, self.chain.params, pruned=pruned,
-            prune_height=state.prune_height(view) if pruned else None)))
+        view = self.chain.snapshot()
+        return succeed(json_body(chain_info_json(view, self.chain.params,
+                                                 self.chain.status(view))))
 
     def mempool(self, part: str) -> Deferred:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""

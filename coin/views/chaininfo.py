@@ -1,15 +1,18 @@
 """The chain-info object (getblockchaininfo, REST /chaininfo) in the spec's order.
 
 ``chain, blocks, headers, bestblockhash, difficulty, mediantime,
-verificationprogress, chainwork, pruned, [pruneheight], softforks,
-bip9_softforks`` — Core 0.12.1's fields, with ``bip9_softforks`` the array of
-``{id, status}`` the spec describes.
+verificationprogress, [initialblockdownload], chainwork, [size_on_disk], pruned,
+[pruneheight, automatic_pruning, prune_target_size], softforks, bip9_softforks,
+[warnings]`` — Core 0.12.1's fields, with ``bip9_softforks`` the array of
+``{id, status}`` the spec describes, and Core 0.17's extras where Core 0.17 and the
+reference put them (bracketed; doc/views.md "Chain info extras").
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Protocol
 
+from coin.chain.access import ChainStatus
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams, MajorityRule
 from coin.consensus.pow import get_difficulty
@@ -75,9 +78,10 @@ def _softfork_json(rule: MajorityRule, tip: BlockIndexEntry,
     return out
 
 
-def chain_info_json(chainstate: ChainInfoSource, params: ChainParams, *, pruned: bool = False,
-                    prune_height: Optional[int] = None) -> Dict[str, Any]:
-    """The chain-info object; ``pruneheight`` appears when ``pruned`` and known.
+def chain_info_json(chainstate: ChainInfoSource, params: ChainParams,
+                    status: ChainStatus) -> Dict[str, Any]:
+    """The chain-info object; ``pruneheight`` and ``automatic_pruning`` appear when
+    pruning (``pruneheight`` if known), ``prune_target_size`` when pruning automatically.
 
     Soft-fork states are those for the block after the tip, as Core reports them.
     """
@@ -92,13 +96,20 @@ def chain_info_json(chainstate: ChainInfoSource, params: ChainParams, *, pruned:
         "difficulty": real_to_json(get_difficulty(tip.bits)),
         "mediantime": tip.median_time_past(),
         "verificationprogress": real_to_json(verification_progress(tip, best_header)),
+        "initialblockdownload": status.initial_block_download,
         "chainwork": "%064x" % tip.chainwork,
-        "pruned": pruned,
+        "size_on_disk": status.size_on_disk,
+        "pruned": status.pruned,
     }
-    if pruned and prune_height is not None:
-        out["pruneheight"] = prune_height
+    if status.pruned:
+        if status.prune_height is not None:
+            out["pruneheight"] = status.prune_height
+        out["automatic_pruning"] = status.prune_target is not None
+        if status.prune_target is not None:
+            out["prune_target_size"] = status.prune_target
     out["softforks"] = [_softfork_json(rule, tip, params) for rule in params.majority_rules]
     out["bip9_softforks"] = [
         {"id": d.name, "status": deployment_state(tip, params, d.name, chainstate.versionbits)}
         for d in params.deployments]
+    out["warnings"] = status.warnings
     return out

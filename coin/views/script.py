@@ -40,3 +40,9 @@ def decodescript_json(script: bytes, params: ChainParams) -> Dict[str, Any]:
     if out["type"] != TX_SCRIPTHASH:
         out["p2sh"] = encode_address(Destination("scripthash", hash160(script)), params)
     return out
+
+
+def describe_address(destination: Destination) -> Dict[str, bool]:
+    """Core 0.17's DescribeAddress: ``isscript``, and ``iswitness`` (always false: this
+    chain has no segregated witness, but Core-era clients read it)."""
+    return {"isscript": destination.kind == "scripthash", "iswitness": False}

@@ -22,6 +22,7 @@ from coin.primitives.address import Destination, encode_address, try_decode_addr
 from coin.primitives.hashes import hash_to_hex
 from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, solve
 from coin.views.amounts import amount_to_json
+from coin.views.script import describe_address
 from coin.wallet.addresses import p2pkh_address
 from coin.wallet.keystore import ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 from coin.wallet.wallet import Output, Wallet, WalletTx
@@ -210,7 +211,7 @@ def wallet_info_json(wallet: Wallet) -> Dict[str, Any]:
 
 def _describe_destination(wallet: Wallet, destination: Destination) -> Dict[str, Any]:
     """Core's DescribeWalletAddressVisitor."""
-    result: Dict[str, Any] = {"isscript": destination.kind == "scripthash", "iswitness": False}
+    result: Dict[str, Any] = dict(describe_address(destination))
     if destination.kind == "pubkeyhash":
         pubkey = wallet.keys.by_hash.get(destination.hash160)
         if pubkey is not None:

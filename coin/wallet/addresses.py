@@ -14,7 +14,9 @@ from coin.primitives.address import Destination, encode_address, try_decode_addr
 from coin.primitives.hashes import hash160
 from coin.primitives.message import sign_message
 from coin.script.standard import destination_script, p2pkh_script
-from coin.wallet.errors import RPC_TYPE_ERROR, RPC_WALLET_ERROR, WalletError
+from coin.wallet.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_TYPE_ERROR, RPC_WALLET_ERROR, WalletError,
+)
 from coin.wallet.keystore import WalletLocked
 from coin.wallet.wallet import PURPOSE_RECEIVE, PURPOSE_SEND, Wallet
 
@@ -47,6 +49,28 @@ def set_label(wallet: Wallet, destination: Destination, label: str) -> None:
     address = encode_address(destination, wallet.params)
     purpose = PURPOSE_RECEIVE if wallet.is_mine(destination_script(destination)) else PURPOSE_SEND
     wallet.set_name(address, label, purpose)
+
+
+def public_key_of_address(wallet: Wallet, address: str) -> bytes:
+    """Core's AddrToPubKey: the full public key the wallet knows for a P2PKH ``address``."""
+    destination = try_decode_address(address, wallet.params)
+    if destination is None:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid address: " + address)
+    if destination.kind != "pubkeyhash":
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "%s does not refer to a key" % address)
+    pubkey = wallet.keys.by_hash.get(destination.hash160)
+    if pubkey is None:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY,
+                          "no full public key for address %s" % address)
+    return pubkey
+
+
+def add_multisig_script(wallet: Wallet, redeem_script: bytes, label: str) -> None:
+    """addmultisigaddress: the wallet learns the redeem script (its P2SH outputs become
+    solvable, and its own if it holds enough keys) and files the address as sending."""
+    wallet.keys.add_script(redeem_script)
+    address = encode_address(Destination("scripthash", hash160(redeem_script)), wallet.params)
+    wallet.set_name(address, label, PURPOSE_SEND)
 
 
 def refill_keypool(wallet: Wallet, size: Optional[int]) -> None:

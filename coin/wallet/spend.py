@@ -25,7 +25,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.mempool.policy import FeeRate, dust_threshold
 from coin.primitives.script import push_minimal
-from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
 from coin.script.sign import sign_transaction
 from coin.script.standard import TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, solve
 from coin.wallet.errors import RPC_WALLET_ERROR, RPC_WALLET_INSUFFICIENT_FUNDS
@@ -279,14 +279,14 @@ def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
            sign: bool, locktime: int = 0) -> Tuple[Transaction, int]:
     """The transaction (signed, or unsigned) and the size its fee is computed on."""
     unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", WALLET_SEQUENCE) for c in chosen],
-                           list(outputs), locktime, 1)
+                           list(outputs), locktime, CURRENT_TX_VERSION)
     scripts = [c.txout.script_pubkey for c in chosen]
     if not sign:
         dummies = [dummy_script_sig(wallet, script) for script in scripts]
         if any(d is None for d in dummies):
             raise SpendError(RPC_WALLET_ERROR, "Signing transaction failed")
         sized = Transaction([TxIn(i.prevout, d, i.sequence) for i, d in zip(unsigned.vin, dummies)],
-                            list(outputs), locktime, 1)
+                            list(outputs), locktime, CURRENT_TX_VERSION)
         return unsigned, sized.size
     signed, complete = sign_transaction(unsigned, scripts, wallet.keys)
     if not complete:

@@ -131,11 +131,19 @@ def getdifficulty(ctx: RPCContext) -> Any:
         '  "difficulty": xxxxxx,         (numeric) the current difficulty\n'
         '  "mediantime": xxxxxx,         (numeric) median time for the current best block\n'
         '  "verificationprogress": xxxx, (numeric) estimate of verification progress [0..1]\n'
+        '  "initialblockdownload": xxxx, (bool) (debug information) estimate of whether this '
+        "node is in Initial Block Download mode.\n"
         '  "chainwork": "xxxx"           (string) total amount of work in active chain, in '
         "hexadecimal\n"
+        '  "size_on_disk": xxxxxx,       (numeric) the estimated size of the block and undo '
+        "files on disk\n"
         '  "pruned": xx,                 (boolean) if the blocks are subject to pruning\n'
         '  "pruneheight": xxxxxx,        (numeric) lowest-height complete block stored (only '
         "present if pruning is enabled)\n"
+        '  "automatic_pruning": xx,      (boolean) whether automatic pruning is enabled (only '
+        "present if pruning is enabled)\n"
+        '  "prune_target_size": xxxxxx,  (numeric) the target size used by pruning (only '
+        "present if automatic pruning is enabled)\n"
         '  "softforks": [                (array) status of softforks in progress\n'
         "     {\n"
         '        "id": "xxxx",           (string) name of softfork\n'
@@ -158,14 +166,14 @@ def getdifficulty(ctx: RPCContext) -> Any:
         '        "status": "xxxx",       (string) one of "defined", "started", "locked_in", '
         '"active", "failed"\n'
         "     }, ...\n"
-        "  ]\n"
+        "  ],\n"
+        '  "warnings" : "...",           (string) any network and blockchain warnings.\n'
         "}"),
     examples=example_cli("getblockchaininfo") + example_rpc("getblockchaininfo"))
 def getblockchaininfo(ctx: RPCContext) -> Dict[str, Any]:
     chain = _chain(ctx)
-    state, view = chain.state, chain.snapshot()
-    return chain_info_json(view, chain.params, pruned=state.prune_mode,
-                           prune_height=state.prune_height(view) if state.prune_mode else None)
+    view = chain.snapshot()
+    return chain_info_json(view, chain.params, chain.status(view))
 
 
 # ---------------------------------------------------------------- blocks and headers

@@ -402,7 +402,7 @@ def getnetworkhashps(ctx: RPCContext, nblocks: int, height: int) -> Deferred:
 
 # ------------------------------------------------------------------ getmininginfo
 
-def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
+def _mining_info_json(info: MiningInfo, warnings: str) -> Dict[str, Any]:
     """getmininginfo's object; see the module docstring for the currentblock* fields."""
     return {
         "blocks": info.blocks,
@@ -413,7 +413,7 @@ def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
         "networkhashps": _hashps_json(info.network_hashps),
         "pooledtx": info.pooled_tx,
         "chain": info.chain,
-        "warnings": "",
+        "warnings": warnings,
     }
 
 
@@ -434,7 +434,7 @@ def _mining_info_json(info: MiningInfo) -> Dict[str, Any]:
             "}"),
     examples=example_cli("getmininginfo") + example_rpc("getmininginfo"))
 def getmininginfo(ctx: RPCContext) -> Deferred:
-    return _mining(ctx).info().addCallback(_mining_info_json)
+    return _mining(ctx).info().addCallback(_mining_info_json, ctx.node.chain.warnings.text())
 
 
 #: What the ``mining`` entry point registers.

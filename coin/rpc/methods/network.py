@@ -431,7 +431,7 @@ def getnetworkinfo(ctx: RPCContext) -> Dict[str, Any]:
         "incrementalfee": amount_to_json(policy.incremental_relay_fee.sat_per_kb),
         # No -externalip / discovery: no local addresses are advertised.
         "localaddresses": [],
-        "warnings": "",
+        "warnings": ctx.node.chain.warnings.text(),
     }
 
 

@@ -30,7 +30,7 @@ from coin.primitives.address import AddressError, Destination, decode_wif, try_d
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.script import OP_RETURN, is_p2sh, push_data, script_to_asm
 from coin.primitives.serialize import DeserializationError
-from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
+from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR,
@@ -49,8 +49,6 @@ from coin.script.standard import destination_script
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
 
-#: Version of the transactions createrawtransaction builds (Core 0.17's CURRENT_VERSION).
-RAW_TX_VERSION = 2
 #: BIP125's largest sequence that signals replaceability.
 MAX_BIP125_RBF_SEQUENCE = 0xFFFFFFFD
 
@@ -222,7 +220,7 @@ def createrawtransaction_(ctx: RPCContext, inputs: Any, outputs: Any, locktime: 
     if replaceable is not None and vin and rbf != signals_rbf:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter combination: Sequence "
                        "number(s) contradict replaceable option")
-    return Transaction(vin, vout, locktime, RAW_TX_VERSION).serialize().hex()
+    return Transaction(vin, vout, locktime, CURRENT_TX_VERSION).serialize().hex()
 
 
 createrawtransaction = RPCMethod(

@@ -483,7 +483,9 @@ class StatusTests(RESTTestCase):
     def test_chaininfo_is_getblockchaininfo(self):
         r = yield self.get("/rest/chaininfo.json")
         self.assertEqual((r.status, r.content_type), (200, b"application/json"))
-        self.assertEqual(r.body, encode_json(chain_info_json(self.state, self.params)) + b"\n")
+        view = self.access.snapshot()
+        self.assertEqual(r.body, encode_json(chain_info_json(
+            view, self.params, self.access.status(view))) + b"\n")
         rpc = yield self.send("getblockchaininfo")
         self.assertEqual(simplejson.loads(rpc.body, use_decimal=True)["result"], r.json())
 
@@ -666,6 +668,12 @@ class PrunedChainTests(RESTTestCase):
         rpc = yield self.send("getblockchaininfo")
         self.assertEqual(simplejson.loads(rpc.body, use_decimal=True)["result"], r.json())
         self.assertTrue(r.json()["pruned"])
+        # -prune=1: manual pruning only, so no target.
+        info = r.json()
+        self.assertEqual((info["pruneheight"], info["automatic_pruning"]),
+                         (self.state.prune_height(), False))
+        self.assertGreater(info["pruneheight"], 1)
+        self.assertNotIn("prune_target_size", info)
         # Headers stay available for pruned blocks.
         r = yield self.get("/rest/headers/2/%s.json" % h)
         self.assertEqual([x["height"] for x in r.json()], [1, 2])

@@ -299,8 +299,9 @@ class ReadTests(BlockchainRPCTestCase):
     def test_getblockchaininfo_and_difficulty(self):
         info = yield self.result("getblockchaininfo")
         self.assertEqual(list(info), ["chain", "blocks", "headers", "bestblockhash", "difficulty",
-                                      "mediantime", "verificationprogress", "chainwork", "pruned",
-                                      "softforks", "bip9_softforks"])
+                                      "mediantime", "verificationprogress",
+                                      "initialblockdownload", "chainwork", "size_on_disk",
+                                      "pruned", "softforks", "bip9_softforks", "warnings"])
         self.assertEqual((info["chain"], info["blocks"], info["headers"], info["bestblockhash"]),
                          ("regtest", TIP_HEIGHT, TIP_HEIGHT, self.hex_at(TIP_HEIGHT)))
         self.assertEqual([f["id"] for f in info["softforks"]], ["bip34", "bip66", "bip65"])

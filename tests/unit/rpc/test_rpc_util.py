@@ -20,8 +20,8 @@ from coin.testing.chainbuilder import deterministic_key
 from tests.rpcchain import ChainRPCTestCase
 from tests.rpchelpers import transcript
 
-# rpcm_46's keys without the segwit-only "iswitness" (doc/views.md drops such fields).
-VALIDATEADDRESS_KEYS = ["isvalid", "address", "scriptPubKey", "isscript"]
+# rpcm_46's keys, all present ("iswitness" is always false here, as Core 0.17 says it).
+VALIDATEADDRESS_KEYS = ["isvalid", "address", "scriptPubKey", "isscript", "iswitness"]
 # rpcm_01's keys, all present.
 NETWORKINFO_KEYS = ["version", "subversion", "protocolversion", "localservices", "localrelay",
                     "timeoffset", "networkactive", "connections", "networks", "relayfee",
@@ -47,11 +47,12 @@ class ValidateAddressTests(UtilTestCase):
         self.assertEqual(list(result), VALIDATEADDRESS_KEYS)
         self.assertEqual(result, {"isvalid": True, "address": self.address(),
                                   "scriptPubKey": self.builder.script_pubkey.hex(),
-                                  "isscript": False})
+                                  "isscript": False, "iswitness": False})
         script_address = encode_address(Destination("scripthash", b"\x05" * 20), self.params)
         self.assertEqual((yield self.result("validateaddress", script_address)),
                          {"isvalid": True, "address": script_address,
-                          "scriptPubKey": "a914" + "05" * 20 + "87", "isscript": True})
+                          "scriptPubKey": "a914" + "05" * 20 + "87", "isscript": True,
+                          "iswitness": False})
 
     @inlineCallbacks
     def test_invalid_addresses(self):

@@ -30,6 +30,7 @@ from coin.script.standard import (
 from coin.testing.chainbuilder import ChainBuilder, deterministic_key, open_chain
 from coin.views.amounts import AmountError, amount_to_json, parse_amount, real_to_json
 from coin.views.block import block_json, header_json
+from coin.chain.access import ChainStatus
 from coin.views.chaininfo import chain_info_json
 from coin.views.mempool import mempool_contents_json, mempool_entry_json
 from coin.views.script import decodescript_json, script_pubkey_json, script_sig_json
@@ -519,14 +520,22 @@ class MempoolEntryTests(ChainViewTestCase):
     def test_key_order_matches_the_reference(self) -> None:
         for entry in self.entries():
             self.assertMatchesReference(entry, "mempoolentry")
+#: A node out of initial block download, not pruning, with 1234 bytes of block files.
+SYNCED = ChainStatus(initial_block_download=False, size_on_disk=1234, pruned=False,
+                     prune_height=None, prune_target=None, warnings="")
+
+
+def chain_info(chain: Any, params: Any = REGTEST, **status: Any) -> dict:
+    return chain_info_json(chain, params, dataclasses.replace(SYNCED, **status))
 
 
 class ChainInfoTests(ChainViewTestCase):
     def test_fields_in_spec_order(self) -> None:
-        view = chain_info_json(self.chain, REGTEST)
+        view = chain_info(self.chain)
         self.assertEqual(list(view), ["chain", "blocks", "headers", "bestblockhash", "difficulty",
-                                      "mediantime", "verificationprogress", "chainwork", "pruned",
-                                      "softforks", "bip9_softforks"])
+                                      "mediantime", "verificationprogress",
+                                      "initialblockdownload", "chainwork", "size_on_disk",
+                                      "pruned", "softforks", "bip9_softforks", "warnings"])
         self.assertEqual((view["chain"], view["blocks"], view["headers"], view["bestblockhash"],
                           view["mediantime"], view["pruned"]),
                          ("regtest", 102, 102, self.block.hash_hex,
@@ -535,24 +544,43 @@ class ChainInfoTests(ChainViewTestCase):
         text = dumps(view)
         self.assertIn('"difficulty":4.656542373906925e-10,', text)
         self.assertIn('"verificationprogress":1,', text)
+        self.assertIn('"initialblockdownload":false,', text)
+        self.assertIn('"size_on_disk":1234,', text)
+        self.assertTrue(text.endswith('"warnings":""}'))
+
+    def test_extras_carry_the_node_status(self) -> None:
+        view = chain_info(self.chain, initial_block_download=True, size_on_disk=99,
+                          warnings="Warning: something")
+        self.assertEqual((view["initialblockdownload"], view["size_on_disk"], view["warnings"]),
+                         (True, 99, "Warning: something"))
 
     def test_headers_ahead_of_blocks(self) -> None:
         header = self.builder.build().header
         self.chain.accept_header(header)
-        view = chain_info_json(self.chain, REGTEST)
+        view = chain_info(self.chain)
         self.assertEqual((view["blocks"], view["headers"]), (102, 103))
 
     def test_pruneheight_follows_pruned(self) -> None:
-        view = chain_info_json(self.chain, REGTEST, pruned=True, prune_height=7)
+        view = chain_info(self.chain, pruned=True, prune_height=7)
         keys = list(view)
-        self.assertEqual(keys[keys.index("pruned"):keys.index("pruned") + 3],
-                         ["pruned", "pruneheight", "softforks"])
-        self.assertEqual((view["pruned"], view["pruneheight"]), (True, 7))
+        self.assertEqual(keys[keys.index("pruned"):keys.index("pruned") + 4],
+                         ["pruned", "pruneheight", "automatic_pruning", "softforks"])
+        self.assertEqual((view["pruned"], view["pruneheight"], view["automatic_pruning"]),
+                         (True, 7, False))
+
+    def test_automatic_pruning_shows_its_target(self) -> None:
+        view = chain_info(self.chain, pruned=True, prune_height=7, prune_target=550 * 2 ** 20)
+        keys = list(view)
+        self.assertEqual(keys[keys.index("pruned"):keys.index("pruned") + 5],
+                         ["pruned", "pruneheight", "automatic_pruning", "prune_target_size",
+                          "softforks"])
+        self.assertEqual((view["automatic_pruning"], view["prune_target_size"]),
+                         (True, 576716800))
 
     def test_softforks(self) -> None:
         # Main and test count versions; regtest's rules come from Core 0.17's heights.
         majority = dataclasses.replace(REGTEST, majority_rules=TEST.majority_rules)
-        view = chain_info_json(self.chain, majority)
+        view = chain_info(self.chain, majority)
         self.assertEqual([f["id"] for f in view["softforks"]], ["bip34", "bip66", "bip65"])
         bip65 = view["softforks"][2]
         self.assertEqual(list(bip65), ["id", "version", "enforce", "reject"])
@@ -562,7 +590,7 @@ class ChainInfoTests(ChainViewTestCase):
         self.assertEqual(list(bip65["reject"]), ["status", "found", "required", "window"])
         self.assertEqual(bip65["reject"]["required"], 95)
         # Same shape on regtest, but at height 102 no rule has reached its height.
-        regtest = chain_info_json(self.chain, REGTEST)["softforks"]
+        regtest = chain_info(self.chain)["softforks"]
         self.assertEqual([(f["id"], f["version"], f["enforce"]["status"], f["reject"]["status"],
                            f["enforce"]["found"]) for f in regtest],
                          [("bip34", 2, False, False, 100), ("bip66", 3, False, False, 100),
@@ -572,11 +600,11 @@ class ChainInfoTests(ChainViewTestCase):
             "status": deployment_state(self.entry, REGTEST, "csv", self.chain.versionbits)}])
         self.assertEqual(view["bip9_softforks"][0]["status"], "defined")
         self.builder.mine(144 - 103)
-        self.assertEqual(chain_info_json(self.chain, REGTEST)["bip9_softforks"][0]["status"],
+        self.assertEqual(chain_info(self.chain)["bip9_softforks"][0]["status"],
                          "started")
 
     def test_key_order_matches_the_reference(self) -> None:
-        self.assertMatchesReference(chain_info_json(self.chain, REGTEST), "chaininfo")
+        self.assertMatchesReference(chain_info(self.chain), "chaininfo")
 
 
 class UtxoTests(ChainViewTestCase):

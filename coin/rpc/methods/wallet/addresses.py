@@ -1,5 +1,5 @@
-"""Address methods: getnewaddress, getrawchangeaddress, setlabel, getaddressinfo,
-keypoolrefill and signmessage.
+"""Address methods: getnewaddress, getrawchangeaddress, setlabel, addmultisigaddress,
+getaddressinfo, keypoolrefill and signmessage.
 
 Registered through the ``coin.rpc`` entry point ``wallet_addresses``.  Hash160
 identifiers (``hdseedid``, ``hdmasterkeyid``) are printed as Core's
@@ -8,21 +8,25 @@ identifiers (``hdseedid``, ``hdmasterkeyid``) are printed as Core's
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 from twisted.internet.defer import Deferred
 
 from coin.primitives.address import try_decode_address
+from coin.primitives.hashes import is_hex
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_WALLET_INVALID_LABEL_NAME, RPCError,
 )
-from coin.rpc.registry import INT, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.rpc.methods.util import (
+    KEY_ARG, multisig_json, multisig_redeem_script, public_key_from_hex,
+)
+from coin.rpc.registry import ARR, INT, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.views.wallet import address_info_json
 from coin.wallet.access import in_wallet
 from coin.wallet.addresses import (
-    check_can_derive, ensure_unlocked, new_change_address, refill_keypool, set_label,
-    sign_message_with,
+    add_multisig_script, check_can_derive, ensure_unlocked, new_change_address,
+    public_key_of_address, refill_keypool, set_label, sign_message_with,
 )
 
 
@@ -93,6 +97,58 @@ def setlabel(ctx: RPCContext, address: str, label: str) -> Deferred:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid Coin address")
     label = _label(label)
     return in_wallet(wallet, set_label, wallet, destination, label, write=True)
+
+
+_MULTISIG_KEYS_EXAMPLE = ('"[\\"16sSauSf5pF2UkUwvKGq4qjNRzBZYqgEL5\\",'
+                          '\\"171sgjn4YtPu27adkKGrdDwzRTxnRkBfKV\\"]"')
+
+
+@rpc_method(
+    "addmultisigaddress", category="wallet", needs_wallet=True,
+    signature='addmultisigaddress nrequired ["key",...] ( "label" "address_type" )',
+    args=[Arg("nrequired", INT, help=(
+              "The number of required signatures out of the n keys or addresses.")),
+          Arg("keys", ARR, help=(
+              "A json array of coin addresses or hex-encoded public keys\n"
+              "     [\n"
+              '       "address"                  (string) coin address or hex-encoded public '
+              "key\n"
+              "       ...,\n"
+              "     ]")),
+          Arg("label", STR, default=None, help="A label to assign the addresses to."),
+          Arg("address_type", STR, default=None, help=_ADDRESS_TYPE_HELP + " Default is "
+              "legacy.")],
+    help=("Add a nrequired-to-sign multisignature address to the wallet. Requires a new "
+          "wallet backup.\nEach key is a coin address or hex-encoded public key.\n"
+          "This functionality is only intended for use with non-watchonly addresses.\n"
+          "See `importaddress` for watchonly p2sh address support.\n"
+          "If 'label' is specified, assign address to that label."),
+    result=("{\n"
+            '  "address":"multisigaddress",    (string) The value of the new multisig '
+            "address.\n"
+            '  "redeemScript":"script"         (string) The string value of the hex-encoded '
+            "redemption script.\n"
+            "}"),
+    examples=("\nAdd a multisig address from 2 addresses\n"
+              + example_cli("addmultisigaddress", "2 " + _MULTISIG_KEYS_EXAMPLE)
+              + "\nAs json rpc call\n"
+              + example_rpc("addmultisigaddress", "2, " + _MULTISIG_KEYS_EXAMPLE)))
+def addmultisigaddress(ctx: RPCContext, nrequired: int, keys: List[Any], label: Optional[str],
+                       address_type: Optional[str]) -> Deferred:
+    wallet = ctx.wallet
+    label = _label(label) if label is not None else ""
+    texts = [KEY_ARG.convert(key) for key in keys]
+
+    def add() -> Dict[str, str]:
+        # Core's order: the keys (hex, else an address of the wallet's), the type, the script.
+        pubkeys = [public_key_from_hex(text) if is_hex(text) and len(text) in (66, 130)
+                   else public_key_of_address(wallet, text) for text in texts]
+        _address_type(address_type)
+        redeem_script = multisig_redeem_script(nrequired, pubkeys)
+        add_multisig_script(wallet, redeem_script, label)
+        return multisig_json(redeem_script, wallet.params)
+
+    return in_wallet(wallet, add, write=True)
 
 
 @rpc_method(
@@ -196,5 +252,5 @@ def signmessage(ctx: RPCContext, address: str, message: str) -> Deferred:
 
 
 #: What the ``wallet_addresses`` entry point registers.
-METHODS = [getnewaddress, getrawchangeaddress, setlabel, getaddressinfo, keypoolrefill,
-           signmessage]
+METHODS = [getnewaddress, getrawchangeaddress, setlabel, addmultisigaddress, getaddressinfo,
+           keypoolrefill, signmessage]
