@@ -1,30 +1,28 @@
 """Blockchain methods through a node in this process, over HTTP and through coin-cli.
 
-Each test's node starts on a datadir prepared with ``ChainBuilder`` (12 blocks), so no
-mining RPC is needed.
+Each test's node starts on a copy of one 12-block chain; tests only read it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 
-from coin.testing.chainbuilder import ChainBuilder, open_chain
-
-from tests.inprocess import NodeTestCase
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import MINER_ADDRESS
 
 HEIGHT = 12
 
 
+def chain(node: InProcessNode) -> None:
+    """What every test reads (built once per process, each test on a copy of it)."""
+    node.rpc("generatetoaddress", HEIGHT, MINER_ADDRESS)
+
+
 class BlockchainIntegrationTests(NodeTestCase):
     def setUp(self) -> None:
-        datadir = os.path.abspath(self.mktemp())
-        chain = open_chain(os.path.join(datadir, "regtest"))
-        ChainBuilder(chain).mine(HEIGHT)
-        chain.close()
-        self.node = self.start_node(datadir=datadir)
+        self.node = self.start_node(chain=chain)
 
     def test_cli_getblockhash_out_of_range(self) -> None:
         # cli_06: exit status 8 and the error on stderr, nothing on stdout.
