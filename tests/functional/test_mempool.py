@@ -25,8 +25,6 @@ import time
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from coin.chainparams import REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.mempool.persist import parse_pool
@@ -37,7 +35,7 @@ from coin.primitives.script import OP_NOP, OP_RETURN, push_data
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.testing.chainbuilder import ChainBuilder, Spendable, deterministic_key
 
-from tests.inprocess import InProcessNode, NodeTestCase, prepared
+from tests.inprocess import InProcessNode, NodeTestCase, mine_chain, prepared
 from tests.nodeharness import MINER_ADDRESS, SHARED_BLOCKS, NodeClient, NodeProcess, RPCFailure
 
 COIN = 100_000_000
@@ -272,12 +270,21 @@ class MempoolTestCase(NodeTestCase):
         """
         started = vars(self).setdefault("_on_shared", {})
         if name not in started:
-            source, mined = prepared(shared_chain, NODE_ARGS)
-            datadir = os.path.abspath(self.mktemp())
-            shutil.copytree(source, datadir)
+            datadir, mined = self.copy_of(shared_chain)
             node = self.start_node(*NODE_ARGS, *extra_args, datadir=datadir)
             started[name] = {"node": node, "mined": mined, "coins": Coins(node, heights)}
         return started[name]
+
+    def copy_of(self, build: Callable[[InProcessNode], Any]) -> Tuple[str, Any]:
+        """A datadir of this test's own with a copy of the chain ``build`` made on a node
+        started with NODE_ARGS (once per process), and what ``build`` returned.
+
+        The builds leave the pool empty: their mempool.dat stays behind, as their debug.log.
+        """
+        source, state = prepared(build, NODE_ARGS)
+        datadir = os.path.abspath(self.mktemp())
+        shutil.copytree(source, datadir, ignore=shutil.ignore_patterns("debug.log", "mempool.dat"))
+        return datadir, state
 
     def private_node(self, extra_args: Sequence[str] = (), blocks: int = 0) -> InProcessNode:
         """A node of this test's own with ``blocks`` mined (from a copy of the test chain
@@ -869,13 +876,14 @@ class EvictionTests(MempoolTestCase):
 # ---------------------------------------------------------------------------------------- 9
 
 
-class PersistenceTests(SynchronousTestCase):
+class PersistenceTests(MempoolTestCase):
     """What mempool.dat's import reports is read from debug.log: real ``coind`` processes."""
 
-    def private_node(self, blocks: int) -> NodeProcess:
-        node = NodeProcess.start(os.path.abspath(self.mktemp()), NODE_ARGS)
+    def coind_on_test_chain(self) -> NodeProcess:
+        """A process (stopped at cleanup) on a copy of the 110-block test chain."""
+        datadir, _ = self.copy_of(mine_chain)
+        node = NodeProcess.start(datadir, NODE_ARGS)
         self.addCleanup(node.stop)
-        mine(node, blocks)
         return node
 
     def restart(self, node: NodeProcess, extra_args: Sequence[str] = ()) -> NodeProcess:
@@ -889,7 +897,7 @@ class PersistenceTests(SynchronousTestCase):
         wait_until(lambda: line in debug_log(node), "'%s' in debug.log" % line)
 
     def test_restart_expire_disable_corrupt(self):
-        node = self.private_node(blocks=110)
+        node = self.coind_on_test_chain()
         coins = [coinbase_at(node, height) for height in range(1, 11)]
         parent = split(coins.pop(), 2)
         child = spend(out(parent, 1), fee=2000)
