@@ -1,55 +1,38 @@
-"""Blockchain methods through a real ``coind`` process, over HTTP and through coin-cli.
+"""Blockchain methods through a node in this process, over HTTP and through coin-cli.
 
-One node per test run serves every test here; it starts on a datadir prepared with
-``ChainBuilder`` (12 blocks), so no mining RPC is needed. Tests only read its chain.
+Each test's node starts on a copy of one 12-block chain; tests only read it.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
-import shutil
-import tempfile
 import threading
 import time
-from typing import Optional
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from coin.testing.chainbuilder import ChainBuilder, open_chain
-
-from tests.nodeharness import NodeProcess
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import MINER_ADDRESS
 
 HEIGHT = 12
 
-_node: Optional[NodeProcess] = None
+
+def chain(node: InProcessNode) -> None:
+    """What every test reads (built once per process, each test on a copy of it)."""
+    node.rpc("generatetoaddress", HEIGHT, MINER_ADDRESS)
 
 
-def node() -> NodeProcess:
-    """The shared node, started on first use and stopped at exit."""
-    global _node
-    if _node is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-blockchain-node-")
-        atexit.register(shutil.rmtree, datadir, True)  # runs after the stop below
-        chain = open_chain(os.path.join(datadir, "regtest"))
-        ChainBuilder(chain).mine(HEIGHT)
-        chain.close()
-        _node = NodeProcess.start(datadir)
-        atexit.register(_node.stop)
-    return _node
+class BlockchainIntegrationTests(NodeTestCase):
+    def setUp(self) -> None:
+        self.node = self.start_node(chain=chain)
 
-
-class BlockchainIntegrationTests(SynchronousTestCase):
     def test_cli_getblockhash_out_of_range(self) -> None:
         # cli_06: exit status 8 and the error on stderr, nothing on stdout.
-        result = node().cli("getblockhash", "-1")
+        result = self.node.cli("getblockhash", "-1")
         self.assertEqual((result.returncode, result.stdout, result.stderr),
                          (8, "", "error code: -8\nerror message:\nBlock height out of range\n"))
 
     def test_cli_named_getblock(self) -> None:
         # cli_12: -named getblock blockhash=... verbosity=0 prints the hex alone.
-        n = node()
+        n = self.node
         blockhash = n.rpc("getblockhash", 5)
         raw = n.rpc("getblock", blockhash, 0)
         self.assertEqual(n.cli("-named", "getblock", "blockhash=" + blockhash,
@@ -63,7 +46,7 @@ class BlockchainIntegrationTests(SynchronousTestCase):
         self.assertEqual(n.cli("-named", "getblockhash", "height=5").stdout, blockhash + "\n")
 
     def test_getblockchaininfo_shape(self) -> None:
-        n = node()
+        n = self.node
         info = n.rpc("getblockchaininfo")
         self.assertEqual(list(info), ["chain", "blocks", "headers", "bestblockhash", "difficulty",
                                       "mediantime", "verificationprogress", "chainwork", "pruned",
@@ -78,7 +61,7 @@ class BlockchainIntegrationTests(SynchronousTestCase):
         self.assertEqual(json.loads(printed), info)
 
     def test_cli_scalars(self) -> None:
-        n = node()
+        n = self.node
         self.assertEqual(n.cli("getblockcount").stdout, "%d\n" % HEIGHT)
         self.assertEqual(n.cli("getbestblockhash").stdout, n.rpc("getblockhash", HEIGHT) + "\n")
         self.assertEqual(n.cli("verifychain", "1", "5").stdout, "true\n")  # cli_27
@@ -86,14 +69,14 @@ class BlockchainIntegrationTests(SynchronousTestCase):
 
     def test_malformed_hash_over_http(self) -> None:
         # rpcm_13, byte for byte.
-        status, headers, body = node().post(
+        status, headers, body = self.node.post(
             b'{"jsonrpc": "1.0", "id": 13, "method": "getblock", "params": ["xyz"]}')
         self.assertEqual((status, headers["content-type"], body), (
             500, "application/json",
             b'{"result":null,"error":{"code":-5,"message":"Block not found"},"id":13}\n'))
 
     def test_waiting_call_does_not_block_the_server(self) -> None:
-        n = node()
+        n = self.node
         answers = []
         waiter = threading.Thread(target=lambda: answers.append(n.rpc("waitfornewblock", 1500)))
         started = time.monotonic()

@@ -1,33 +1,29 @@
-"""The memory pool of real ``coind`` processes, driven as a user drives it: JSON-RPC over
-HTTP, REST and ``coin-cli``.
+"""The memory pool of whole nodes, driven as a user drives it: JSON-RPC over HTTP, REST and
+``coin-cli``.
 
 The node has no wallet yet, so every transaction is built and signed here
 (``ChainBuilder(None)`` signs with the key behind ``MINER_ADDRESS``, which the
 nodes mine to) and submitted with ``sendrawtransaction``.  JSON is parsed with
 ``Decimal`` so amounts and priorities are compared exactly.
 
-Nodes:
+Nodes run in the test process (tests/inprocess.py), each test with its own:
 
-- ``shared()``: one default node per run (200 blocks, then block 201 confirming a
-  spend).  Tests on it never mine or reorganise; they only add to the pool, so
-  each works with its own coins and compares before/after states.
-- ``strict()``: ``-acceptnonstdtxn=0 -limitancestorcount=3 -limitancestorsize=1``, holding a copy of the
-  shared node's first 110 blocks, so one transaction can be tried on both.
-- Tests that mine, reorganise, restart or need other options start a private node.
+- ``self.shared()``: a default node on a copy of the shared chain (200 blocks, then
+  block 201 confirming a spend), built once per test process.
+- ``self.strict()``: ``-acceptnonstdtxn=0 -limitancestorcount=3 -limitancestorsize=1`` on
+  another copy of the same chain, so one transaction can be tried on both.
+- Tests that mine, reorganise or need other options start a private node.
+- PersistenceTests read debug.log, so they keep a real ``coind`` process.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
-import tempfile
 import time
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
 from coin.consensus.subsidy import block_subsidy
@@ -39,7 +35,8 @@ from coin.primitives.script import OP_NOP, OP_RETURN, push_data
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 from coin.testing.chainbuilder import ChainBuilder, Spendable, deterministic_key
 
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
+from tests.inprocess import InProcessNode, NodeTestCase, mine_chain, prepared
+from tests.nodeharness import MINER_ADDRESS, SHARED_BLOCKS, NodeClient, NodeProcess, RPCFailure
 
 COIN = 100_000_000
 #: Height getutxos and gettxout give an output of a pool transaction (Core's MEMPOOL_HEIGHT).
@@ -49,7 +46,7 @@ FEE = 10_000
 SIGNER = ChainBuilder(None)
 SCRIPT = SIGNER.script_pubkey
 INSUFFICIENT = ["Insufficient data or no feerate found"]
-#: Every node here: no P2P listening, so the module's nodes can run side by side.
+#: Every node here: no P2P listening.
 NODE_ARGS = ["-listen=0"]
 #: getmempoolentry's fields, in order.
 ENTRY_FIELDS = ["size", "fee", "modifiedfee", "time", "height", "startingpriority", "currentpriority",
@@ -59,7 +56,7 @@ ENTRY_FIELDS = ["size", "fee", "modifiedfee", "time", "height", "startingpriorit
 # ---------------------------------------------------------------------------------------- helpers
 
 
-def rpc(node: NodeProcess, method: str, *params: Any) -> Any:
+def rpc(node: NodeClient, method: str, *params: Any) -> Any:
     """``node.rpc`` with JSON numbers read as Decimal (exact amounts and priorities)."""
     payload = {"method": method, "params": list(params), "id": 1}
     status, _, body = node.post(json.dumps(payload).encode())
@@ -69,7 +66,7 @@ def rpc(node: NodeProcess, method: str, *params: Any) -> Any:
     return reply["result"]
 
 
-def rest(node: NodeProcess, path: str) -> Tuple[int, Any]:
+def rest(node: NodeClient, path: str) -> Tuple[int, Any]:
     """GET ``/rest/<path>``: status and the body as JSON (Decimal numbers) or raw bytes."""
     status, _, body = node.post(b"", path="/rest/" + path, method="GET", auth=False)
     if status == 200 and path.endswith(".json"):
@@ -90,7 +87,7 @@ def hexof(tx: Transaction) -> str:
     return tx.serialize().hex()
 
 
-def send(node: NodeProcess, tx: Transaction, *options: Any) -> str:
+def send(node: NodeClient, tx: Transaction, *options: Any) -> str:
     return rpc(node, "sendrawtransaction", hexof(tx), *options)
 
 
@@ -161,25 +158,25 @@ def high_s(tx: Transaction) -> Transaction:
     return with_script_sig(tx, push_data(bytes([0x30, len(body)]) + body + hashtype) + pubkey_push)
 
 
-def block_at(node: NodeProcess, height: int) -> Block:
+def block_at(node: NodeClient, height: int) -> Block:
     return Block.deserialize(bytes.fromhex(rpc(node, "getblock", rpc(node, "getblockhash", height), 0)))
 
 
-def tip_block(node: NodeProcess) -> Block:
+def tip_block(node: NodeClient) -> Block:
     return Block.deserialize(bytes.fromhex(rpc(node, "getblock", rpc(node, "getbestblockhash"), 0)))
 
 
-def coinbase_at(node: NodeProcess, height: int) -> Spendable:
+def coinbase_at(node: NodeClient, height: int) -> Spendable:
     """The coinbase output of the block at ``height`` (it pays MINER_ADDRESS)."""
     coinbase = block_at(node, height).txs[0]
     return Spendable(OutPoint(coinbase.txid, 0), coinbase.vout[0].value, coinbase.vout[0].script_pubkey)
 
 
-def mine(node: NodeProcess, count: int = 1) -> List[str]:
+def mine(node: NodeClient, count: int = 1) -> List[str]:
     return rpc(node, "generatetoaddress", count, MINER_ADDRESS)
 
 
-def pool(node: NodeProcess) -> List[str]:
+def pool(node: NodeClient) -> List[str]:
     return sorted(rpc(node, "getrawmempool"))
 
 
@@ -187,7 +184,7 @@ def txids(*txs: Transaction) -> List[str]:
     return sorted(tx.txid_hex for tx in txs)
 
 
-def build_block(node: NodeProcess, txs: Sequence[Transaction], fees: int,
+def build_block(node: NodeClient, txs: Sequence[Transaction], fees: int,
                 version: Optional[int] = None, coinbase: Optional[Transaction] = None) -> Block:
     """A solved block on the tip confirming ``txs`` (paying ``fees``), not submitted.
 
@@ -226,7 +223,7 @@ def debug_log(node: NodeProcess) -> str:
 class Coins:
     """Mature coinbase outputs of one node's chain, each handed out once."""
 
-    def __init__(self, node: NodeProcess, heights: Iterable[int]) -> None:
+    def __init__(self, node: NodeClient, heights: Iterable[int]) -> None:
         self.node = node
         self.free = list(heights)
 
@@ -236,67 +233,69 @@ class Coins:
 
 # ---------------------------------------------------------------------------------------- nodes
 
-_module_nodes: Dict[str, Any] = {}
-
-
-def _module_node(name: str, extra_args: Sequence[str] = (), wait: bool = True) -> NodeProcess:
-    datadir = tempfile.mkdtemp(prefix="coin-test-mempool-%s-" % name)
-    atexit.register(shutil.rmtree, datadir, True)  # runs after the stop below
-    node = NodeProcess.start(datadir, NODE_ARGS + list(extra_args), wait=wait)
-    atexit.register(node.stop)
-    return node
-
-
-#: Shared node: tip height, and the coinbase heights set aside.
+#: The shared chain: tip height, and the coinbase heights set aside.
 SHARED_HEIGHT = 201
 BOTH_NODES_HEIGHT = 2  # a coinbase unspent on the shared and the strict node
-STRICT_BLOCKS = 110
 STRICT_ARGS = ["-acceptnonstdtxn=0", "-limitancestorcount=3", "-limitancestorsize=1"]
 
 
-def shared() -> Dict[str, Any]:
-    """The shared default node: 200 blocks, then block 201 confirming a spend of coinbase 1."""
-    state = _module_nodes.get("shared")
-    if state is None:
-        node = _module_node("shared")
-        # The strict node starts meanwhile (see strict()).
-        _module_nodes["strict process"] = _module_node("strict", STRICT_ARGS, wait=False)
-        mine(node, 200)
-        mined = spend(coinbase_at(node, 1))
-        send(node, mined)
-        mine(node)
-        assert rpc(node, "getrawmempool") == [], "the spend was not mined"
-        # Coinbases up to height 101 are mature for the next block (202); 3..11 go to strict().
-        state = {"node": node, "mined": mined, "coins": Coins(node, range(12, 101))}
-        _module_nodes["shared"] = state
-    return state
+def shared_chain(node: InProcessNode) -> Transaction:
+    """200 blocks, then block 201 confirming a spend of coinbase 1 (returned)."""
+    mine(node, 200)
+    mined = spend(coinbase_at(node, 1))
+    send(node, mined)
+    mine(node)
+    assert rpc(node, "getrawmempool") == [], "the spend was not mined"
+    return mined
 
 
-def strict() -> Dict[str, Any]:
-    """``STRICT_ARGS`` on a copy of the shared node's first blocks."""
-    state = _module_nodes.get("strict")
-    if state is None:
-        source = shared()["node"]
-        node = _module_nodes["strict process"]
-        node.wait_ready()
-        for height in range(1, STRICT_BLOCKS + 1):
-            result = rpc(node, "submitblock", rpc(source, "getblock", rpc(source, "getblockhash", height), 0))
-            assert result is None, result
-        state = {"node": node, "coins": Coins(node, range(3, 12))}
-        _module_nodes["strict"] = state
-    return state
+class MempoolTestCase(NodeTestCase):
+    def shared(self) -> Dict[str, Any]:
+        """This test's default node on the shared chain (started on first use).
 
+        Coinbases up to height 101 are mature for the next block (202); 3..11 go to strict.
+        """
+        return self._on_shared_chain("shared", [], range(12, 101))
 
-class NodeTestCase(SynchronousTestCase):
-    def private_node(self, extra_args: Sequence[str] = (), blocks: int = 0) -> NodeProcess:
-        """A node of this test's own (stopped at cleanup) with ``blocks`` mined."""
-        node = NodeProcess.start(os.path.abspath(self.mktemp()), NODE_ARGS + list(extra_args))
-        self.addCleanup(node.stop)
-        if blocks:
-            mine(node, blocks)
+    def strict(self) -> Dict[str, Any]:
+        """This test's ``STRICT_ARGS`` node, on the same chain as the shared one."""
+        return self._on_shared_chain("strict", STRICT_ARGS, range(3, 12))
+
+    def _on_shared_chain(self, name: str, extra_args: Sequence[str],
+                         heights: Iterable[int]) -> Dict[str, Any]:
+        """``node``, ``mined`` (the spend block 201 confirms) and ``coins`` to take from.
+
+        Both nodes start on copies of one build (made with NODE_ARGS), so their chains are
+        the same block for block.
+        """
+        started = vars(self).setdefault("_on_shared", {})
+        if name not in started:
+            datadir, mined = self.copy_of(shared_chain)
+            node = self.start_node(*NODE_ARGS, *extra_args, datadir=datadir)
+            started[name] = {"node": node, "mined": mined, "coins": Coins(node, heights)}
+        return started[name]
+
+    def copy_of(self, build: Callable[[InProcessNode], Any]) -> Tuple[str, Any]:
+        """A datadir of this test's own with a copy of the chain ``build`` made on a node
+        started with NODE_ARGS (once per process), and what ``build`` returned.
+
+        The builds leave the pool empty: their mempool.dat stays behind, as their debug.log.
+        """
+        source, state = prepared(build, NODE_ARGS)
+        datadir = os.path.abspath(self.mktemp())
+        shutil.copytree(source, datadir, ignore=shutil.ignore_patterns("debug.log", "mempool.dat"))
+        return datadir, state
+
+    def private_node(self, extra_args: Sequence[str] = (), blocks: int = 0) -> InProcessNode:
+        """A node of this test's own with ``blocks`` mined (from a copy of the test chain
+        when it has that many)."""
+        node = self.start_node(*NODE_ARGS, *extra_args, chain=blocks >= SHARED_BLOCKS)
+        height = rpc(node, "getblockcount")
+        if blocks > height:
+            mine(node, blocks - height)
         return node
 
-    def assertRejected(self, node: NodeProcess, tx: Transaction, code: int, message: str,
+    def assertRejected(self, node: NodeClient, tx: Transaction, code: int, message: str,
                        *options: Any) -> None:
         """sendrawtransaction fails with ``code``/``message`` and leaves the pool as it was."""
         before = rpc(node, "getmempoolinfo")
@@ -305,7 +304,7 @@ class NodeTestCase(SynchronousTestCase):
         self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
         self.assertEqual(rpc(node, "getmempoolinfo"), before)
 
-    def assertTestAccept(self, node: NodeProcess, tx: Transaction, reason: Optional[str],
+    def assertTestAccept(self, node: NodeClient, tx: Transaction, reason: Optional[str],
                          *options: Any) -> None:
         """testmempoolaccept's answer: allowed, or refused with ``reason``; the pool unchanged."""
         before = rpc(node, "getmempoolinfo")
@@ -319,11 +318,11 @@ class NodeTestCase(SynchronousTestCase):
 # ---------------------------------------------------------------------------------------- 1
 
 
-class AcceptanceTests(NodeTestCase):
+class AcceptanceTests(MempoolTestCase):
     """sendrawtransaction and testmempoolaccept: Core's answers, codes and reasons."""
 
     def setUp(self) -> None:
-        state = shared()
+        state = self.shared()
         self.node, self.coins, self.mined = state["node"], state["coins"], state["mined"]
 
     def test_valid_spend_is_accepted_once(self):
@@ -465,11 +464,11 @@ class AcceptanceTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 2
 
 
-class StandardnessTests(NodeTestCase):
+class StandardnessTests(MempoolTestCase):
     """-acceptnonstdtxn=0 refuses what regtest accepts by default."""
 
     def setUp(self) -> None:
-        state = strict()
+        state = self.strict()
         self.node, self.coins = state["node"], state["coins"]
 
     def assertNonStandard(self, tx: Transaction, reason: str) -> None:
@@ -483,7 +482,7 @@ class StandardnessTests(NodeTestCase):
         # 546 satoshis is not dust for a P2PKH output at the default relay fee.
         least = spend(coin, outputs=[(SCRIPT, 546), (SCRIPT, coin.value - 546 - FEE)])
         self.assertTestAccept(self.node, least, None)
-        default = shared()["node"]
+        default = self.shared()["node"]
         self.assertEqual(coinbase_at(default, BOTH_NODES_HEIGHT), coin)
         self.assertEqual(send(default, dusty), dusty.txid_hex)
         self.assertIn(dusty.txid_hex, pool(default))
@@ -532,11 +531,11 @@ class StandardnessTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 3
 
 
-class AncestorTests(NodeTestCase):
+class AncestorTests(MempoolTestCase):
     def test_chain_of_25_and_family_statistics(self):
-        node = shared()["node"]
+        node = self.shared()["node"]
         fees = [1000 + 100 * i for i in range(26)]
-        chain = chain_of(shared()["coins"].take(), fees)
+        chain = chain_of(self.shared()["coins"].take(), fees)
         for tx in chain[:25]:
             self.assertEqual(send(node, tx), tx.txid_hex)
         self.assertRejected(node, chain[25], -26, "too-long-mempool-chain, too many unconfirmed "
@@ -582,8 +581,8 @@ class AncestorTests(NodeTestCase):
                              (-5, "Transaction not in mempool"))
 
     def test_descendant_count_limit(self):
-        node = shared()["node"]
-        parent = split(shared()["coins"].take(), 25)
+        node = self.shared()["node"]
+        parent = split(self.shared()["coins"].take(), 25)
         send(node, parent)
         children = [spend(out(parent, n)) for n in range(25)]
         for child in children[:24]:
@@ -595,15 +594,15 @@ class AncestorTests(NodeTestCase):
                          (25, txids(*children[:24])))
 
     def test_configured_ancestor_limit(self):
-        node = strict()["node"]
-        chain = chain_of(strict()["coins"].take(), [FEE] * 4)
+        node = self.strict()["node"]
+        chain = chain_of(self.strict()["coins"].take(), [FEE] * 4)
         for tx in chain[:3]:
             send(node, tx)
         self.assertRejected(node, chain[3], -26, "too-long-mempool-chain, too many unconfirmed "
                             "ancestors [limit: 3] (code 64)")
         self.assertEqual(rpc(node, "getmempoolentry", chain[2].txid_hex)["ancestorcount"], 3)
         # -limitancestorsize=1 (kB): a lone transaction may be larger, not a family.
-        parent = split(strict()["coins"].take(), 30)
+        parent = split(self.strict()["coins"].take(), 30)
         self.assertGreater(size_of(parent), 1000)
         send(node, parent)
         self.assertRejected(node, spend(out(parent)), -26, "too-long-mempool-chain, exceeds ancestor "
@@ -613,7 +612,7 @@ class AncestorTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 4
 
 
-class PriorityTests(NodeTestCase):
+class PriorityTests(MempoolTestCase):
     def test_starting_and_current_priority(self):
         """Core 0.12's priority, by hand.
 
@@ -655,7 +654,7 @@ class PriorityTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 5
 
 
-class PrioritiseTests(NodeTestCase):
+class PrioritiseTests(MempoolTestCase):
     def test_fee_deltas(self):
         node = self.private_node(blocks=110)
         coins = Coins(node, range(1, 11))
@@ -710,7 +709,7 @@ class PrioritiseTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 6
 
 
-class BlockLifeCycleTests(NodeTestCase):
+class BlockLifeCycleTests(MempoolTestCase):
     def test_confirm_conflict_reorg(self):
         node = self.private_node(blocks=110)
         coins = Coins(node, range(1, 11))
@@ -774,7 +773,7 @@ class BlockLifeCycleTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 7
 
 
-class TemplateTests(NodeTestCase):
+class TemplateTests(MempoolTestCase):
     def test_template_and_generated_block(self):
         node = self.private_node(blocks=110)
         coins = Coins(node, range(1, 11))
@@ -808,7 +807,7 @@ class TemplateTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 8
 
 
-class EvictionTests(NodeTestCase):
+class EvictionTests(MempoolTestCase):
     @staticmethod
     def big(coin: Spendable, rate: int) -> Tuple[Transaction, int]:
         """About 17 kB (500 outputs) paying about ``rate`` sat/kB; and its exact rate."""
@@ -877,7 +876,16 @@ class EvictionTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 9
 
 
-class PersistenceTests(NodeTestCase):
+class PersistenceTests(MempoolTestCase):
+    """What mempool.dat's import reports is read from debug.log: real ``coind`` processes."""
+
+    def coind_on_test_chain(self) -> NodeProcess:
+        """A process (stopped at cleanup) on a copy of the 110-block test chain."""
+        datadir, _ = self.copy_of(mine_chain)
+        node = NodeProcess.start(datadir, NODE_ARGS)
+        self.addCleanup(node.stop)
+        return node
+
     def restart(self, node: NodeProcess, extra_args: Sequence[str] = ()) -> NodeProcess:
         self.assertEqual(node.stop(), 0)
         again = NodeProcess.start(node.datadir, NODE_ARGS + list(extra_args))
@@ -889,7 +897,7 @@ class PersistenceTests(NodeTestCase):
         wait_until(lambda: line in debug_log(node), "'%s' in debug.log" % line)
 
     def test_restart_expire_disable_corrupt(self):
-        node = self.private_node(blocks=110)
+        node = self.coind_on_test_chain()
         coins = [coinbase_at(node, height) for height in range(1, 11)]
         parent = split(coins.pop(), 2)
         child = spend(out(parent, 1), fee=2000)
@@ -959,18 +967,15 @@ class PersistenceTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 10
 
 
-class RESTAgreesTests(NodeTestCase):
+class RESTAgreesTests(MempoolTestCase):
     def setUp(self) -> None:
-        state = shared()
+        state = self.shared()
         self.node = state["node"]
-        if "rest" not in state:
-            coin = state["coins"].take()
-            parent = split(coin, 2)
-            child = spend(out(parent, 0))
-            for tx in (parent, child):
-                send(self.node, tx)
-            state["rest"] = (coin, parent, child)
-        self.coin, self.parent, self.child = state["rest"]
+        self.coin = state["coins"].take()
+        self.parent = split(self.coin, 2)
+        self.child = spend(out(self.parent, 0))
+        for tx in (self.parent, self.child):
+            send(self.node, tx)
 
     def test_mempool_info_and_contents(self):
         self.assertGreaterEqual(rpc(self.node, "getmempoolinfo")["size"], 2)
@@ -1023,9 +1028,9 @@ class RESTAgreesTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 11
 
 
-class CliTests(NodeTestCase):
+class CliTests(MempoolTestCase):
     def test_getmempoolinfo_and_getrawmempool(self):
-        state = shared()
+        state = self.shared()
         node = state["node"]
         send(node, spend(state["coins"].take()))
         info = rpc(node, "getmempoolinfo")
@@ -1051,9 +1056,9 @@ class CliTests(NodeTestCase):
 # ---------------------------------------------------------------------------------------- 12
 
 
-class FeeEstimateTests(NodeTestCase):
+class FeeEstimateTests(MempoolTestCase):
     def test_parameter_errors(self):
-        node = shared()["node"]
+        node = self.shared()["node"]
         for params, message in (((0,), "Invalid conf_target, must be between 1 - 1008"),
                                 ((1009,), "Invalid conf_target, must be between 1 - 1008"),
                                 ((2, "SOMETIMES"), "Invalid estimate_mode parameter")):

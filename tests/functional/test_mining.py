@@ -1,4 +1,4 @@
-"""Mining and Dash methods in a real ``coind``, driven by ``coin-cli`` as a user would.
+"""Mining and Dash methods in a node in this process, driven by ``coin-cli`` as a user would.
 
 The daemon finds RPC methods through installed entry points: until the ``mining``,
 ``governance`` (and the other new) entry points are in pyproject.toml and the package is
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SkipTest
 
-from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.inprocess import InProcessNode, NodeTestCase
+from tests.nodeharness import MINER_ADDRESS
 
 
-class CoinCliTests(SynchronousTestCase):
-    def start(self, *methods: str) -> NodeProcess:
-        node = NodeProcess.start(self.mktemp())
-        self.addCleanup(node.kill)
+class CoinCliTests(NodeTestCase):
+    def start(self, *methods: str) -> InProcessNode:
+        node = self.start_node()
         for method in methods:
             if node.rpc("help", method).startswith("help: unknown command:"):
                 raise SkipTest("coind does not offer %s: add the entry points of "

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any, List
 
-from twisted.trial.unittest import SynchronousTestCase
-
 from coin.chainparams import REGTEST
 from coin.consensus.subsidy import block_subsidy
 from coin.primitives.block import Block
 from coin.primitives.script import OP_1NEGATE, OP_CHECKLOCKTIMEVERIFY, OP_DROP, push_data
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 
-from tests.nodeharness import NodeProcess
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import NodeClient
 from tests.functional.test_mempool import (
     FEE, SCRIPT, build_block, coinbase_at, mine, rpc, spend, with_script_sig,
 )
@@ -39,24 +38,23 @@ def negative_cltv(tx: Transaction) -> Transaction:
     return with_script_sig(tx, prefix + tx.vin[0].script_sig)
 
 
-def submit(node: NodeProcess, block: Block) -> Any:
+def submit(node: NodeClient, block: Block) -> Any:
     return rpc(node, "submitblock", block.serialize().hex())
 
 
-def statuses(node: NodeProcess) -> List[tuple]:
+def statuses(node: NodeClient) -> List[tuple]:
     """``(id, version, enforce status, reject status)`` of each chaininfo soft fork."""
     return [(f["id"], f["version"], f["enforce"]["status"], f["reject"]["status"])
             for f in rpc(node, "getblockchaininfo")["softforks"]]
 
 
-def mine_to(node: NodeProcess, height: int) -> None:
+def mine_to(node: NodeClient, height: int) -> None:
     mine(node, height - rpc(node, "getblockcount"))
 
 
-class RegtestHeightsTests(SynchronousTestCase):
+class RegtestHeightsTests(NodeTestCase):
     def setUp(self) -> None:
-        self.node = NodeProcess.start(self.mktemp(), ["-listen=0", "-rest=1"])
-        self.addCleanup(self.node.kill)
+        self.node = self.start_node("-listen=0", "-rest=1")
 
     def assertChaininfo(self, expected: List[tuple]) -> None:
         self.assertEqual(statuses(self.node), expected)
