@@ -49,8 +49,9 @@ class BlockchainIntegrationTests(NodeTestCase):
         n = self.node
         info = n.rpc("getblockchaininfo")
         self.assertEqual(list(info), ["chain", "blocks", "headers", "bestblockhash", "difficulty",
-                                      "mediantime", "verificationprogress", "chainwork", "pruned",
-                                      "softforks", "bip9_softforks"])
+                                      "mediantime", "verificationprogress", "initialblockdownload",
+                                      "chainwork", "size_on_disk", "pruned", "softforks",
+                                      "bip9_softforks", "warnings"])
         self.assertEqual((info["chain"], info["blocks"], info["headers"], info["bestblockhash"]),
                          ("regtest", HEIGHT, HEIGHT, n.rpc("getbestblockhash")))
         printed = n.cli("getblockchaininfo").stdout

@@ -49,9 +49,9 @@ INSUFFICIENT = ["Insufficient data or no feerate found"]
 #: Every node here: no P2P listening.
 NODE_ARGS = ["-listen=0"]
 #: getmempoolentry's fields, in order.
-ENTRY_FIELDS = ["size", "fee", "modifiedfee", "time", "height", "startingpriority", "currentpriority",
-                "descendantcount", "descendantsize", "descendantfees", "ancestorcount", "ancestorsize",
-                "ancestorfees", "depends", "spentby"]
+ENTRY_FIELDS = ["fees", "size", "vsize", "fee", "modifiedfee", "time", "height", "startingpriority",
+                "currentpriority", "descendantcount", "descendantsize", "descendantfees", "ancestorcount",
+                "ancestorsize", "ancestorfees", "wtxid", "depends", "spentby"]
 
 # ---------------------------------------------------------------------------------------- helpers
 
