@@ -87,6 +87,7 @@ class InProcessNode(NodeClient):
         self._down = threading.Event()
         self._down.set()
         self._ports: Tuple[Optional[int], Optional[int]] = (None, None)
+        self._started: Optional[Deferred] = None
         #: What the ``chain`` build of :meth:`NodeTestCase.start_node` returned.
         self.state: Any = None
 
@@ -169,7 +170,17 @@ class InProcessNode(NodeClient):
 
     def start(self) -> "InProcessNode":
         """(Re)start the node on its datadir and wait until it answers."""
-        return blockingCallFromThread(reactor, self.start_service)
+        self.begin()
+        return self.wait_ready()
+
+    def begin(self) -> "InProcessNode":
+        """Start the node without waiting for its warm-up (RPC answers -28 meanwhile)."""
+        [self._started] = blockingCallFromThread(reactor, lambda: [self.start_service()])
+        return self
+
+    def wait_ready(self) -> "InProcessNode":
+        """Until the warm-up begun by :meth:`begin` is over; its error if start-up gave up."""
+        return blockingCallFromThread(reactor, lambda: self._started)
 
     def stop(self, timeout: float = 60.0) -> int:
         """Stop the node as the ``stop`` RPC would; returns its exit code.
@@ -194,7 +205,8 @@ class InProcessNode(NodeClient):
         return self.service.exit_code if self.service else 0
 
     def restart(self, *args: str) -> "InProcessNode":
-        """Stop, then start again on the same datadir, with ``args`` instead if given."""
+        """Stop, then start again on the same datadir: with ``args`` instead of the
+        previous arguments if any are given, else with the same ones."""
         self.stop()
         if args:
             self.args = list(args)
@@ -210,7 +222,7 @@ def mine_chain(node: InProcessNode) -> None:
 
 Build = Callable[[InProcessNode], Any]
 _prepared: Dict[Tuple[Build, Tuple[str, ...]], Tuple[str, Any]] = {}
-_prepared_lock = threading.Lock()
+_prepared_lock = threading.RLock()  # a build may start on another build's copy
 #: Files a copy leaves out: they belong to the node that ran, not to its data.
 _NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log")
 
@@ -278,12 +290,13 @@ class NodeTestCase(TestCase):
 
     def start_node(self, *args: str, chain: Union[bool, Build] = False,
                    credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
-                   datadir: Optional[str] = None) -> InProcessNode:
+                   datadir: Optional[str] = None, wait: bool = True) -> InProcessNode:
         """A started node (call it from the test's thread).
 
         ``chain=True`` starts it on a copy of the 110-block test chain (MINER_ADDRESS holds
         its coinbases); ``chain=build`` on a copy of what ``build(node)`` made of a node
         started with the same ``args`` (once per process), with its result in ``node.state``.
+        ``wait=False`` returns once the node listens, still warming up (``node.wait_ready()``).
         """
         datadir = os.path.abspath(datadir or self.mktemp())
         state = None
@@ -294,7 +307,7 @@ class NodeTestCase(TestCase):
         node = InProcessNode(datadir, args, credentials)
         node.state = state
         self.addCleanup(node.stop_service)
-        return node.start()
+        return node.start() if wait else node.begin()
 
     def stop_nodes(self, *nodes: InProcessNode) -> Deferred:
         return DeferredList([node.stop_service() for node in nodes], fireOnOneErrback=True)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 
-from twisted.internet import reactor
-from twisted.internet.threads import blockingCallFromThread
-
-from tests.inprocess import InProcessNode, NodeTestCase
+from tests.inprocess import NodeTestCase
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 
 #: Enough blocks that -reindex outlasts the first request by a second or more here: in this
@@ -26,10 +22,7 @@ class WarmupTests(NodeTestCase):
         tip = chain.tip.hash[::-1].hex()
         chain.close()
 
-        # start_node waits for the warm-up to end: start this one without waiting.
-        node = InProcessNode(os.path.abspath(datadir), ["-reindex"])
-        self.addCleanup(node.stop_service)
-        [started] = blockingCallFromThread(reactor, lambda: [node.start_service()])
+        node = self.start_node("-reindex", datadir=datadir, wait=False)
         warming = []
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -43,7 +36,7 @@ class WarmupTests(NodeTestCase):
                 break
             warming.append((status, headers["content-type"], reply))
             time.sleep(0.05)
-        blockingCallFromThread(reactor, lambda: started)
+        node.wait_ready()
         self.assertTrue(warming, "the node never answered while warming up")
         messages = [reply["error"]["message"] for _, _, reply in warming]
         self.assertIn("Loading block index...", messages)
