@@ -190,20 +190,6 @@ class DeadlineTests(SynchronousTestCase):
         self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 1)
         self.assertTrue(transport.disconnecting)
 
-    def test_no_timer_outlives_a_connection_cut_off_at_its_header_deadline(self):
-        # The idle timer, reset by the trickled bytes, used to stay behind, fire later and
-        # leave a 15 s abort timer behind the closed connection (an in-process node's
-        # shutdown showed them).
-        server = Server()
-        protocol, transport = server.connect()
-        protocol.dataReceived(b"POST / HTTP/1.1\r\n")
-        server.clock.advance(20)
-        protocol.dataReceived(b"X: y\r\n")
-        server.clock.advance(10.1)
-        self.assertTrue(transport.disconnecting)
-        protocol.connectionLost(Failure(ConnectionDone()))
-        self.assertEqual(server.clock.getDelayedCalls(), [])
-
 
 class Page(resource.Resource):
     """A plugin's page: an ordinary twisted.web resource."""
