@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
@@ -239,12 +239,15 @@ class Replayer:
 class RPCTestCase(NodeTestCase):
     """Tests that get, on first use, the in-process node of the configuration they name."""
 
+    def setUp(self) -> None:
+        self._nodes: Dict[str, InProcessNode] = {}
+        self._replayer: Optional[Replayer] = None
+
     def _node(self, name: str, args: Sequence[str],
               chain: Callable[[InProcessNode], None]) -> InProcessNode:
-        nodes = self.__dict__.setdefault("_nodes", {})
-        if name not in nodes:
-            nodes[name] = self.start_node(*args, chain=chain)
-        return nodes[name]
+        if name not in self._nodes:
+            self._nodes[name] = self.start_node(*args, chain=chain)
+        return self._nodes[name]
 
     def main_node(self) -> InProcessNode:
         return self._node("main", MAIN_ARGS, reference_chain)
@@ -256,7 +259,7 @@ class RPCTestCase(NodeTestCase):
         return self._node("open", open_args(), wallet_only)
 
     def replayer(self) -> Replayer:
-        if "_replayer" not in self.__dict__:
+        if self._replayer is None:
             self._replayer = Replayer(self.main_node())
         return self._replayer
 
