@@ -527,7 +527,8 @@ class NodeService(service.MultiService):
         log.info("Coin version v{version}", version=__version__)
         log.info("Using data directory {datadir}", datadir=self.datadir)
         for warning in self._warnings:
-            log.warn("{warning}", warning=warning)
+            # Not a "warning" key: the legacy log system reserves it for Python warnings.
+            log.warn("{text}", text=warning)
         self._verify_wallets()
         try:
             self.store.open()

@@ -281,6 +281,10 @@ class LeanChannel(Protocol):
             self._timed_out()
 
     def _timed_out(self) -> None:
+        # Either deadline may fire first: the other must not fire again later.
+        for call in (self._idle, self._headers_deadline):
+            if call is not None and call.active():
+                call.cancel()
         self._idle = self._headers_deadline = None
         self._abort = self.callLater(ABORT_TIMEOUT, self.transport.abortConnection)
         self.loseConnection()

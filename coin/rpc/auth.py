@@ -238,6 +238,13 @@ class AuthThrottle:
             self._schedule()
         return answer
 
+    def stop(self) -> None:
+        """Shutdown: cancel the timers (requests still waiting went with their connections)."""
+        for call in (self._wakeup, self._log_window):
+            if call is not None and call.active():
+                call.cancel()
+        self._wakeup = self._log_window = None
+
     def _bucket(self, source: str) -> _LeakyBucket:
         bucket = self._buckets.get(source)
         if bucket is None:

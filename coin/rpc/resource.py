@@ -186,7 +186,7 @@ class RPCSite(server.Site):
     max_header_bytes = MAX_HEADER_BYTES
     max_request_line = MAX_REQUEST_LINE
 
-    def __init__(self, root: resource.IResource, *, allow: AllowList,
+    def __init__(self, root: RPCRoot, *, allow: AllowList,
                  max_body: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_SERVER_TIMEOUT,
                  max_connections: int = DEFAULT_MAX_CONNECTIONS,
                  reactor: IReactorTime | None = None,
@@ -219,6 +219,11 @@ class RPCSite(server.Site):
 
     def connection_closed(self) -> None:
         self.connections -= 1
+
+    def stopFactory(self) -> None:
+        """Its last port closed (shutdown): the root's timers go too."""
+        super().stopFactory()
+        self.resource.stop()
 
     def log(self, request: server.Request) -> None:
         """Requests are logged only with ``-debug=http`` (as Core), not as an access log.
@@ -264,6 +269,9 @@ class _JSONRPCEndpoint:
         self._core = core
         self._authenticator = authenticator
         self._throttle = AuthThrottle(clock)
+
+    def stop(self) -> None:
+        self._throttle.stop()
 
     def serve(self, request: server.Request, wallet_name: str | None) -> int:
         if request.method != b"POST":
@@ -356,6 +364,10 @@ class RPCRoot(resource.Resource):
         self._endpoint = _JSONRPCEndpoint(core, authenticator, clock)
         self._wallet = _WalletEndpoint(self._endpoint)
         self._not_found = _NotFound()
+
+    def stop(self) -> None:
+        """The server stopped: no timer of its own may outlive it."""
+        self._endpoint.stop()
 
     def getChild(self, path: bytes, request: server.Request) -> Any:
         if path == b"":

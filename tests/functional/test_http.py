@@ -1,5 +1,5 @@
-"""RPC/HTTP hardening on a real coind: file modes (umask), password guessing, header
-deadline and connection cap, bare-LF requests."""
+"""RPC/HTTP hardening of coind: file modes (umask, on processes), password guessing, header
+deadline and connection cap, bare-LF requests, hostile parameters (on in-process nodes)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from tests.inprocess import NodeTestCase
 from tests.nodeharness import PASSWORD, ROOT, USER, NodeProcess, _env, free_port
 
 BODY = b'{"method":"getblockcount","id":1}'
+#: P2P on loopback and no outgoing connection.
+LOOPBACK_ONLY = ("-connect=0", "-listen=1")
 
 
 def raw_request(password: str, body: bytes = BODY) -> bytes:
@@ -40,10 +43,11 @@ def exchange(port: int, raw: bytes, source: str = "127.0.0.1", timeout: float = 
 
 
 def start(test: SynchronousTestCase, *args: str, umask: int = 0o022) -> NodeProcess:
-    """A node started from a process with ``umask`` (the child inherits it)."""
+    """A node started from a process with ``umask`` (the child inherits it; coind sets its
+    own, which is why these tests need a process)."""
     old = os.umask(umask)
     try:
-        node = NodeProcess.start(test.mktemp(), ["-connect=0", "-listen=1"] + list(args))
+        node = NodeProcess.start(test.mktemp(), list(LOOPBACK_ONLY) + list(args))
     finally:
         os.umask(old)
     test.addCleanup(node.kill)
@@ -107,12 +111,12 @@ class FileModeTests(SynchronousTestCase):
                       "functionality", node.stderr_text())
 
 
-class GuessingTests(SynchronousTestCase):
+class GuessingTests(NodeTestCase):
     """F3 on a real node: a client hammering wrong passwords over many connections is held
     to about 4 checks/s, and a good client keeps its latency."""
 
     def test_hammering_is_slow_and_good_clients_are_not(self) -> None:
-        node = start(self)
+        node = self.start_node(*LOOPBACK_ONLY)
         stop = threading.Event()
         answered = []
 
@@ -151,10 +155,10 @@ class GuessingTests(SynchronousTestCase):
         self.assertLess(latencies["127.0.0.2"], 0.1)
 
 
-class LargeBodyTests(SynchronousTestCase):
+class LargeBodyTests(NodeTestCase):
     def test_a_20_mb_body_does_not_stall_other_clients(self) -> None:
         # F8: two million keys took the reactor thread (RPC, REST and P2P) for 3-5 s.
-        node = start(self, "-disablewallet")
+        node = self.start_node(*LOOPBACK_ONLY, "-disablewallet")
         body = ('{"method":"getblockcount","id":1,"x":{%s}}' % ",".join(
             '"%x":%d' % (i, i % 10) for i in range(2_000_000))).encode()
         worst = []
@@ -178,9 +182,9 @@ class LargeBodyTests(SynchronousTestCase):
         self.assertLess(max(worst), 1.0)
 
 
-class HTTPLimitTests(SynchronousTestCase):
+class HTTPLimitTests(NodeTestCase):
     def test_header_deadline_connection_cap_and_bare_lf(self) -> None:
-        node = start(self, "-rpcservertimeout=2", "-rpcmaxconnections=4")
+        node = self.start_node(*LOOPBACK_ONLY, "-rpcservertimeout=2", "-rpcmaxconnections=4")
         # Bare LF lines are answered.
         reply = exchange(node.rpcport, raw_request(PASSWORD).replace(b"\r\n", b"\n"))
         self.assertTrue(reply.startswith(b"HTTP/1.1 200 OK"), reply[:40])
@@ -245,7 +249,7 @@ HOSTILE_PARTS = [b"9" * 5000, b"-" + b"9" * 5000, b"0" * 5000 + b"1", b"\xc2\xb2
                  b"-2147483649", b"a" * 10000, b"..", b"", b"%", b"1e3"]
 
 
-class HostileParameterTests(SynchronousTestCase):
+class HostileParameterTests(NodeTestCase):
     """F11: no parameter of a (non-wallet) RPC method or REST path answers 500 with a
     traceback in the log ("Internal error")."""
 
@@ -254,7 +258,7 @@ class HostileParameterTests(SynchronousTestCase):
 
         from coin.rpc.registry import load_plugins
 
-        node = start(self, "-disablewallet")
+        node = self.start_node(*LOOPBACK_ONLY, "-disablewallet")
         internal = []
         for method in load_plugins():
             if method.category == "wallet" or method.needs_wallet or method.name in NOT_SWEPT:

@@ -1,20 +1,22 @@
-"""The JSON-RPC server of real ``coind`` processes, over TCP, as a user meets it.
+"""The JSON-RPC server of ``coind``, over TCP, as a user meets it.
 
 Raw HTTP on a socket (the recorded requests byte for byte), ``http.client``
-keep-alive connections, and ``coin-cli`` run as a program. Nodes are started
-once per test run, lazily, and stopped at exit (tests here only read them):
+keep-alive connections, and ``coin-cli`` run as a program. Each test starts the
+node it asks for inside the test process (tests.inprocess), on a copy of a
+datadir prepared once per process:
 
-- ``main_node()``: 111 blocks prepared with ``ChainBuilder`` (the reference
+- ``self.main_node()``: 111 blocks prepared with ``ChainBuilder`` (the reference
   node's height, so ``getblockcount`` recordings match byte for byte), the
   reference's ``-rpcauth`` entry for alice (password ``alicepw``),
   ``-rpcallowip=10.0.0.0/8`` without ``-rpcbind``, ``-debug=http``;
-- ``whitelist_node()``: two ``-rpcwhitelist`` entries for ``u`` (intersected),
+- ``self.whitelist_node()``: two ``-rpcwhitelist`` entries for ``u`` (intersected),
   a second user ``bob`` with no entry, ``-rpcbind=0.0.0.0`` without
   ``-rpcallowip`` (ignored);
-- ``open_node()``: ``-rpcwhitelistdefault=0``, alice from
+- ``self.open_node()``: ``-rpcwhitelistdefault=0``, alice from
   ``share/rpcuser/rpcuser.py`` restricted by ``-rpcwhitelist``, no bind options.
 
-Tests of start-up behaviour (``-rpcwait``, a bad ``-rpcallowip``) start their own.
+Real ``coind`` processes remain for what reads a process's debug.log or stderr:
+binding, ``-debug=http`` lines, a bad ``-rpcallowip``.
 
 Recordings not replayed here: ``warmup_*`` (start-up timing), ``rpc_40``/``rpc_41``
 (not in tests/data; ``rpc_41`` is a quirk not to copy), ``wallet_01``/``wallet_02``,
@@ -24,8 +26,8 @@ Recordings not replayed here: ``warmup_*`` (start-up timing), ``rpc_40``/``rpc_4
 
 from __future__ import annotations
 
-import atexit
 import base64
+import functools
 import http.client
 import json
 import os
@@ -34,7 +36,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -44,62 +45,44 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 from coin.config.rpcauth import make_rpcauth
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 
-from tests.nodeharness import PASSWORD, ROOT, USER, NodeProcess, _env, free_port
+from tests.inprocess import InProcessNode, NodeTestCase, prepared
+from tests.nodeharness import PASSWORD, ROOT, USER, NodeClient, NodeProcess, _env, free_port
 from tests.rpchelpers import ALICE_RPCAUTH, reference_state, split_response, transcript
 
 #: Height of the reference node's chain when the recordings were made.
 HEIGHT = 111
 
-_nodes: Dict[str, NodeProcess] = {}
-
-
-def _start(name: str, extra_args: Sequence[str] = (), blocks: int = 0,
-           credentials: Optional[Tuple[str, str]] = (USER, PASSWORD)) -> NodeProcess:
-    node = _nodes.get(name)
-    if node is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-rpc-%s-" % name)
-        atexit.register(shutil.rmtree, datadir, True)  # runs after the stop below
-        if blocks:
-            chain = open_chain(os.path.join(datadir, "regtest"))
-            ChainBuilder(chain).mine(blocks)
-            chain.close()
-        node = NodeProcess.start(datadir, extra_args, credentials=credentials)
-        atexit.register(_shutdown, node)
-        _nodes[name] = node
-    return node
-
-
-def _shutdown(node: NodeProcess) -> None:
-    """``stop`` over RPC, or SIGTERM where the whitelist refuses ``stop``."""
-    try:
-        node.stop()
-    except Exception:
-        if node.process.poll() is None:
-            node.process.terminate()
-            node.wait()
-
-
-def main_node() -> NodeProcess:
-    return _start("main", ["-rpcauth=" + ALICE_RPCAUTH, "-rpcallowip=10.0.0.0/8",
-                           "-debug=http"], blocks=HEIGHT)
-
+MAIN_ARGS = ("-rpcauth=" + ALICE_RPCAUTH, "-rpcallowip=10.0.0.0/8", "-debug=http")
 
 #: bob's rpcauth entry on the whitelist node (no whitelist entry of his own).
 BOB = ("bob", "bobpw")
 
-
-def whitelist_node() -> NodeProcess:
-    return _start("whitelist", [
-        "-rpcwhitelist=u:getblockcount,help,uptime,echo",
-        "-rpcwhitelist=u:getblockcount,help,uptime,stop",
-        "-rpcauth=" + make_rpcauth(*BOB), "-rpcbind=0.0.0.0"])
+WHITELIST_ARGS = ("-rpcwhitelist=u:getblockcount,help,uptime,echo",
+                  "-rpcwhitelist=u:getblockcount,help,uptime,stop",
+                  "-rpcauth=" + make_rpcauth(*BOB), "-rpcbind=0.0.0.0")
 
 
-_alice: Dict[str, str] = {}
+def reference_chain(node: InProcessNode) -> None:
+    """The main node's chain: ``HEIGHT`` blocks written by ChainBuilder while the node is
+    stopped, then a start so that its wallet has scanned them once for every copy."""
+    node.stop()
+    chain = open_chain(node.net_datadir)
+    ChainBuilder(chain).mine(HEIGHT)
+    chain.close()
+    node.start()
 
 
+def wallet_only(node: InProcessNode) -> None:
+    """No chain: tests start on a copy of a datadir whose wallet exists, which is quicker
+    than each node creating its own."""
+
+
+@functools.lru_cache(maxsize=None)
 def rpcuser_script(user: str) -> Tuple[str, str]:
-    """``share/rpcuser/rpcuser.py <user>`` as a user runs it: (rpcauth value, password)."""
+    """``share/rpcuser/rpcuser.py <user>`` as a user runs it: (rpcauth value, password).
+
+    Run once per process: the open node's arguments, hence its prepared datadir, depend on it.
+    """
     result = subprocess.run([sys.executable, os.path.join(ROOT, "share", "rpcuser", "rpcuser.py"),
                              user], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -110,11 +93,9 @@ def rpcuser_script(user: str) -> Tuple[str, str]:
     return lines[1][len("rpcauth="):], lines[3]
 
 
-def open_node() -> NodeProcess:
-    if "open" not in _nodes:
-        _alice["entry"], _alice["password"] = rpcuser_script("alice")
-    return _start("open", ["-rpcauth=" + _alice["entry"], "-rpcwhitelistdefault=0",
-                           "-rpcwhitelist=alice:getblockcount,uptime"])
+def open_args() -> Tuple[str, ...]:
+    return ("-rpcauth=" + rpcuser_script("alice")[0], "-rpcwhitelistdefault=0",
+            "-rpcwhitelist=alice:getblockcount,uptime")
 
 
 # ------------------------------------------------------------------ raw HTTP
@@ -197,16 +178,16 @@ def raw_post(body: bytes, path: bytes = b"/", authorization: Optional[str] = bas
     return request + extra + b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def alive(node: NodeProcess) -> bool:
-    return node.process.poll() is None and node.rpc("uptime") >= 0
+def alive(node: InProcessNode) -> bool:
+    return node.running and node.rpc("uptime") >= 0
 
 
-def debug_log(node: NodeProcess) -> str:
+def debug_log(node: NodeClient) -> str:
     with open(os.path.join(node.net_datadir, "debug.log")) as f:
         return f.read()
 
 
-def has_method(node: NodeProcess, name: str) -> bool:
+def has_method(node: NodeClient, name: str) -> bool:
     return not node.rpc("help", name).startswith("help: unknown command:")
 
 
@@ -229,7 +210,7 @@ def _normalized(status_line: bytes, headers: List[Tuple[bytes, bytes]], body: by
 class Replayer:
     """Replays recordings on a node; chain-specific hashes map to the node's own."""
 
-    def __init__(self, node: NodeProcess) -> None:
+    def __init__(self, node: NodeClient) -> None:
         self.node = node
         state = reference_state()
         self.substitutions = [(state[key].encode(), node.rpc("getblockhash", height).encode())
@@ -255,14 +236,48 @@ class Replayer:
         return reply
 
 
-_replayer: Optional[Replayer] = None
+class RPCTestCase(NodeTestCase):
+    """Tests that get, on first use, the in-process node of the configuration they name."""
+
+    def setUp(self) -> None:
+        self._nodes: Dict[str, InProcessNode] = {}
+        self._replayer: Optional[Replayer] = None
+
+    def _node(self, name: str, args: Sequence[str],
+              chain: Callable[[InProcessNode], None]) -> InProcessNode:
+        if name not in self._nodes:
+            self._nodes[name] = self.start_node(*args, chain=chain)
+        return self._nodes[name]
+
+    def main_node(self) -> InProcessNode:
+        return self._node("main", MAIN_ARGS, reference_chain)
+
+    def whitelist_node(self) -> InProcessNode:
+        return self._node("whitelist", WHITELIST_ARGS, wallet_only)
+
+    def open_node(self) -> InProcessNode:
+        return self._node("open", open_args(), wallet_only)
+
+    def replayer(self) -> Replayer:
+        if self._replayer is None:
+            self._replayer = Replayer(self.main_node())
+        return self._replayer
+
+    def post_json(self, body: bytes, path: bytes = b"/") -> RawReply:
+        return exchange(self.main_node().rpcport, raw_post(body, path))
 
 
-def replayer() -> Replayer:
-    global _replayer
-    if _replayer is None:
-        _replayer = Replayer(main_node())
-    return _replayer
+def process_node(test: SynchronousTestCase, args: Sequence[str],
+                 build: Optional[Callable[[InProcessNode], None]] = None) -> NodeProcess:
+    """A ``coind`` process with ``args``, on a copy of ``build``'s prepared datadir if given;
+    killed after the test."""
+    datadir = os.path.abspath(test.mktemp())
+    if build is not None:
+        shutil.copytree(prepared(build, args)[0], datadir,
+                        ignore=shutil.ignore_patterns(".lock", "debug.log"))
+    node = NodeProcess.start(datadir, args)
+    test.addCleanup(node.kill)
+    return node
 
 
 ENVELOPE = (
@@ -293,63 +308,63 @@ FAMILY_METHODS = (("rpcm_30_gobject", "gobject"), ("rpcm_33_gobject_nosuchsub", 
                   ("rpcm_38_masternode_nosuchsub", "masternode"), ("rpcm_43_getinfo", "getinfo"))
 
 
-class RecordingReplayTests(SynchronousTestCase):
+class RecordingReplayTests(RPCTestCase):
     """Recorded requests, sent byte for byte over TCP, get the recorded replies back:
     status line, headers (Date value aside, in order) and body bytes."""
 
     def test_envelope(self) -> None:
         for name in ENVELOPE:
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_params(self) -> None:
         for name in PARAMS:
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_batches(self) -> None:
         for name in BATCHES:
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_errors(self) -> None:
         for name in ERRORS:
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_http_methods_and_paths(self) -> None:
         for name in HTTP:
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_head_is_405_without_a_body(self) -> None:
         # doc/rpc.md: libevent sends the 405 text after a HEAD reply's headers (and then
         # stalls 2 s); this server sends status and headers only.
         recorded = transcript("http_07_head_root")
-        reply = exchange(main_node().rpcport, recorded.request)
+        reply = exchange(self.main_node().rpcport, recorded.request)
         self.assertLess(reply.elapsed, 1.0)
         self.assertEqual(_normalized(reply.status_line, reply.headers, reply.body),
                          _normalized(recorded.status_line, recorded.headers, b""))
 
     def test_authentication(self) -> None:
-        reply = replayer().replay(self, "auth_01_missing_auth")
+        reply = self.replayer().replay(self, "auth_01_missing_auth")
         self.assertLess(reply.elapsed, 0.2)
         for name in WRONG_CREDENTIALS:
-            reply = replayer().replay(self, name)
+            reply = self.replayer().replay(self, name)
             self.assertGreaterEqual(reply.elapsed, 0.25, name)
         for name in ("rpcauth_01_alice_correct_password", "rpcauth_03_rpcuser_still_works"):
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_wallet_paths_without_wallets(self) -> None:
         # Non-wallet methods ignore the wallet named in the path; /wallet needs the slash.
         for name in ("wallet_03_post_wallet_unknown_nonwallet_method",
                      "wallet_04_post_wallet_no_slash", "mwallet_05_wallet_w2_getblockcount"):
-            replayer().replay(self, name)
+            self.replayer().replay(self, name)
 
     def test_help_and_uptime(self) -> None:
         for name in ("rpcm_28_help_getblockhash", "rpcm_29_help_nosuchcmd"):
-            replayer().replay(self, name)
-        replayer().replay(self, "rpcm_50_uptime",
+            self.replayer().replay(self, name)
+        self.replayer().replay(self, "rpcm_50_uptime",
                           normalize=lambda body: re.sub(rb'"result":\d+,', b'"result":N,', body))
 
     def test_getmemoryinfo_shape(self) -> None:
         recorded = json.loads(transcript("rpcm_51_getmemoryinfo").body)["result"]
-        reply = exchange(main_node().rpcport, transcript("rpcm_51_getmemoryinfo").request)
+        reply = exchange(self.main_node().rpcport, transcript("rpcm_51_getmemoryinfo").request)
         self.assertEqual(reply.status, 200)
         result = reply.json()["result"]
         self.assertEqual(list(result), list(recorded))
@@ -357,11 +372,11 @@ class RecordingReplayTests(SynchronousTestCase):
         self.assertTrue(all(isinstance(v, int) for v in result["locked"].values()))
 
     def test_method_families_and_removed_methods(self) -> None:
-        node = main_node()
+        node = self.main_node()
         missing = sorted({method for _, method in FAMILY_METHODS if not has_method(node, method)})
         for name, method in FAMILY_METHODS:
             if method not in missing:
-                replayer().replay(self, name)
+                self.replayer().replay(self, name)
         if missing:
             raise SkipTest("needs %s; added by the governance/masternode and Dash RPC work"
                            % ", ".join(missing))
@@ -370,21 +385,21 @@ class RecordingReplayTests(SynchronousTestCase):
 # ------------------------------------------------------------------ authentication
 
 
-class AuthenticationTests(SynchronousTestCase):
+class AuthenticationTests(RPCTestCase):
     def assert_401(self, reply: RawReply) -> None:
         self.assertEqual(reply.status, 401)
         self.assertEqual(reply.header(b"WWW-Authenticate"), b'Basic realm="jsonrpc"')
         self.assertEqual(reply.body, b"")
 
     def test_missing_credentials_answer_at_once(self) -> None:
-        port = main_node().rpcport
+        port = self.main_node().rpcport
         for _ in range(3):
             reply = exchange(port, raw_post(b'{"method":"uptime"}', authorization=None))
             self.assert_401(reply)
             self.assertLess(reply.elapsed, 0.2)
 
     def test_wrong_credentials_answer_after_250_ms(self) -> None:
-        port = main_node().rpcport
+        port = self.main_node().rpcport
         for authorization in (basic(USER, "wrong"), basic("nobody", PASSWORD), "Bearer x",
                               "Basic !!!", basic("alice", "wrong")):
             reply = exchange(port, raw_post(b'{"method":"uptime"}', authorization=authorization))
@@ -395,7 +410,7 @@ class AuthenticationTests(SynchronousTestCase):
     def test_wrong_credentials_do_not_block_others(self) -> None:
         # The 250 ms delay is per request, not a server-wide sleep: four wrong guesses
         # in flight do not hold up a good request.
-        node = main_node()
+        node = self.main_node()
         slow = [threading.Thread(target=exchange, args=(
             node.rpcport, raw_post(b'{"method":"uptime"}', authorization=basic(USER, "x%d" % n))))
             for n in range(4)]
@@ -409,8 +424,8 @@ class AuthenticationTests(SynchronousTestCase):
             thread.join()
 
     def test_rpcauth_entry_from_the_script(self) -> None:
-        node = open_node()
-        password = _alice["password"]
+        node = self.open_node()
+        password = rpcuser_script("alice")[1]
         reply = exchange(node.rpcport, raw_post(b'{"method":"getblockcount","id":1}',
                                                 authorization=basic("alice", password)))
         self.assertEqual((reply.status, reply.body), (200, b'{"result":0,"error":null,"id":1}\n'))
@@ -432,30 +447,30 @@ class AuthenticationTests(SynchronousTestCase):
 # ------------------------------------------------------------------ whitelist
 
 
-def call_as(node: NodeProcess, credentials: Tuple[str, str], body: bytes,
+def call_as(node: NodeClient, credentials: Tuple[str, str], body: bytes,
             path: bytes = b"/") -> RawReply:
     return exchange(node.rpcport, raw_post(body, path, authorization=basic(*credentials)))
 
 
-class WhitelistTests(SynchronousTestCase):
+class WhitelistTests(RPCTestCase):
     def assert_403(self, reply: RawReply) -> None:
         self.assertEqual((reply.status_line, reply.body), (b"HTTP/1.1 403 Forbidden", b""))
 
     def test_listed_methods_work(self) -> None:
-        node = whitelist_node()
+        node = self.whitelist_node()
         self.assertEqual(node.rpc("getblockcount"), 0)
         self.assertIn("uptime", node.rpc("help").splitlines())
         self.assertGreaterEqual(node.rpc("uptime"), 0)
 
     def test_entries_for_one_user_intersect(self) -> None:
-        node = whitelist_node()
+        node = self.whitelist_node()
         # echo is in the first entry only, stop in the second only.
         self.assert_403(call_as(node, (USER, PASSWORD), b'{"method":"echo","params":[1]}'))
         self.assert_403(call_as(node, (USER, PASSWORD), b'{"method":"getblockhash","params":[0]}'))
         self.assert_403(call_as(node, (USER, PASSWORD), b'{"method":"nosuchmethod"}'))
 
     def test_unlisted_stop_is_not_run(self) -> None:
-        node = whitelist_node()
+        node = self.whitelist_node()
         self.assert_403(call_as(node, (USER, PASSWORD), b'{"method":"stop","id":1}'))
         self.assert_403(call_as(node, (USER, PASSWORD),
                                 b'[{"method":"getblockcount","id":1},{"method":"stop","id":2}]'))
@@ -463,7 +478,7 @@ class WhitelistTests(SynchronousTestCase):
         self.assertTrue(alive(node))
 
     def test_batches(self) -> None:
-        node = whitelist_node()
+        node = self.whitelist_node()
         reply = call_as(node, (USER, PASSWORD),
                         b'[{"method":"getblockcount","id":1},{"method":"uptime","id":2}]')
         self.assertEqual(reply.status, 200)
@@ -472,7 +487,7 @@ class WhitelistTests(SynchronousTestCase):
                                 b'[{"method":"getblockcount","id":1},{"method":"echo","id":2}]'))
 
     def test_user_without_entry_is_refused_everything(self) -> None:
-        node = whitelist_node()
+        node = self.whitelist_node()
         for body in (b'{"method":"getblockcount"}', b'{"method":"help"}', b'[]',
                      b'{"method":"nosuchmethod"}'):
             self.assert_403(call_as(node, BOB, body))
@@ -481,16 +496,16 @@ class WhitelistTests(SynchronousTestCase):
         self.assertEqual(reply.status, 401)
 
     def test_cli_reports_403(self) -> None:
-        result = whitelist_node().cli("echo", "x")
+        result = self.whitelist_node().cli("echo", "x")
         self.assertEqual((result.returncode, result.stdout, result.stderr),
                          (1, "", "error: server returned HTTP error 403\n"))
 
     def test_whitelistdefault_0_lets_unlisted_users_call_anything(self) -> None:
-        node = open_node()
+        node = self.open_node()
         self.assertEqual(node.rpc("echo", "a", 1), ["a", 1])
         self.assertIn("uptime", node.rpc("help").splitlines())
         self.assertEqual(len(node.rpc("getblockhash", 0)), 64)
-        alice = ("alice", _alice["password"])
+        alice = ("alice", rpcuser_script("alice")[1])
         self.assertEqual(call_as(node, alice, b'{"method":"uptime"}').status, 200)
         self.assertEqual(call_as(node, alice, b'{"method":"help"}').status, 403)
 
@@ -535,18 +550,18 @@ class BindTests(SynchronousTestCase):
                          2 if _ipv6_loopback() else 1)
 
     def test_default_binds_loopback(self) -> None:
-        node = open_node()
+        node = process_node(self, open_args())
         self.assert_loopback_only(node)
         self.assertNotIn("WARNING", debug_log(node))
 
     def test_rpcallowip_without_rpcbind_warns_and_binds_loopback(self) -> None:
-        node = main_node()
+        node = process_node(self, MAIN_ARGS)
         self.assertIn("WARNING: option -rpcallowip was specified without -rpcbind; this doesn't "
                       "usually make sense", debug_log(node))
         self.assert_loopback_only(node)
 
     def test_rpcbind_without_rpcallowip_is_ignored(self) -> None:
-        node = whitelist_node()
+        node = process_node(self, WHITELIST_ARGS)
         self.assertIn("WARNING: option -rpcbind was ignored because -rpcallowip was not "
                       "specified, refusing to allow everyone to connect", debug_log(node))
         self.assert_loopback_only(node)
@@ -569,13 +584,9 @@ class BindTests(SynchronousTestCase):
 # ------------------------------------------------------------------ envelope
 
 
-def post_json(body: bytes, path: bytes = b"/") -> RawReply:
-    return exchange(main_node().rpcport, raw_post(body, path))
-
-
-class EnvelopeTests(SynchronousTestCase):
+class EnvelopeTests(RPCTestCase):
     def test_batch_answers_each_request_in_order(self) -> None:
-        reply = post_json(
+        reply = self.post_json(
             b'[{"method":"echo","params":["a"],"id":"s"},'
             b'{"method":"getblockhash","params":[-1],"id":2},'
             b'{"method":"nosuchmethod","id":null},'
@@ -595,64 +606,64 @@ class EnvelopeTests(SynchronousTestCase):
     def test_id_comes_back_unchanged(self) -> None:
         for id_text in (b'"x y"', b'""', b'0', b'-3', b'1.50', b'1e-8', b'12345678901234567890',
                         b'null', b'true', b'{"a":[1,{"b":null}]}', b'[]'):
-            reply = post_json(b'{"method":"uptime","id":' + id_text + b"}")
+            reply = self.post_json(b'{"method":"uptime","id":' + id_text + b"}")
             self.assertEqual(reply.status, 200)
             self.assertTrue(reply.body.endswith(b',"error":null,"id":' + id_text + b"}\n"),
                             reply.body)
-        reply = post_json(b'{"method":"uptime"}')
+        reply = self.post_json(b'{"method":"uptime"}')
         self.assertTrue(reply.body.endswith(b',"id":null}\n'))
 
     def test_jsonrpc_field_is_ignored(self) -> None:
         for version in (b'"1.0"', b'"2.0"', b'2', b'null', b'"x"'):
-            reply = post_json(b'{"jsonrpc":' + version + b',"method":"getblockcount","id":1}')
+            reply = self.post_json(b'{"jsonrpc":' + version + b',"method":"getblockcount","id":1}')
             self.assertEqual((reply.status, reply.body),
                              (200, b'{"result":111,"error":null,"id":1}\n'))
-        reply = post_json(b'{"jsonrpc":"2.0","method":"nosuchmethod","id":1}')
+        reply = self.post_json(b'{"jsonrpc":"2.0","method":"nosuchmethod","id":1}')
         self.assertEqual(reply.json(), {"result": None, "error": {
             "code": -32601, "message": "Method not found"}, "id": 1})
 
     def test_named_params(self) -> None:
-        node = main_node()
+        node = self.main_node()
         self.assertEqual(node.rpc("getblockhash", height=5), node.rpc("getblockhash", 5))
         self.assertEqual(node.rpc("help", command="uptime"), node.rpc("help", "uptime"))
-        reply = post_json(b'{"method":"getblockhash","params":{"x":1},"id":1}')
+        reply = self.post_json(b'{"method":"getblockhash","params":{"x":1},"id":1}')
         self.assertEqual((reply.status, reply.json()["error"]),
                          (500, {"code": -8, "message": "Unknown named parameter x"}))
 
     def test_params_of_the_wrong_shape(self) -> None:
         for params in (b'"x"', b'5', b'true'):
-            reply = post_json(b'{"method":"uptime","params":' + params + b',"id":1}')
+            reply = self.post_json(b'{"method":"uptime","params":' + params + b',"id":1}')
             self.assertEqual((reply.status, reply.json()["error"]), (400, {
                 "code": -32600, "message": "Params must be an array or object"}))
-        reply = post_json(b'{"method":"uptime","params":null,"id":1}')
+        reply = self.post_json(b'{"method":"uptime","params":null,"id":1}')
         self.assertEqual(reply.status, 200)
-        reply = post_json(b'{"method":"getblockhash","params":["5"],"id":1}')
+        reply = self.post_json(b'{"method":"getblockhash","params":["5"],"id":1}')
         self.assertEqual((reply.status, reply.json()["error"]), (500, {
             "code": -1, "message": "JSON value is not an integer as expected"}))
 
     def test_bodies_that_are_not_requests(self) -> None:
         for body in (b'{"method":', b"", b"{}x", b"\xff", b'{"method":"uptime"', b"NaN"):
-            reply = post_json(body)
+            reply = self.post_json(body)
             self.assertEqual((reply.status, reply.body), (
                 500, b'{"result":null,"error":{"code":-32700,"message":"Parse error"},'
                      b'"id":null}\n'), body)
         for body in (b'"uptime"', b"42", b"null", b"true"):
-            reply = post_json(body)
+            reply = self.post_json(body)
             self.assertEqual((reply.status, reply.body), (
                 500, b'{"result":null,"error":{"code":-32700,"message":"Top-level object parse '
                      b'error"},"id":null}\n'), body)
 
     def test_method_errors_and_statuses(self) -> None:
-        reply = post_json(b'{"id":1}')
+        reply = self.post_json(b'{"id":1}')
         self.assertEqual((reply.status, reply.json()["error"]),
                          (400, {"code": -32600, "message": "Missing method"}))
-        reply = post_json(b'{"method":"nosuchmethod","id":1}')
+        reply = self.post_json(b'{"method":"nosuchmethod","id":1}')
         self.assertEqual((reply.status, reply.json()["error"]),
                          (404, {"code": -32601, "message": "Method not found"}))
         self.assertEqual(reply.header(b"Content-Type"), b"application/json")
 
     def test_only_post_on_rpc_paths(self) -> None:
-        port = main_node().rpcport
+        port = self.main_node().rpcport
         auth = b"Authorization: " + basic(USER, PASSWORD).encode() + b"\r\n"
         for method in (b"GET", b"PUT", b"HEAD"):
             for path in (b"/", b"/wallet/x", b"/wallet/"):
@@ -664,30 +675,30 @@ class EnvelopeTests(SynchronousTestCase):
 
     def test_unknown_paths(self) -> None:
         for path in (b"/foo", b"/wallet", b"/?x=1", b"//", b"/walletx/"):
-            reply = post_json(b'{"method":"uptime"}', path=path)
+            reply = self.post_json(b'{"method":"uptime"}', path=path)
             self.assertEqual((reply.status, reply.body), (404, b""), path)
 
     def test_output_is_compact_and_ends_with_newline(self) -> None:
-        reply = post_json(b'{ "method" : "echo" , "params" : [ {"a" : [1, 2], "b": "c d"} ] ,'
+        reply = self.post_json(b'{ "method" : "echo" , "params" : [ {"a" : [1, 2], "b": "c d"} ] ,'
                           b' "id" : 1 }')
         self.assertEqual(reply.body,
                          b'{"result":[{"a":[1,2],"b":"c d"}],"error":null,"id":1}\n')
-        reply = post_json(b'{"method":"getmemoryinfo","id":1}')
+        reply = self.post_json(b'{"method":"getmemoryinfo","id":1}')
         self.assertTrue(reply.body.endswith(b"}\n"))
         self.assertNotIn(b": ", reply.body)
         self.assertNotIn(b", ", reply.body)
 
     def test_non_ascii_text_is_utf8(self) -> None:
-        reply = post_json('{"method":"echo","params":["\u00e9\u20ac"],"id":1}'.encode())
+        reply = self.post_json('{"method":"echo","params":["\u00e9\u20ac"],"id":1}'.encode())
         self.assertEqual(reply.body,
                          '{"result":["\u00e9\u20ac"],"error":null,"id":1}\n'.encode())
 
 
-class AmountTests(SynchronousTestCase):
+class AmountTests(RPCTestCase):
     def test_amounts_come_back_byte_identical(self) -> None:
         for number in (b"21000000.00000000", b"0.00000001", b"0.1", b"50.00000000", b"1e-8",
                        b"-0.0", b"123456789.12345678"):
-            reply = post_json(b'{"method":"echojson","params":[' + number + b'],"id":1}')
+            reply = self.post_json(b'{"method":"echojson","params":[' + number + b'],"id":1}')
             self.assertEqual(reply.body,
                              b'{"result":[' + number + b'],"error":null,"id":1}\n')
 
@@ -695,9 +706,9 @@ class AmountTests(SynchronousTestCase):
 # ------------------------------------------------------------------ limits
 
 
-class LimitTests(SynchronousTestCase):
+class LimitTests(RPCTestCase):
     def test_body_over_32_mib_by_content_length(self) -> None:
-        node = main_node()
+        node = self.main_node()
         request = (b"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: "
                    + basic(USER, PASSWORD).encode()
                    + b"\r\nContent-Length: %d\r\n\r\n{" % (32 * 1024 * 1024 + 1))
@@ -709,10 +720,10 @@ class LimitTests(SynchronousTestCase):
 
     def test_batch_size(self) -> None:
         call = b'{"method":"uptime"}'
-        reply = post_json(b"[" + b",".join([call] * 10_001) + b"]")
+        reply = self.post_json(b"[" + b",".join([call] * 10_001) + b"]")
         self.assertEqual((reply.status, reply.json()["error"]), (400, {
             "code": -32600, "message": "Batch too large: at most 10000 requests"}))
-        reply = post_json(b"[" + b",".join([call] * 10_000) + b"]")
+        reply = self.post_json(b"[" + b",".join([call] * 10_000) + b"]")
         self.assertEqual(reply.status, 200)
         self.assertEqual(len(reply.json()), 10_000)
 
@@ -722,28 +733,28 @@ class LimitTests(SynchronousTestCase):
             inner = b"[" * (levels - 2) + b"]" * (levels - 2)
             return b'{"method":"echo","params":[' + inner + b'],"id":1}'
 
-        reply = post_json(nested(512))
+        reply = self.post_json(nested(512))
         self.assertEqual(reply.status, 200)
-        reply = post_json(nested(513))
+        reply = self.post_json(nested(513))
         self.assertEqual((reply.status, reply.json()["error"]),
                          (500, {"code": -32700, "message": "Parse error"}))
         for body in (b"[" * 100_000, b"[" * 100_000 + b"]" * 100_000):
-            reply = post_json(body)
+            reply = self.post_json(body)
             self.assertEqual((reply.status, reply.json()["error"]),
                              (500, {"code": -32700, "message": "Parse error"}))
-        self.assertTrue(alive(main_node()))
+        self.assertTrue(alive(self.main_node()))
 
 
 # ------------------------------------------------------------------ wallet paths
 
 
-class WalletPathTests(SynchronousTestCase):
+class WalletPathTests(RPCTestCase):
     def test_non_wallet_methods_on_wallet_paths(self) -> None:
         for path in (b"/wallet/", b"/wallet/x", b"/wallet/w%32", b"/wallet/a/b"):
-            reply = post_json(b'{"method":"getblockcount","id":1}', path=path)
+            reply = self.post_json(b'{"method":"getblockcount","id":1}', path=path)
             self.assertEqual((reply.status, reply.body),
                              (200, b'{"result":111,"error":null,"id":1}\n'), path)
-        reply = post_json(b'[{"method":"getblockcount","id":1},{"method":"uptime","id":2}]',
+        reply = self.post_json(b'[{"method":"getblockcount","id":1},{"method":"uptime","id":2}]',
                           path=b"/wallet/x")
         self.assertEqual([r["id"] for r in reply.json()], [1, 2])
 
@@ -756,13 +767,14 @@ CONNECT_HINT = ("\n\nMake sure the coind server is running and that you are conn
                 "correct RPC port.\n")
 
 
-class CliTests(SynchronousTestCase):
-    def cli(self, *args: str, stdin: Optional[str] = None) -> Tuple[int, str, str]:
-        result = main_node().cli(*args, stdin=stdin)
+class CliTests(RPCTestCase):
+    def cli(self, *args: str, stdin: Optional[str] = None,
+            node: Optional[NodeClient] = None) -> Tuple[int, str, str]:
+        result = (node or self.main_node()).cli(*args, stdin=stdin)
         return result.returncode, result.stdout, result.stderr
 
     def test_output_formatting(self) -> None:
-        node = main_node()
+        node = self.main_node()
         self.assertEqual(self.cli("getblockcount"), (0, "111\n", ""))
         self.assertEqual(self.cli("getbestblockhash"),
                          (0, node.rpc("getblockhash", HEIGHT) + "\n", ""))
@@ -781,14 +793,14 @@ class CliTests(SynchronousTestCase):
                          (0, "[\n  21000000.00000000,\n  0.00000001,\n  1e-8\n]\n", ""))
 
     def test_named(self) -> None:
-        node = main_node()
+        node = self.main_node()
         self.assertEqual(self.cli("-named", "getblockhash", "height=5"),
                          (0, node.rpc("getblockhash", 5) + "\n", ""))
         self.assertEqual(self.cli("-named", "getblockhash", "foo=5"),  # cli_11
                          (8, "", "error code: -8\nerror message:\nUnknown named parameter foo\n"))
 
     def test_stdin(self) -> None:
-        node = main_node()
+        node = self.main_node()
         self.assertEqual(self.cli("-stdin", "getblockhash", stdin="5\n"),
                          (0, node.rpc("getblockhash", 5) + "\n", ""))
         self.assertEqual(self.cli("-stdin", "echo", stdin="a\nb c\n"),
@@ -808,10 +820,10 @@ class CliTests(SynchronousTestCase):
 
     def test_rpcwallet(self) -> None:
         # -rpcwallet= posts to /wallet/, -rpcwallet=w 2 to /wallet/w%202; non-wallet
-        # methods answer there as on /.
-        node = main_node()
-        self.assertEqual(self.cli("-rpcwallet=", "getblockcount"), (0, "111\n", ""))
-        self.assertEqual(self.cli("-rpcwallet=w 2", "getblockcount"), (0, "111\n", ""))
+        # methods answer there as on /. A process: the -debug=http lines are its debug.log's.
+        node = process_node(self, MAIN_ARGS, reference_chain)
+        self.assertEqual(self.cli("-rpcwallet=", "getblockcount", node=node), (0, "111\n", ""))
+        self.assertEqual(self.cli("-rpcwallet=w 2", "getblockcount", node=node), (0, "111\n", ""))
         deadline = time.monotonic() + 5
         while True:
             log = debug_log(node)
@@ -822,12 +834,12 @@ class CliTests(SynchronousTestCase):
         self.assertIn("Received a POST request for /wallet/w%202 from 127.0.0.1:", log)
 
     def test_wrong_password(self) -> None:  # cli_16
-        result = main_node().cli("-rpcuser=u", "-rpcpassword=wrong", "getblockcount", auth=False)
+        result = self.main_node().cli("-rpcuser=u", "-rpcpassword=wrong", "getblockcount", auth=False)
         self.assertEqual((result.returncode, result.stdout, result.stderr),
                          (1, "", "error: Authorization failed: Incorrect rpcuser or rpcpassword\n"))
 
     def test_no_credentials_and_no_cookie(self) -> None:  # cli_17
-        node = main_node()
+        node = self.main_node()
         result = node.cli("getblockcount", auth=False)
         self.assertEqual((result.returncode, result.stdout), (1, ""))
         self.assertEqual(result.stderr, (
@@ -844,7 +856,7 @@ class CliTests(SynchronousTestCase):
             1, "", "error: Could not connect to the server 127.0.0.1:%d%s" % (port, CONNECT_HINT)))
 
     def test_rpcclienttimeout(self) -> None:
-        node = main_node()
+        node = self.main_node()
         started = time.monotonic()
         result = node.cli("-rpcclienttimeout=1", "waitfornewblock")
         self.assertEqual((result.returncode, result.stdout, result.stderr), (
@@ -858,7 +870,7 @@ class CliTests(SynchronousTestCase):
         self.assertTrue(alive(node))
 
     def test_getinfo(self) -> None:
-        node = main_node()
+        node = self.main_node()
         if not has_method(node, "getnetworkinfo"):
             raise SkipTest("needs getnetworkinfo; added by the network RPC work")
         code, out, err = self.cli("-getinfo")
@@ -886,12 +898,7 @@ class CliTests(SynchronousTestCase):
         self.addCleanup(lambda: cli.poll() is None and cli.kill())
         time.sleep(1.2)
         self.assertIsNone(cli.poll(), "coin-cli -rpcwait gave up before the node started")
-        node = NodeProcess(datadir, port, ["-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
-                                           "-printtoconsole=0", "-rpcuser=u", "-rpcpassword=p",
-                                           "-port=%d" % free_port()],
-                           (USER, PASSWORD))
-        node.launch()
-        self.addCleanup(node.kill)
+        node = self.start_node("-rpcport=%d" % port, datadir=datadir)
         out, err = cli.communicate(timeout=60)
         self.assertEqual((cli.returncode, out, err), (0, "0\n", ""))
         node.stop()
@@ -908,10 +915,7 @@ class CliTests(SynchronousTestCase):
         self.addCleanup(lambda: cli.poll() is None and cli.kill())
         time.sleep(1.2)
         self.assertIsNone(cli.poll(), "coin-cli -rpcwait gave up before the cookie existed")
-        node = NodeProcess(datadir, port, ["-regtest", "-datadir=" + datadir, "-rpcport=%d" % port,
-                                           "-printtoconsole=0", "-port=%d" % free_port()], None)
-        node.launch()
-        self.addCleanup(node.kill)
+        node = self.start_node("-rpcport=%d" % port, credentials=None, datadir=datadir)
         out, err = cli.communicate(timeout=60)
         self.assertEqual((cli.returncode, out, err), (0, "0\n", ""))
         node.stop()
@@ -928,9 +932,9 @@ class CliTests(SynchronousTestCase):
 # ------------------------------------------------------------------ concurrency
 
 
-class ConcurrencyTests(SynchronousTestCase):
+class ConcurrencyTests(RPCTestCase):
     def test_64_keepalive_connections(self) -> None:
-        node = main_node()
+        node = self.main_node()
         authorization = basic(USER, PASSWORD)
         statuses: List[int] = []
         problems: List[str] = []

@@ -330,6 +330,18 @@ class ThrottleTests(SynchronousTestCase):
             self.guess(client=IPv6Address("TCP", "fd00::%x" % (n + 1), 1), n=n)
         self.assertEqual(len(self.checks), 8)
 
+    def test_no_timer_outlives_the_server(self):
+        # The log window and the wake-up of queued guesses stayed behind a node stopped in
+        # the test process (trial's janitor showed them): its last port closed, the site
+        # stops the throttle.
+        self.server.site.doStart()
+        for n in range(10):
+            protocol, _ = self.guess(n=n)
+            protocol.connectionLost(Failure(ConnectionDone()))
+        self.assertNotEqual(self.server.clock.getDelayedCalls(), [])
+        self.server.site.doStop()
+        self.assertEqual(self.server.clock.getDelayedCalls(), [])
+
     def test_failures_are_logged_at_a_bounded_rate(self):
         with capturedLogs() as events:
             for n in range(60):

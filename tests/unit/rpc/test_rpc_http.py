@@ -158,6 +158,11 @@ class HeaderDeadlineTests(SynchronousTestCase):
         protocol.dataReceived(b"X-A: b\r\n")
         server.clock.advance(0.6)
         self.assertTrue(transport.disconnecting)
+        # No timer outlives the connection: the idle timer, reset by the trickled bytes,
+        # used to fire later and leave a 15 s abort timer behind (an in-process node's
+        # shutdown showed them).
+        protocol.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(server.clock.getDelayedCalls(), [])
 
 
 class ConnectionCapTests(SynchronousTestCase):
