@@ -2,7 +2,7 @@
 plugins: test_integration_plugin).
 
 Real ``coind`` processes, as these are about the process: its pid, signals, exit status,
-stderr, daemonizing and file modes; a node in the test process where one only has to run."""
+stderr and daemonizing; a node in the test process where one only has to run."""
 
 from __future__ import annotations
 
@@ -149,6 +149,8 @@ class ArgumentTests(SynchronousTestCase):
         self.assertIn("Coin Daemon version", result.stdout)
 
     def test_conf_file_sections(self) -> None:
+        # A process: an in-process node gets -regtest, -rpcport and credentials on its
+        # command line, which would hide the coin.conf values under test.
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
         port = free_port()
@@ -170,10 +172,9 @@ class ArgumentTests(SynchronousTestCase):
         node.stop()
 
 
-class CookieTests(SynchronousTestCase):
+class CookieTests(NodeTestCase):
     def test_cookie_is_private_used_by_cli_and_removed(self) -> None:
-        node = NodeProcess.start(self.mktemp(), credentials=None)
-        self.addCleanup(node.kill)
+        node = self.start_node(credentials=None)
         cookie = os.path.join(node.net_datadir, ".cookie")
         mode = stat.S_IMODE(os.stat(cookie).st_mode)
         self.assertEqual(mode, 0o600)
