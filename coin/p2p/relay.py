@@ -362,7 +362,8 @@ class TxRelay(TxSource):
 
     def on_inv(self, peer: "PeerProtocol", items: List[InvItem]) -> None:
         if not self.p2p.relays_from(peer):  # -blocksonly: known, never asked for (Core)
-            peer.known_inventory.update(item.hash for item in items)
+            for item in items:
+                peer.known_inventory.add(item.hash)
             log.debug("transaction inv sent in violation of protocol peer={id}", id=peer.id)
             return
         st = self.peer_state(peer)

@@ -1,8 +1,9 @@
 """coind started the way Core-era tools start Core 0.17 (issue #13): the options it now
 accepts take effect, the ones it refuses say why, and the HTTP/REST answers are Core's.
 
-One node carries all the accepted options at once (suite time stays flat); refusals are
-checked by coind exiting at argument time, before anything is started."""
+One node carries all the accepted options at once (suite time stays flat); nodes run in the
+test process. Refusals are checked by coind processes exiting at argument time, before
+anything is started, and by their stderr."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from coin.p2p.messages import (
 )
 from coin.primitives.address import encode_wif
 from coin.testing.chainbuilder import deterministic_key
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess, RPCFailure
 from tests.p2pclient import RawPeer
 from tests.functional.test_wallet_admin import p2pkh
 from tests.functional.test_daemon import run_coind
@@ -46,10 +48,9 @@ ACCEPTED = [
 ]
 
 
-class AcceptedOptionsTests(SynchronousTestCase):
+class AcceptedOptionsTests(NodeTestCase):
     def test_one_node_with_every_accepted_option(self) -> None:
-        node = NodeProcess.start(self.mktemp(), ACCEPTED)
-        self.addCleanup(node.kill)
+        node = self.start_node(*ACCEPTED)
         # Datadir layout: wallets/ is made with a new datadir even with -disablewallet.
         self.assertTrue(os.path.isdir(os.path.join(node.net_datadir, "wallets")))
         # -debug=1 less -debugexclude.
@@ -76,7 +77,7 @@ class AcceptedOptionsTests(SynchronousTestCase):
             pass  # the reply may be lost to the shutdown
         self.assertEqual(node.wait(60), 0)
 
-    def _blocks_only_and_whitelist(self, node: NodeProcess) -> None:
+    def _blocks_only_and_whitelist(self, node: NodeClient) -> None:
         """-blocksonly: version relay=0, transaction invs not asked for, except from a
         -whitelist peer (-whitelistrelay); a whitelisted peer is never banned."""
         inv = InvMessage([InvItem(MSG_TX, bytes(range(32)))])
@@ -105,7 +106,7 @@ class AcceptedOptionsTests(SynchronousTestCase):
         again.handshake()
         self.assertEqual(node.rpc("getmempoolinfo")["size"], 0)
 
-    def _http_and_rest_as_core(self, node: NodeProcess, block_hash: str) -> None:
+    def _http_and_rest_as_core(self, node: NodeClient, block_hash: str) -> None:
         # The query string is part of the hash (Core hands the whole target to REST).
         status, _, body = node.post(b"", path="/rest/block/%s.json?x=y" % block_hash,
                                     method="GET")
@@ -128,17 +129,16 @@ class AcceptedOptionsTests(SynchronousTestCase):
         self.assertEqual((status, text), (400, b"Error: empty request\r\n"))
 
 
-class UploadTargetAndPriorityTests(SynchronousTestCase):
+class UploadTargetAndPriorityTests(NodeTestCase):
     def test_upload_target_receive_buffer_and_printpriority(self) -> None:
         """-maxuploadtarget=1 (1 MiB): Core's uploadtarget numbers, and blocks a week older
         than the best header go to whitelisted peers only; -maxreceivebuffer=1: a burst is
         read and answered in full; -printpriority: one "fee ... txid ..." line per mined
         transaction."""
         old = MOCKTIME - 10 * 24 * 3600
-        node = NodeProcess.start(self.mktemp(), [
+        node = self.start_node(
             "-maxuploadtarget=1", "-maxreceivebuffer=1", "-printpriority", "-connect=0",
-            "-listen=1", "-whitelist=127.0.0.1", "-mocktime=%d" % old])
-        self.addCleanup(node.kill)
+            "-listen=1", "-whitelist=127.0.0.1", "-mocktime=%d" % old)
         historical = node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))[0]
         txids = [node.rpc("sendtoaddress", MINER_ADDRESS, amount) for amount in (1, 2)]
         entries = {txid: node.rpc("getmempoolentry", txid) for txid in txids}
@@ -180,13 +180,11 @@ class UploadTargetAndPriorityTests(SynchronousTestCase):
         self.assertEqual(trusted.wait_for("block").block.hash_hex, historical)
 
 
-class CheckBlocksTests(SynchronousTestCase):
+class CheckBlocksTests(NodeTestCase):
     def test_start_up_verifies_the_last_checkblocks_blocks(self) -> None:
         """Core's start-up VerifyDB: the last 6 blocks at level 3 by default; a damaged
         older block is found once -checkblocks=0 (all) asks for it."""
-        datadir = self.mktemp()
-        node = NodeProcess.start(datadir)
-        self.addCleanup(node.kill)
+        node = self.start_node()
         hashes = node.rpc("generatetoaddress", 10, MINER_ADDRESS)
         raw = bytes.fromhex(node.rpc("getblock", hashes[0], 0))
         self.assertEqual(node.stop(), 0)
@@ -196,34 +194,30 @@ class CheckBlocksTests(SynchronousTestCase):
             at = data.index(raw) + len(raw) - 1  # the coinbase's lock time: a new merkle root
             f.seek(at)
             f.write(bytes([data[at] ^ 1]))
-        node = NodeProcess.start(datadir, ["-checklevel=3"])
-        self.addCleanup(node.kill)
+        node.restart("-checklevel=3")
         self.assertEqual(node.rpc("getblockcount"), 10)
         self.assertEqual(node.stop(), 0)
-        node = NodeProcess.start(datadir, ["-checkblocks=0"], wait=False)
-        self.addCleanup(node.kill)
-        self.assertEqual(node.wait(60), 1)
-        self.assertIn("Error: Corrupted block database detected.", node.stderr_text())
+        # A process: the exit status and the stderr text.
+        process = NodeProcess.start(node.datadir, ["-checkblocks=0"], wait=False)
+        self.addCleanup(process.kill)
+        self.assertEqual(process.wait(60), 1)
+        self.assertIn("Error: Corrupted block database detected.", process.stderr_text())
 
 
-class WalletOptionsTests(SynchronousTestCase):
+class WalletOptionsTests(NodeTestCase):
     def test_rescan_at_start_finds_what_the_wallet_skipped(self) -> None:
-        datadir = self.mktemp()
-        node = NodeProcess.start(datadir)
-        self.addCleanup(node.kill)
+        node = self.start_node()
         key = deterministic_key("-rescan option")
         node.rpc("generatetoaddress", 1, p2pkh(key))
         node.rpc("importprivkey", encode_wif(key.secret, REGTEST), "", False)  # no rescan
         self.assertEqual(node.rpc("getwalletinfo")["txcount"], 0)
         self.assertEqual(node.stop(), 0)
-        node = NodeProcess.start(datadir, ["-rescan"])
-        self.addCleanup(node.kill)
+        node.restart("-rescan")
         self.assertEqual(node.rpc("getwalletinfo")["txcount"], 1)
 
 
     def test_walletbroadcast_0_keeps_payments_out_of_the_mempool(self) -> None:
-        node = NodeProcess.start(self.mktemp(), ["-walletbroadcast=0"])
-        self.addCleanup(node.kill)
+        node = self.start_node("-walletbroadcast=0")
         node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))
         txid = node.rpc("sendtoaddress", MINER_ADDRESS, 1)
         self.assertEqual(node.rpc("gettransaction", txid)["confirmations"], 0)
@@ -231,9 +225,7 @@ class WalletOptionsTests(SynchronousTestCase):
 
 
     def test_zapwallettxes_forgets_and_rescans(self) -> None:
-        datadir = self.mktemp()
-        node = NodeProcess.start(datadir)
-        self.addCleanup(node.kill)
+        node = self.start_node()
         node.rpc("generatetoaddress", 101, node.rpc("getnewaddress"))
         confirmed = node.rpc("sendtoaddress", MINER_ADDRESS, 1)
         node.rpc("generatetoaddress", 1, MINER_ADDRESS)
@@ -243,8 +235,7 @@ class WalletOptionsTests(SynchronousTestCase):
         self.assertEqual(node.stop(), 0)
         # Mode 1: found again by the rescan with its metadata; the unconfirmed one is gone
         # (and not brought back from mempool.dat: -persistmempool=0 is implied).
-        node = NodeProcess.start(datadir, ["-zapwallettxes=1"])
-        self.addCleanup(node.kill)
+        node.restart("-zapwallettxes=1")
         self.assertEqual(node.rpc("gettransaction", confirmed)["timereceived"], received)
         self.assertEqual(node.rpc("getwalletinfo")["txcount"], count - 1)
         with self.assertRaises(RPCFailure) as caught:
@@ -252,7 +243,7 @@ class WalletOptionsTests(SynchronousTestCase):
         self.assertEqual(caught.exception.code, -5)
         self.assertEqual(node.rpc("getrawmempool"), [])
         self.assertEqual(node.stop(), 0)
-        result = run_coind("-regtest", "-datadir=" + os.path.abspath(datadir),
+        result = run_coind("-regtest", "-datadir=" + node.datadir,
                            "-zapwallettxes=2", "-wallet=a", "-wallet=b")
         self.assertEqual((result.returncode, result.stderr),
                          (1, "Error: -zapwallettxes is only allowed with a single wallet "

@@ -1,4 +1,4 @@
-"""Calls Core 0.17's own test tooling makes, on a real regtest ``coind`` (issue #13).
+"""Calls Core 0.17's own test tooling makes, on a regtest node in the test process (issue #13).
 
 The hidden ``syncwithvalidationinterfacequeue``, ``echo``/``echojson`` with the named
 arguments ``arg0``..``arg9``, ``uptime`` under ``setmocktime``, and
@@ -7,35 +7,17 @@ arguments ``arg0``..``arg9``, ``uptime`` under ``setmocktime``, and
 
 from __future__ import annotations
 
-import atexit
 import json
-import shutil
-import tempfile
 import time
-from typing import Any, Optional
+from typing import Any
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
-
-
-_node: Optional[NodeProcess] = None
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import MINER_ADDRESS, RPCFailure
 
 
-def node() -> NodeProcess:
-    """One node for the module (the tests leave its state as they found it)."""
-    global _node
-    if _node is None:
-        datadir = tempfile.mkdtemp(prefix="coin-core-tools-")
-        atexit.register(shutil.rmtree, datadir, True)  # runs after the stop below
-        _node = NodeProcess.start(datadir, ["-listen=0"])
-        atexit.register(_node.stop)
-    return _node
-
-
-class CoreToolsTests(SynchronousTestCase):
+class CoreToolsTests(NodeTestCase):
     def setUp(self) -> None:
-        self.node = node()
+        self.node = self.start_node("-listen=0")
 
     def call(self, method: str, params: Any) -> Any:
         """The raw reply object of one call, ``params`` an array or an object."""
@@ -72,7 +54,6 @@ class CoreToolsTests(SynchronousTestCase):
 
     def test_uptime_follows_mock_time(self) -> None:
         node = self.node
-        self.addCleanup(node.rpc, "setmocktime", 0)
         before = node.rpc("uptime")
         node.rpc("setmocktime", int(time.time()) + 100_000)
         self.assertGreaterEqual(node.rpc("uptime"), 100_000)

@@ -1,5 +1,8 @@
 """coind as a user runs it: start, stop, signals, arguments, cookie (twistd: test_twistd;
-plugins: test_integration_plugin)."""
+plugins: test_integration_plugin).
+
+Real ``coind`` processes, as these are about the process: its pid, signals, exit status,
+stderr and daemonizing; a node in the test process where one only has to run."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from tests.inprocess import NodeTestCase
 from tests.nodeharness import ROOT, NodeProcess, RPCFailure, free_port, _env
 
 
@@ -35,7 +39,7 @@ def run_coind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           text=True, cwd=ROOT, env=_env(), timeout=timeout)
 
 
-class LifecycleTests(SynchronousTestCase):
+class LifecycleTests(NodeTestCase):
     def test_start_query_stop(self) -> None:
         node = NodeProcess.start(self.mktemp())
         self.addCleanup(node.kill)
@@ -75,9 +79,9 @@ class LifecycleTests(SynchronousTestCase):
         self.assertFalse(os.path.exists(os.path.join(node.net_datadir, "coind.pid")))
 
     def test_second_node_on_the_same_datadir_is_refused(self) -> None:
-        node = NodeProcess.start(self.mktemp())
-        self.addCleanup(node.kill)
-        result = run_coind(*node.args[:-1], "-rpcport=%d" % free_port())
+        node = self.start_node()
+        result = run_coind("-regtest", "-datadir=" + node.datadir, "-printtoconsole=0",
+                           "-rpcport=%d" % free_port(), "-port=%d" % free_port())
         self.assertEqual(result.returncode, 1)
         self.assertIn("Cannot obtain a lock on data directory", result.stderr)
         node.stop()
@@ -145,6 +149,8 @@ class ArgumentTests(SynchronousTestCase):
         self.assertIn("Coin Daemon version", result.stdout)
 
     def test_conf_file_sections(self) -> None:
+        # A process: an in-process node gets -regtest, -rpcport and credentials on its
+        # command line, which would hide the coin.conf values under test.
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
         port = free_port()
@@ -166,10 +172,9 @@ class ArgumentTests(SynchronousTestCase):
         node.stop()
 
 
-class CookieTests(SynchronousTestCase):
+class CookieTests(NodeTestCase):
     def test_cookie_is_private_used_by_cli_and_removed(self) -> None:
-        node = NodeProcess.start(self.mktemp(), credentials=None)
-        self.addCleanup(node.kill)
+        node = self.start_node(credentials=None)
         cookie = os.path.join(node.net_datadir, ".cookie")
         mode = stat.S_IMODE(os.stat(cookie).st_mode)
         self.assertEqual(mode, 0o600)

@@ -1,17 +1,19 @@
-"""Third-party RPC plugins as a user installs and names them (-rpcplugin), against real coind
-processes: served over HTTP and coin-cli when named, absent when not, and a plugin that
-cannot load stops start-up naming it (or is skipped when marked :optional)."""
+"""Third-party RPC plugins as a user installs and names them (-rpcplugin): served over HTTP
+and coin-cli when named, absent when not (nodes in the test process), and a plugin that
+cannot load stops a ``coind`` process's start-up naming it (or is skipped when marked
+:optional)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 
-from twisted.trial.unittest import SynchronousTestCase
-
+from tests.inprocess import NodeTestCase
 from tests.nodeharness import MINER_ADDRESS, ROOT, NodeProcess, RPCFailure
 
 SAMPLE = "coin-hello-plugin"
@@ -44,6 +46,24 @@ def install_plugins(target: str) -> None:
         f.write("raise ImportError('coin_broken needs libfoo')\n")
 
 
+@functools.lru_cache(maxsize=None)
+def installed_plugins() -> str:
+    """The folder :func:`install_plugins` filled, once per test process (the tests only
+    read it); removed at exit."""
+    target = tempfile.mkdtemp(prefix="coin-test-plugins-")
+    atexit.register(shutil.rmtree, target, True)
+    install_plugins(target)
+    return target
+
+
+def _forget_path(target: str) -> None:
+    """``target`` off sys.path, and the modules imported from it out of sys.modules."""
+    sys.path.remove(target)
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(target + os.sep):
+            del sys.modules[name]
+
+
 def _restore(name: str, value: str | None) -> None:
     if value is None:
         os.environ.pop(name, None)
@@ -51,22 +71,19 @@ def _restore(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-class PluginTests(SynchronousTestCase):
+class PluginTests(NodeTestCase):
 
     def setUp(self) -> None:
-        target = os.path.abspath(self.mktemp())
-        install_plugins(target)
+        target = installed_plugins()
         saved = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (target, saved) if p)
         self.addCleanup(_restore, "PYTHONPATH", saved)
-
-    def start(self, *args: str) -> NodeProcess:
-        node = NodeProcess.start(self.mktemp(), list(args))
-        self.addCleanup(node.kill)
-        return node
+        # Installed for the nodes in this process too.
+        sys.path.insert(0, target)
+        self.addCleanup(_forget_path, target)
 
     def test_named_plugin_is_served_over_http_and_cli(self) -> None:
-        node = self.start("-rpcplugin=" + SAMPLE)
+        node = self.start_node("-rpcplugin=" + SAMPLE)
         best = node.rpc("generatetoaddress", 1, MINER_ADDRESS)[0]
         self.assertEqual(node.rpc("hello", "coin"), {
             "greeting": "hello, coin", "blocks": 1, "bestblockhash": best, "mempool": 0,
@@ -94,7 +111,7 @@ class PluginTests(SynchronousTestCase):
         self.assertEqual(node.stop(), 0)
 
     def test_installed_plugin_is_not_served_unless_named(self) -> None:
-        node = self.start()
+        node = self.start_node()
         error = self.assertRaises(RPCFailure, node.rpc, "hello")
         self.assertEqual((error.status, error.code, error.message), (404, -32601,
                                                                      "Method not found"))
@@ -114,7 +131,7 @@ class PluginTests(SynchronousTestCase):
             self.assertEqual(node.stderr_text(), "Error: Error loading RPC plugins: %s\n" % reason)
 
     def test_optional_plugin_that_fails_is_skipped(self) -> None:
-        node = self.start("-rpcplugin=%s:optional" % BROKEN, "-rpcplugin=" + SAMPLE)
+        node = self.start_node("-rpcplugin=%s:optional" % BROKEN, "-rpcplugin=" + SAMPLE)
         self.assertEqual(node.rpc("hello")["greeting"], "hello, world")
         with open(os.path.join(node.net_datadir, "debug.log")) as f:
             log = f.read()

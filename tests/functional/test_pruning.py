@@ -1,21 +1,20 @@
-"""-prune through a real coind: start-up checks, chain info, pruneblockchain, getblock."""
+"""-prune: chain info, pruneblockchain and getblock on a node in the test process; the
+start-up checks (exit status, stderr) through real ``coind`` processes."""
 
 from __future__ import annotations
 
 import http.client
 import os
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import MINER_ADDRESS, NodeClient, RPCFailure
 from tests.functional.test_daemon import run_coind
 
 
-class PruneStartupTests(SynchronousTestCase):
+class PruneStartupTests(NodeTestCase):
 
     def test_prune_550_reports_pruned(self) -> None:
-        node = NodeProcess.start(self.mktemp(), ["-prune=550"])
-        self.addCleanup(node.kill)
+        node = self.start_node("-prune=550")
         info = node.rpc("getblockchaininfo")
         self.assertIs(info["pruned"], True)
         self.assertEqual(info["pruneheight"], 0)
@@ -31,8 +30,7 @@ class PruneStartupTests(SynchronousTestCase):
                       "number.", result.stderr)
 
     def test_not_pruned_by_default(self) -> None:
-        node = NodeProcess.start(self.mktemp())
-        self.addCleanup(node.kill)
+        node = self.start_node()
         info = node.rpc("getblockchaininfo")
         self.assertIs(info["pruned"], False)
         self.assertNotIn("pruneheight", info)
@@ -43,11 +41,11 @@ class PruneStartupTests(SynchronousTestCase):
         node.stop()
 
 
-class ManualPruneTests(SynchronousTestCase):
+class ManualPruneTests(NodeTestCase):
     """-prune=1 with small block files (the debug-only -blockfilesize)."""
 
     @staticmethod
-    def _rest_get(node: NodeProcess, path: str):
+    def _rest_get(node: NodeClient, path: str):
         conn = http.client.HTTPConnection("127.0.0.1", node.rpcport, timeout=30)
         try:
             conn.request("GET", path)
@@ -57,9 +55,7 @@ class ManualPruneTests(SynchronousTestCase):
             conn.close()
 
     def test_prune_and_restart(self) -> None:
-        datadir = self.mktemp()
-        node = NodeProcess.start(datadir, ["-prune=1", "-blockfilesize=4000", "-rest"])
-        self.addCleanup(node.kill)
+        node = self.start_node("-prune=1", "-blockfilesize=4000", "-rest")
         node.rpc("generatetoaddress", 400, MINER_ADDRESS)
         first = node.rpc("getblockhash", 1)
         self.assertEqual(node.rpc("getblockchaininfo")["pruneheight"], 0)
@@ -83,18 +79,17 @@ class ManualPruneTests(SynchronousTestCase):
         self.assertEqual(node.stop(), 0)
 
         # Restarted in prune mode: the same state.
-        node = NodeProcess.start(datadir, ["-prune=1", "-blockfilesize=4000"])
-        self.addCleanup(node.kill)
+        node.restart("-prune=1", "-blockfilesize=4000")
         self.assertEqual(node.rpc("getblockchaininfo")["pruneheight"], info["pruneheight"])
         self.assertEqual(node.stop(), 0)
 
-        # Once pruned, always pruned.
-        result = run_coind("-regtest", "-datadir=%s" % os.path.abspath(datadir),
+        # Once pruned, always pruned (coind's exit status and stderr).
+        result = run_coind("-regtest", "-datadir=%s" % node.datadir,
                            "-printtoconsole=0")
         self.assertEqual(result.returncode, 1)
         self.assertIn("You need to rebuild the database using -reindex to go back to unpruned "
                       "mode.  This will redownload the entire blockchain", result.stderr)
-        result = run_coind("-regtest", "-datadir=%s" % os.path.abspath(datadir),
+        result = run_coind("-regtest", "-datadir=%s" % node.datadir,
                            "-printtoconsole=0", "-prune=1", "-reindex")
         self.assertEqual(result.returncode, 1)
         self.assertIn("cannot rebuild from them", result.stderr)

@@ -1,39 +1,32 @@
-"""-txindex in a real ``coind``: enabled on an existing chain, dropped again, and
-refused together with -prune."""
+"""-txindex: enabled on an existing chain, dropped again (a node in the test process), and
+refused together with -prune (a ``coind`` process: its exit status and stderr)."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from twisted.trial.unittest import SynchronousTestCase
-
-from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess, RPCFailure
 
 UNKNOWN = "11" * 32
 HINT = ". Use gettransaction for wallet transactions."
 
 
-class TxIndexNodeTests(SynchronousTestCase):
-    def start(self, datadir: str, *args: str) -> NodeProcess:
-        node = NodeProcess.start(datadir, list(args))
-        self.addCleanup(node.kill)
-        return node
-
-    def rpc_error(self, node: NodeProcess, method: str, *params):
+class TxIndexNodeTests(NodeTestCase):
+    def rpc_error(self, node: NodeClient, method: str, *params):
         try:
             node.rpc(method, *params)
         except RPCFailure as e:
             return e.code, e.message
         self.fail("%s succeeded" % method)
 
-    def debug_log(self, node: NodeProcess) -> str:
+    def debug_log(self, node: NodeClient) -> str:
         with open(os.path.join(node.net_datadir, "debug.log")) as f:
             return f.read()
 
     def test_enable_on_existing_chain_then_drop(self) -> None:
-        datadir = self.mktemp()
-        node = self.start(datadir)
+        node = self.start_node()
         hashes = node.rpc("generatetoaddress", 120, MINER_ADDRESS)
         self.assertEqual(node.rpc("getindexinfo"), {})
         self.assertEqual(self.rpc_error(node, "getrawtransaction", UNKNOWN),
@@ -42,7 +35,7 @@ class TxIndexNodeTests(SynchronousTestCase):
         old_block = node.rpc("getblock", hashes[4])
         self.assertEqual(node.stop(), 0)
 
-        node = self.start(datadir, "-txindex=1")
+        node.restart("-txindex=1")
         deadline = time.monotonic() + 60
         while True:
             info = node.rpc("getindexinfo")
@@ -70,7 +63,7 @@ class TxIndexNodeTests(SynchronousTestCase):
         self.assertIn("txindex is enabled at height", self.debug_log(node))
         self.assertEqual(node.stop(), 0)
 
-        node = self.start(datadir, "-txindex=0")
+        node.restart("-txindex=0")
         deadline = time.monotonic() + 30
         while "Transaction index dropped" not in self.debug_log(node):
             self.assertLess(time.monotonic(), deadline)

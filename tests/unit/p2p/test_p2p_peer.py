@@ -479,6 +479,17 @@ class AccountingTests(SynchronousTestCase):
         peer.connectionLost()
         self.assertEqual((gone, h.connman.connection_count()), ([peer], 0))
 
+    def test_closed_connection_leaves_no_abort_timer(self) -> None:
+        """The grace-period abort of a graceful disconnect goes with the connection, so a
+        stopped node leaves no timer behind."""
+        h = Harness()
+        peer, transport = h.connect()
+        before = set(h.reactor.getDelayedCalls())
+        peer.disconnect("done")
+        (abort,) = set(h.reactor.getDelayedCalls()) - before
+        peer.connectionLost()
+        self.assertNotIn(abort, h.reactor.getDelayedCalls())
+
 
 class ConnectionManagerTests(SynchronousTestCase):
     def test_inbound_limits(self) -> None:

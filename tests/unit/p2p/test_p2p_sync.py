@@ -696,6 +696,17 @@ class RelayTests(SyncTestCase):
         feed(picky, MempoolMessage())
         self.assertEqual(sent(pt, "inv"), [])
 
+    def test_blocks_only_remembers_announcements_without_asking(self) -> None:
+        """-blocksonly: a transaction inv is known from then on but never requested (it
+        used to fail in the handler, on a set method the bounded set lacks)."""
+        self.node.p2p.settings.blocks_only = True
+        peer, transport = self.node.connect(start_height=3)
+        sent(transport)
+        tx = spend(self.confirmed)
+        feed(peer, InvMessage([InvItem(MSG_TX, tx.txid)]))
+        self.assertEqual(sent(transport, "getdata"), [])
+        self.assertIn(tx.txid, peer.known_inventory)
+
     def test_request_moves_to_another_announcer(self) -> None:
         first, ft = self.node.connect(start_height=3)
         second, stt = self.node.connect(start_height=3, ip="9.9.9.9")
