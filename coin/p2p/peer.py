@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Hashable, List, Op
 
 from twisted.internet import protocol
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IDelayedCall, IPushProducer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -263,6 +263,8 @@ class PeerProtocol(protocol.Protocol):
         self._written_while_paused = 0
         self._drain_waiters: List[Deferred] = []
         self._connected = False
+        #: The abort after ``disconnect_grace``, pending while a closing connection flushes.
+        self._grace_call: Optional[IDelayedCall] = None
 
     def layer_state(self, name: str, factory: Callable[[], Any]) -> Any:
         """This peer's state object of a protocol layer (sync, relay), made on first use."""
@@ -313,6 +315,8 @@ class PeerProtocol(protocol.Protocol):
         waiters, self._drain_waiters = self._drain_waiters, []
         for d in waiters:
             d.cancel()
+        if self._grace_call is not None and self._grace_call.active():
+            self._grace_call.cancel()  # closed in time: no timer outlives the connection
         self.connman.peer_disconnected(self)
 
     @property
@@ -341,7 +345,8 @@ class PeerProtocol(protocol.Protocol):
             self.transport.abortConnection()
             return
         self.transport.loseConnection()
-        self.connman.reactor.callLater(self.connman.disconnect_grace, self._abort_if_open)
+        self._grace_call = self.connman.reactor.callLater(self.connman.disconnect_grace,
+                                                          self._abort_if_open)
 
     def _abort_if_open(self) -> None:
         if self._connected and self.transport is not None:

@@ -235,6 +235,18 @@ class MisbehaviourTests(SynchronousTestCase):
         self.assertTrue(transport.disconnecting)
         self.assertEqual(peer.ban_score, 0)
 
+    def test_closed_connection_leaves_no_grace_timer(self) -> None:
+        """The abort after the grace goes with the connection: a stopped node keeps no
+        timer (trial's janitor saw one in every in-process test that dropped a peer)."""
+        peer, transport = self.h.connect()
+        peer.disconnect("obsolete")  # flushes first (a reject, say), aborts after the grace
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual([c.func for c in self.h.reactor.getDelayedCalls()
+                          if c.func == peer._abort_if_open], [peer._abort_if_open])
+        peer.connectionLost()
+        self.assertEqual([c for c in self.h.reactor.getDelayedCalls()
+                          if c.func == peer._abort_if_open], [])
+
     def test_oversized_frame_is_not_buffered(self) -> None:
         peer, transport = self.h.connect()
         header = MAGIC + b"block".ljust(12, b"\0") + \
