@@ -235,18 +235,6 @@ class MisbehaviourTests(SynchronousTestCase):
         self.assertTrue(transport.disconnecting)
         self.assertEqual(peer.ban_score, 0)
 
-    def test_closed_connection_leaves_no_grace_timer(self) -> None:
-        """The abort after the grace goes with the connection: a stopped node keeps no
-        timer (trial's janitor saw one in every in-process test that dropped a peer)."""
-        peer, transport = self.h.connect()
-        peer.disconnect("obsolete")  # flushes first (a reject, say), aborts after the grace
-        self.assertTrue(transport.disconnecting)
-        self.assertEqual([c.func for c in self.h.reactor.getDelayedCalls()
-                          if c.func == peer._abort_if_open], [peer._abort_if_open])
-        peer.connectionLost()
-        self.assertEqual([c for c in self.h.reactor.getDelayedCalls()
-                          if c.func == peer._abort_if_open], [])
-
     def test_oversized_frame_is_not_buffered(self) -> None:
         peer, transport = self.h.connect()
         header = MAGIC + b"block".ljust(12, b"\0") + \
@@ -390,6 +378,18 @@ class AddrTests(SynchronousTestCase):
         feed(peer, self.flood(0), PingMessage(5))
         self.assertEqual((len(peer.known_addresses), peer.addr_rate_limited), (1000, 0))
         self.assertEqual(commands(transport), ["pong"])  # not held
+
+    def test_closed_connection_leaves_no_timer(self) -> None:
+        """A flood's hold and the abort after the disconnect grace go with the connection:
+        a stopped node keeps no timer (trial's janitor saw both in in-process tests)."""
+        before = set(self.h.reactor.getDelayedCalls())
+        peer, transport = handshake(self.h)
+        feed(peer, self.flood(0))  # held for 99 ms
+        peer.disconnect("obsolete")  # flushes first (a reject, say), aborts after the grace
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(len(set(self.h.reactor.getDelayedCalls()) - before), 2)
+        peer.connectionLost()
+        self.assertEqual(set(self.h.reactor.getDelayedCalls()) - before, set())
 
 
 class FlowControlTests(SynchronousTestCase):
