@@ -50,7 +50,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Set, Tuple
 from twisted.application import service
 from twisted.internet import protocol
 from twisted.internet.defer import Deferred
-from twisted.internet.task import LoopingCall, deferLater
+from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from coin.config.hostport import split_host_port
@@ -842,7 +842,7 @@ class P2PService(service.Service):
         if not dropped:
             return None
         self._addr_rate_limited(peer, dropped)
-        return deferLater(self.reactor, dropped * ADDR_FLOOD_HOLD, lambda: None)
+        return peer.hold(dropped * ADDR_FLOOD_HOLD)
 
     def _addr_rate_limited(self, peer: PeerProtocol, dropped: int) -> None:
         before = peer.addr_rate_limited

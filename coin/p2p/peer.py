@@ -263,8 +263,8 @@ class PeerProtocol(protocol.Protocol):
         self._written_while_paused = 0
         self._drain_waiters: List[Deferred] = []
         self._connected = False
-        #: The abort after a graceful disconnect's grace period (cancelled once closed).
-        self._abort_call: Optional[IDelayedCall] = None
+        #: Timers of this connection (see :meth:`call_later`).
+        self._timers: List[IDelayedCall] = []
 
     def layer_state(self, name: str, factory: Callable[[], Any]) -> Any:
         """This peer's state object of a protocol layer (sync, relay), made on first use."""
@@ -315,8 +315,10 @@ class PeerProtocol(protocol.Protocol):
         waiters, self._drain_waiters = self._drain_waiters, []
         for d in waiters:
             d.cancel()
-        if self._abort_call is not None and self._abort_call.active():
-            self._abort_call.cancel()
+        for call in self._timers:
+            if call.active():
+                call.cancel()
+        self._timers = []
         self.connman.peer_disconnected(self)
 
     @property
@@ -345,12 +347,26 @@ class PeerProtocol(protocol.Protocol):
             self.transport.abortConnection()
             return
         self.transport.loseConnection()
-        self._abort_call = self.connman.reactor.callLater(self.connman.disconnect_grace,
-                                                          self._abort_if_open)
+        self.call_later(self.connman.disconnect_grace, self._abort_if_open)
 
     def _abort_if_open(self) -> None:
         if self._connected and self.transport is not None:
             self.transport.abortConnection()
+
+    def call_later(self, delay: float, f: Callable[..., Any], *args: Any) -> IDelayedCall:
+        """``reactor.callLater`` for this connection: cancelled when it closes, so that no
+        timer outlives the peer (a stopped node leaves none behind)."""
+        self._timers = [call for call in self._timers if call.active()]
+        call = self.connman.reactor.callLater(delay, f, *args)
+        self._timers.append(call)
+        return call
+
+    def hold(self, seconds: float) -> Deferred:
+        """What a handler returns to stop reading this peer for ``seconds``; never fires if
+        the connection goes first."""
+        d: Deferred = Deferred()
+        self.call_later(seconds, d.callback, None)
+        return d
 
     # ------------------------------------------------------------ producer (send side)
 

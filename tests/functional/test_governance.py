@@ -1,12 +1,13 @@
-"""Governance objects in a real ``coind`` (regtest, with its wallet), as a user types them:
-``gobject prepare``, mining, ``gobject submit``, then list/get/count, bad inputs, restart."""
+"""Governance objects in a real node (regtest, with its wallet), as a user types them:
+``gobject prepare``, mining, ``gobject submit``, then list/get/count, bad inputs, restart.
+
+One node runs in this process (tests/inprocess.py); the masternode network of the last test
+runs as coind processes."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, List
-
-from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
 from coin.mining.assembler import create_coinbase, solve
@@ -14,6 +15,7 @@ from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 
 from tests.govhelpers import object_hex, proposal_hex
+from tests.inprocess import InProcessNode, NodeTestCase
 from tests.nodeharness import NodeProcess, RPCFailure
 from tests.functional.test_masternode import (
     MIN_MNP_SECONDS, OP_TRUE, MasternodeNetworkCase, set_time, status_list,
@@ -23,12 +25,17 @@ from tests.functional.test_p2p_base import wait_until
 TIME = "1700000000"
 
 
-class ProposalLifeTests(SynchronousTestCase):
+def funded_wallet(node: InProcessNode) -> str:
+    """A wallet address that 101 blocks paid (the first coinbase mature): the tests' chain."""
+    address = node.rpc("getnewaddress")
+    node.rpc("generatetoaddress", 101, address)
+    return address
+
+
+class ProposalLifeTests(NodeTestCase):
     def setUp(self) -> None:
-        self.node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0"])
-        self.addCleanup(self.node.kill)
-        self.address = self.node.rpc("getnewaddress")
-        self.node.rpc("generatetoaddress", 101, self.address)
+        self.node = self.start_node("-connect=0", "-listen=0", chain=funded_wallet)
+        self.address = self.node.state
 
     def refused(self, *params: str) -> tuple:
         with self.assertRaises(RPCFailure) as caught:
@@ -67,8 +74,7 @@ class ProposalLifeTests(SynchronousTestCase):
         self.assertEqual(json.loads(count.stdout)["proposals"], 1)
 
         self.assertEqual(node.stop(), 0)
-        node.launch()
-        node.wait_ready()
+        node.start()
         self.assertEqual(list(node.rpc("gobject", "list")), [object_hash])
         self.assertEqual(node.rpc("gobject", "get", object_hash)["CollateralHash"], fee_txid)
 

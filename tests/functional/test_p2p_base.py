@@ -1,7 +1,9 @@
-"""The P2P base on real sockets: coind processes on loopback and a scripted raw peer.
+"""The P2P base on real sockets: nodes on loopback and a scripted raw peer.
 
-Each test starts its own nodes (own datadirs, free ports).  Waiting is polling RPC
-state or the debug log against a deadline, never a bare sleep.
+Each test starts its own nodes (own datadirs, free ports).  A node that only meets the
+test's raw peers runs in this process (tests/inprocess.py); several nodes talking to one
+another, or a node whose debug log is read, run as coind processes.  Waiting is polling
+RPC state or the debug log against a deadline, never a bare sleep.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -22,8 +24,12 @@ from coin.p2p.messages import (
     PingMessage,
 )
 from coin.p2p.netaddr import NetAddress
+from tests.inprocess import InProcessNode, NodeTestCase
 from tests.nodeharness import MINER_ADDRESS, NodeProcess, RPCFailure, free_port
 from tests.p2pclient import RawPeer
+
+#: A node as the P2P tests use it, in its own process or in this one.
+Node = Union[NodeProcess, InProcessNode]
 
 #: getpeerinfo's keys in Core 0.17's order (without the optional pingwait).
 PEERINFO_KEYS = ["id", "addr", "addrbind", "addrlocal", "services", "relaytxes", "lastsend",
@@ -50,36 +56,61 @@ def debug_log(node: NodeProcess) -> str:
         return f.read()
 
 
-def handshaked(node: NodeProcess) -> List[Dict[str, Any]]:
+def handshaked(node: Node) -> List[Dict[str, Any]]:
     return [p for p in node.rpc("getpeerinfo") if p["version"]]
 
 
-class P2PTestCase(SynchronousTestCase):
-    def start(self, *args: str, datadir: Optional[str] = None, port: Optional[int] = None
-              ) -> NodeProcess:
+class PeerTestMixin:
+    """What P2P tests do with a node and raw peers, wherever the node runs (mixed into a
+    trial TestCase)."""
+
+    def target(self, node: Node) -> str:
+        return "127.0.0.1:%d" % node.p2p_port
+
+    def raw(self, node: Node, **kwargs: Any) -> RawPeer:
+        peer = RawPeer(node.p2p_port, **kwargs)
+        self.addCleanup(peer.close)
+        return peer
+
+    def peer_of(self, node: Node, raw: RawPeer) -> Optional[Dict[str, Any]]:
+        name = "127.0.0.1:%d" % raw.sock.getsockname()[1]
+        return next((p for p in node.rpc("getpeerinfo") if p["addr"] == name), None)
+
+    def mine(self, node: Node, count: int, address: str = MINER_ADDRESS) -> List[str]:
+        return node.rpc("generatetoaddress", count, address)
+
+    def assertRPCError(self, node: Node, code: int, message: str, method: str,
+                       *params: Any) -> None:
+        with self.assertRaises(RPCFailure) as caught:
+            node.rpc(method, *params)
+        self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
+
+    def start_process(self, *args: str, datadir: Optional[str] = None,
+                      port: Optional[int] = None) -> NodeProcess:
+        """A coind process listening on ``port`` (a free one unless given)."""
         port = port or free_port()
         node = NodeProcess.start(datadir or os.path.abspath(self.mktemp()),
                                  ["-port=%d" % port] + list(args))
         self.addCleanup(node.kill)
         return node
 
-    def target(self, node: NodeProcess) -> str:
-        return "127.0.0.1:%d" % node.p2p_port
 
-    def raw(self, node: NodeProcess, **kwargs: Any) -> RawPeer:
-        peer = RawPeer(node.p2p_port, **kwargs)
-        self.addCleanup(peer.close)
-        return peer
+class P2PTestCase(PeerTestMixin, SynchronousTestCase):
+    """Nodes as coind processes: several nodes, or a node whose debug log is read."""
 
-    def peer_of(self, node: NodeProcess, raw: RawPeer) -> Optional[Dict[str, Any]]:
-        name = "127.0.0.1:%d" % raw.sock.getsockname()[1]
-        return next((p for p in node.rpc("getpeerinfo") if p["addr"] == name), None)
+    def start(self, *args: str, datadir: Optional[str] = None, port: Optional[int] = None
+              ) -> NodeProcess:
+        return self.start_process(*args, datadir=datadir, port=port)
 
-    def assertRPCError(self, node: NodeProcess, code: int, message: str, method: str,
-                       *params: Any) -> None:
-        with self.assertRaises(RPCFailure) as caught:
-            node.rpc(method, *params)
-        self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
+
+class InProcessP2PTestCase(PeerTestMixin, NodeTestCase):
+    """One node in this process, met by the test's raw peers (blocking sockets on the
+    test's own thread)."""
+
+    def start(self, *args: str, port: Optional[int] = None) -> InProcessNode:
+        """The node listens on a free loopback port unless ``port`` is given (then on every
+        address, as a process given ``-port`` does)."""
+        return self.start_node(*(["-port=%d" % port] if port else []), *args)
 
 
 class TwoNodeTests(P2PTestCase):
@@ -279,7 +310,7 @@ class BanTests(P2PTestCase):
         self.assertEqual(len(handshaked(b)), 1)
 
 
-class RawPeerTests(P2PTestCase):
+class RawPeerTests(InProcessP2PTestCase):
     def test_stream_errors_disconnect(self) -> None:
         node = self.start()
         wrong = self.raw(node, magic=bytes.fromhex("e3c01ed1"))
@@ -355,14 +386,16 @@ class RawPeerTests(P2PTestCase):
 
     def test_self_connection_is_dropped(self) -> None:
         port = free_port()
-        node = self.start("-connect=127.0.0.1:%d" % port, "-listen=1", port=port)
+        # A process: its debug log is read.
+        node = self.start_process("-connect=127.0.0.1:%d" % port, "-listen=1", port=port)
         wait_until(lambda: "connected to self at 127.0.0.1" in debug_log(node),
                    "the self-connection to be detected")
         self.assertEqual(handshaked(node), [])
 
     def test_maxconnections(self) -> None:
         # 10 connections: 8 outbound slots, 1 feeler, so 1 inbound (Core's arithmetic).
-        node = self.start("-maxconnections=10")
+        # A process: its debug log is read.
+        node = self.start_process("-maxconnections=10")
         first = self.raw(node)
         first.handshake()
         second = self.raw(node)
@@ -372,17 +405,20 @@ class RawPeerTests(P2PTestCase):
 
     def test_isolated_node_does_not_listen(self) -> None:
         for args in (["-connect=0", "-listen=0"], ["-connect=0"], ["-listen=0"]):
-            node = self.start(*args)
+            # -port (no -bind, which would imply -listen=1): the port it must not listen on.
+            port = free_port()
+            node = self.start(*args, port=port)
             with self.assertRaises(ConnectionRefusedError):
-                socket.create_connection(("127.0.0.1", node.p2p_port), timeout=10).close()
+                socket.create_connection(("127.0.0.1", port), timeout=10).close()
             self.assertEqual(node.rpc("getconnectioncount"), 0)
             self.assertEqual(node.stop(), 0)
 
     def test_busy_port_refuses_to_start(self) -> None:
-        node = self.start()
+        # Processes: the refusal's stderr is read.
+        node = self.start_process()
         datadir = os.path.abspath(self.mktemp())
         with self.assertRaises(RuntimeError) as caught:
-            self.start(datadir=datadir, port=node.p2p_port)
+            self.start_process(datadir=datadir, port=node.p2p_port)
         self.assertIn("Error: Failed to listen on any port. Use -listen=0 if you want this.",
                       str(caught.exception))
 

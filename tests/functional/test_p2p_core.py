@@ -1,9 +1,10 @@
-"""Core-era P2P conventions on real coind processes (issue #13).
+"""Core-era P2P conventions on real nodes (issue #13).
 
 Old protocol versions are kept (sendheaders and feefilter gated by version), a network
 joined node by node stays as it was joined (the address book takes no loopback address),
 so a split network stays split until it is rejoined, and a block announced by ``headers``
-near the tip is fetched at once.  Every node runs on loopback with its own datadir.
+near the tip is fetched at once.  Every node runs on loopback with its own datadir: in this
+process when it only meets raw peers, as a coind process when it meets other nodes.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from typing import List
 
 from coin.consensus.errors import REJECT_OBSOLETE
 from coin.p2p.messages import NODE_NETWORK, BlockMessage, HeadersMessage, PingMessage
-from tests.nodeharness import NodeProcess
 from tests.p2pclient import RawPeer
-from tests.functional.test_p2p_base import handshaked, wait_until
-from tests.functional.test_p2p_sync import SyncTestCase, best, make_block, rev, tip_header, \
-    wait_synced
+from tests.functional.test_p2p_base import InProcessP2PTestCase, Node, P2PTestCase, handshaked, \
+    wait_until
+from tests.functional.test_p2p_sync import best, make_block, rev, tip_header, wait_synced
 
 #: How long a network joined in a line is watched for connections nobody asked for
 #: (before the fix, node 0 dialled node 2 within a second of the 0-1 join).
@@ -32,11 +32,11 @@ def commands_after_handshake(peer: RawPeer) -> List[str]:
     return [m.command for m in peer.received]
 
 
-def peer_count(node: NodeProcess) -> int:
+def peer_count(node: Node) -> int:
     return len(node.rpc("getpeerinfo"))
 
 
-class VersionTests(SyncTestCase):
+class VersionTests(InProcessP2PTestCase):
     def test_old_versions_are_kept_without_sendheaders_or_feefilter(self) -> None:
         node = self.start("-connect=0", "-listen=1")
         # The oldest version kept (Core-era tools speak it).
@@ -70,8 +70,8 @@ class VersionTests(SyncTestCase):
         self.assertEqual(handshaked(node), [])
 
 
-class TopologyTests(SyncTestCase):
-    def line(self) -> List[NodeProcess]:
+class TopologyTests(P2PTestCase):
+    def line(self) -> List[Node]:
         """Three nodes joined 0-1 and 1-2 as Core's test framework joins them."""
         nodes = [self.start() for _ in range(3)]
         nodes[1].rpc("addnode", self.target(nodes[2]), "onetry")
@@ -80,7 +80,7 @@ class TopologyTests(SyncTestCase):
         wait_until(lambda: len(handshaked(nodes[1])) == 2, "the 0-1 connection")
         return nodes
 
-    def assertStays(self, nodes: List[NodeProcess], counts: List[int]) -> None:
+    def assertStays(self, nodes: List[Node], counts: List[int]) -> None:
         """Every node keeps exactly ``counts`` connections for UNMESHED_WATCH seconds."""
         deadline = time.monotonic() + UNMESHED_WATCH
         while time.monotonic() < deadline:
@@ -114,7 +114,7 @@ class TopologyTests(SyncTestCase):
         self.assertEqual(wait_synced([a, b, c]), longer)
 
 
-class DirectFetchTests(SyncTestCase):
+class DirectFetchTests(InProcessP2PTestCase):
     def test_block_announced_by_headers_is_fetched_at_once(self) -> None:
         node = self.start("-connect=0", "-listen=1")
         self.mine(node, 1)  # a recent tip: near the tip, out of initial download

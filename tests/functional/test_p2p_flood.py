@@ -1,7 +1,8 @@
-"""Issue #11 against real coind processes on loopback: addr floods (F2), slot hogging (F7).
+"""Issue #11 against real nodes on loopback: addr floods (F2), slot hogging (F7).
 
 Every node runs with ``-connect=0 -listen=1``: the flood's routable addresses are only
-stored, never dialled.
+stored, never dialled.  A node whose debug log is read runs as a coind process; the other
+runs in this process.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from typing import List
 
 from tests.addrflood import Flooder, addr_frames, percentile, rpc_latencies
 from tests.p2pclient import RawPeer
-from tests.functional.test_p2p_base import P2PTestCase, debug_log, handshaked, wait_until
+from tests.functional.test_p2p_base import InProcessP2PTestCase, P2PTestCase, debug_log, \
+    handshaked, wait_until
 
 #: Generous bounds for a loaded 2-core machine; before the fix RPC stalled for 4-7 s.
 FLOOD_P99_BOUND = 0.25
 
 
-class AddrFloodTests(P2PTestCase):
+class AddrFloodTests(InProcessP2PTestCase):
     def test_flood_is_rate_limited_and_rpc_stays_responsive(self) -> None:
         # A ban score out of reach keeps the flooder connected: the rate limit alone.
         node = self.start("-connect=0", "-listen=1", "-banscore=1000000")
@@ -37,7 +39,7 @@ class AddrFloodTests(P2PTestCase):
             self.assertLessEqual(len(json.load(f)["addresses"]), 10)
 
     def test_flooder_is_banned(self) -> None:
-        node = self.start("-connect=0", "-listen=1")
+        node = self.start_process("-connect=0", "-listen=1")  # its debug log is read
         honest = self.raw(node, bind="127.0.0.2")
         honest.handshake()
         flooder = Flooder(self.raw(node), addr_frames(20))

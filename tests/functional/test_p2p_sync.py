@@ -1,4 +1,5 @@
-"""Headers-first sync, block and transaction relay between real coind processes.
+"""Headers-first sync, block and transaction relay between real coind processes, and a
+node in this process against hostile raw peers.
 
 Every node has its own datadir and free ports (tests/nodeharness.py); nodes talk over
 loopback.  Waiting is polling RPC state against a deadline, never a bare sleep.
@@ -33,19 +34,25 @@ from coin.p2p.messages import (
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
-from tests.nodeharness import MINER_ADDRESS, NodeProcess
 from tests.p2pclient import RawPeer
-from tests.functional.test_p2p_base import P2PTestCase, debug_log, handshaked, wait_until
+from tests.functional.test_p2p_base import (
+    InProcessP2PTestCase,
+    Node,
+    P2PTestCase,
+    debug_log,
+    handshaked,
+    wait_until,
+)
 
 #: An anyone-can-spend-looking output script for hand-made transactions (OP_TRUE).
 OP_TRUE = b"\x51"
 
 
-def best(node: NodeProcess) -> str:
+def best(node: Node) -> str:
     return node.rpc("getbestblockhash")
 
 
-def wait_synced(nodes: Sequence[NodeProcess], timeout: float = 60.0) -> str:
+def wait_synced(nodes: Sequence[Node], timeout: float = 60.0) -> str:
     """Until every node has the same tip; returns it."""
     def same() -> Optional[str]:
         tips = {best(n) for n in nodes}
@@ -54,7 +61,7 @@ def wait_synced(nodes: Sequence[NodeProcess], timeout: float = 60.0) -> str:
     return wait_until(same, "the nodes to agree on the tip", timeout)
 
 
-def wait_in_mempools(nodes: Sequence[NodeProcess], txid: str, timeout: float = 30.0) -> None:
+def wait_in_mempools(nodes: Sequence[Node], txid: str, timeout: float = 30.0) -> None:
     wait_until(lambda: all(txid in n.rpc("getrawmempool") for n in nodes),
                "transaction %s in every mempool" % txid, timeout)
 
@@ -64,7 +71,7 @@ def rev(hex_hash: str) -> bytes:
     return bytes.fromhex(hex_hash)[::-1]
 
 
-def tip_header(node: NodeProcess) -> Dict[str, Any]:
+def tip_header(node: Node) -> Dict[str, Any]:
     return node.rpc("getblockheader", best(node))
 
 
@@ -90,12 +97,7 @@ def header_chain(prev_hash: bytes, count: int, start_time: int) -> List[BlockHea
     return headers
 
 
-class SyncTestCase(P2PTestCase):
-    def mine(self, node: NodeProcess, count: int, address: str = MINER_ADDRESS) -> List[str]:
-        return node.rpc("generatetoaddress", count, address)
-
-
-class ThreeNodeSyncTests(SyncTestCase):
+class ThreeNodeSyncTests(P2PTestCase):
     def test_one_mines_others_sync_then_a_late_node_catches_up(self) -> None:
         a = self.start()
         b = self.start("-connect=" + self.target(a), "-listen=1")
@@ -135,7 +137,7 @@ class ThreeNodeSyncTests(SyncTestCase):
         self.assertEqual(a.rpc("getblockcount"), 124)
 
 
-class ForkAndRelayTests(SyncTestCase):
+class ForkAndRelayTests(P2PTestCase):
     def test_two_sided_fork_resolves_to_most_work_chain(self) -> None:
         a = self.start()
         b = self.start("-listen=1")
@@ -225,7 +227,7 @@ class ForkAndRelayTests(SyncTestCase):
         self.assertEqual(c.rpc("getreceivedbyaddress", receiver), 3)
 
 
-class RestartTests(SyncTestCase):
+class RestartTests(P2PTestCase):
     def test_node_restarted_mid_sync_resumes(self) -> None:
         source = self.start()
         total = 2300
@@ -256,13 +258,13 @@ class RestartTests(SyncTestCase):
         self.assertEqual(node.rpc("getblockchaininfo")["headers"], total)
 
 
-class HostilePeerTests(SyncTestCase):
-    def node_with_chain(self) -> NodeProcess:
+class HostilePeerTests(InProcessP2PTestCase):
+    def node_with_chain(self) -> Node:
         node = self.start()
         self.mine(node, 10)
         return node
 
-    def banned(self, node: NodeProcess, peer: RawPeer) -> None:
+    def banned(self, node: Node, peer: RawPeer) -> None:
         self.assertTrue(peer.wait_closed())
         wait_until(lambda: node.rpc("listbanned"), "the ban")
         (entry,) = node.rpc("listbanned")
@@ -270,7 +272,7 @@ class HostilePeerTests(SyncTestCase):
         self.assertIsNone(node.rpc("clearbanned"))
         wait_until(lambda: node.rpc("getconnectioncount") == 0, "the banned peer to go")
 
-    def score(self, node: NodeProcess, peer: RawPeer, value: int) -> None:
+    def score(self, node: Node, peer: RawPeer, value: int) -> None:
         wait_until(lambda: (self.peer_of(node, peer) or {}).get("banscore") == value,
                    "banscore %d" % value)
 
@@ -394,9 +396,10 @@ class HostilePeerTests(SyncTestCase):
         peer.wait_for("getdata")
         peer.send(TxMessage(twice))
         self.banned(node, peer)
-        # The node is unharmed: it still serves an honest node that syncs from it.
+        # The node is unharmed: it still serves an honest node that syncs from it (a
+        # process: one node at most runs in the test's process).
         self.assertEqual(node.rpc("getrawmempool"), [])
-        other = self.start("-connect=" + self.target(node))
+        other = self.start_process("-connect=" + self.target(node))
         wait_synced([node, other])
         self.assertEqual(other.rpc("getblockcount"), 10)
 

@@ -1,4 +1,5 @@
-"""Sporks between real coind processes on regtest over loopback (tests/nodeharness.py).
+"""Sporks between real coind processes on regtest over loopback (tests/nodeharness.py), and
+a node in this process for what needs one node only (tests/inprocess.py).
 
 Node A holds the published regtest spork key (doc/spork.md); the others learn what it
 signs through ``inv``/``getdata`` relay or, when they join later, ``getsporks``.
@@ -14,7 +15,8 @@ from coin.chainparams import REGTEST
 from coin.spork import SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT, SPORK_OFF
 from coin.spork.signing import sign_spork
 from tests.nodeharness import NodeProcess
-from tests.functional.test_p2p_base import P2PTestCase, debug_log, handshaked, wait_until
+from tests.functional.test_p2p_base import InProcessP2PTestCase, P2PTestCase, debug_log, \
+    handshaked, wait_until
 from tests.unit.spork.test_spork import REGTEST_SPORK_KEY
 
 SPORK_8 = "SPORK_8_MASTERNODE_PAYMENT_ENFORCEMENT"
@@ -101,8 +103,9 @@ class SporkNetworkTests(P2PTestCase):
         self.assertIn("invalid spork signature", debug_log(self.other))
 
 
-class SporkStartupTests(P2PTestCase):
+class SporkStartupTests(InProcessP2PTestCase):
     def test_wrong_key_refuses_to_start(self) -> None:
+        # A process: its exit status and stderr are read.
         stranger = "cMzYx2mtV3WfrVDnvadi3TQsBUvG7A7ma55rKLwShHnDNaQeReWm"
         node = NodeProcess.start(self.mktemp(), ["-sporkkey=%s" % stranger], wait=False)
         self.addCleanup(node.kill)
