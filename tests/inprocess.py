@@ -50,7 +50,13 @@ def node_config(datadir: str, args: Sequence[str], credentials: Optional[Tuple[s
     if not any(a.startswith("-rpcport=") for a in args):
         argv.append("-rpcport=0")
     if not any(a.startswith(("-port=", "-bind=")) for a in args):
-        argv += ["-port=0", "-bind=127.0.0.1"]
+        argv.append("-port=0")
+        # -bind turns listening on: only where coind would listen anyway (-connect turns
+        # it off unless -listen=1 is given).
+        listen = [a for a in args if a.startswith(("-listen", "-nolisten"))]
+        connect = any(a.startswith("-connect") for a in args)
+        if listen[-1:] in ([], ["-listen=1"], ["-listen"]) and not (connect and not listen):
+            argv.append("-bind=127.0.0.1")
     if credentials is not None:
         argv += ["-rpcuser=" + credentials[0], "-rpcpassword=" + credentials[1]]
     config = Config(node_options(), environ={"HOME": datadir})

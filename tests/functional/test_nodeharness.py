@@ -119,3 +119,9 @@ class InProcessNodeTests(NodeTestCase):
             node.start()
         self.assertIn("gave up during start-up", str(caught.exception))
         self.assertFalse(node.running)
+
+    def test_listening_follows_coinds_rules(self) -> None:
+        self.assertIsNotNone(self.start_node("-disablewallet").p2p_port)
+        self.assertIsNone(self.start_node("-disablewallet", "-listen=0").p2p_port)
+        self.assertIsNone(self.start_node("-disablewallet", "-connect=0").p2p_port)
+        self.assertIsNotNone(self.start_node("-disablewallet", "-connect=0", "-listen=1").p2p_port)
