@@ -72,6 +72,7 @@ from coin.chain.snapshot import (
 )
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
+from coin.storage.flatfile import WouldBlock
 from coin.threads import ThreadRunner
 
 log = Logger()
@@ -166,13 +167,20 @@ class ChainState:
         """The stored block; BlockUnavailable if it has no data or was pruned (any thread)."""
         return Block.deserialize(self.read_raw_block(entry))
 
-    def read_raw_block(self, entry: BlockIndexEntry) -> bytes:
-        """The serialized block, read under the lock pruning takes to drop positions."""
-        with self._block_data_lock:
+    def read_raw_block(self, entry: BlockIndexEntry, wait: bool = True) -> bytes:
+        """The serialized block, read under the lock pruning takes to drop positions.
+
+        ``wait=False``: WouldBlock instead of waiting for that lock or the disk (a caller
+        on the reactor thread then hops to a thread)."""
+        if not self._block_data_lock.acquire(blocking=wait):
+            raise WouldBlock("pruning holds the block files")
+        try:
             if not entry.have_data():
                 raise BlockUnavailable(PRUNED_MESSAGE if self.is_pruned_block(entry)
                                        else NOT_ON_DISK_MESSAGE, entry.hash)
-            return self.store.read_block(entry.file_no, entry.data_pos)
+            return self.store.read_block(entry.file_no, entry.data_pos, wait)
+        finally:
+            self._block_data_lock.release()
 
     def read_undo(self, entry: BlockIndexEntry) -> List[List[Coin]]:
         """The block's undo data; BlockUnavailable once pruned (any thread)."""

@@ -262,6 +262,15 @@ class RESTHandlers:
             return succeed(False)
         return self.chain.call(lambda cs: cs.is_pruned_block(entry))
 
+    @staticmethod
+    def _raw_block_if_cached(state: Any, entry: Any, fmt: str) -> Optional[Body]:
+        """.hex/.bin of a block whose bytes are in the page cache, read here on the reactor
+        (no thread hop); None if that would wait (disk, pruning, the writer) or failed."""
+        try:
+            return binary_body(fmt, state.read_raw_block(entry, wait=False))
+        except Exception:
+            return None  # WouldBlock, or an error the thread's read reports properly
+
     @inlineCallbacks
     def block(self, part: str, tx_detail: bool):
         param, fmt = split_format(part)
@@ -289,7 +298,9 @@ class RESTHandlers:
                 return None
             return block_json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
 
-        body = yield self._in_thread(read_and_render)
+        body = self._raw_block_if_cached(state, entry, fmt) if fmt != JSON else None
+        if body is None:
+            body = yield self._in_thread(read_and_render)
         if body is None:
             # Pruned or unreadable between the check and the read.
             pruned = yield self._is_pruned(entry)

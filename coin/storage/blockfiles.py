@@ -71,8 +71,8 @@ class BlockFiles:
         self._touch(file_no).add_block(HEADER_SIZE + len(raw), height, time)
         return file_no, pos
 
-    def read_block(self, file_no: int, pos: int) -> bytes:
-        return self._blocks.read(file_no, pos)[0]
+    def read_block(self, file_no: int, pos: int, wait: bool = True) -> bytes:
+        return self._blocks.read(file_no, pos, wait)[0]
 
     def write_undo(self, raw: bytes, block_hash: bytes) -> Position:
         file_no, pos = self._undo.append(raw, undo_checksum(block_hash, raw))

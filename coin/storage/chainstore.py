@@ -154,8 +154,9 @@ class ChainStore:
         return self._open_files().write_block(raw, height, time)
 
     @_storage_errors
-    def read_block(self, file_no: int, pos: int) -> bytes:
-        return self._open_files().read_block(file_no, pos)
+    def read_block(self, file_no: int, pos: int, wait: bool = True) -> bytes:
+        """The stored block; with ``wait=False``, WouldBlock rather than wait (see flatfile)."""
+        return self._open_files().read_block(file_no, pos, wait)
 
     @_storage_errors
     def write_undo(self, raw: bytes, block_hash: bytes, height: int) -> Tuple[int, int]:

@@ -41,6 +41,30 @@ def fsync_directory(path: str) -> None:
         os.close(fd)
 
 
+
+class WouldBlock(Exception):
+    """A read asked not to wait would have had to (data not in the page cache, the file
+    being written): do it again where waiting is fine."""
+
+
+#: Reads that must not wait for the disk: preadv's RWF_NOWAIT (Linux 4.14+).
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
+
+
+def _pread(fd: int, size: int, offset: int, wait: bool) -> bytes:
+    if wait:
+        return os.pread(fd, size, offset)
+    if _NOWAIT is None:
+        raise WouldBlock("no RWF_NOWAIT here")
+    buffer = bytearray(size)
+    try:
+        got = os.preadv(fd, [buffer], offset, _NOWAIT)
+    except OSError as e:  # EAGAIN: not all cached; EOPNOTSUPP: a filesystem without it
+        raise WouldBlock(str(e)) from None
+    if got != size and offset + got < os.fstat(fd).st_size:
+        raise WouldBlock("partly cached")  # a short read that is not the end of the file
+    return bytes(memoryview(buffer)[:got])
+
 class FlatFileSeq:
     """One sequence of record files, e.g. all ``blkNNNNN.dat``; one writer, many readers."""
 
@@ -206,20 +230,31 @@ class FlatFileSeq:
 
     # -- reading --------------------------------------------------------------
 
-    def read(self, file_no: int, pos: int) -> Tuple[bytes, bytes]:
-        """``(payload, trailer)`` of the record whose payload starts at ``pos``."""
+    def read(self, file_no: int, pos: int, wait: bool = True) -> Tuple[bytes, bytes]:
+        """``(payload, trailer)`` of the record whose payload starts at ``pos``.
+
+        With ``wait=False`` the read never waits (for the disk, the writer's lock or a
+        flush): it raises :class:`WouldBlock` instead, so a caller on the reactor thread
+        can serve a record that is in the page cache at once and hop to a thread otherwise.
+        """
         where = "%s:%d" % (os.path.basename(self.path(file_no)), pos)
-        with self._lock:
+        if not self._lock.acquire(blocking=wait):
+            raise WouldBlock(where)
+        try:
             if file_no == self._file_no and pos - HEADER_SIZE >= self._on_disk:
+                if not wait:
+                    raise WouldBlock(where)
                 self._flush_locked()
             fd = self._reader_locked(file_no, where)
-            header = os.pread(fd, HEADER_SIZE, pos - HEADER_SIZE) if pos >= HEADER_SIZE else b""
+            header = _pread(fd, HEADER_SIZE, pos - HEADER_SIZE, wait) if pos >= HEADER_SIZE else b""
             if len(header) != HEADER_SIZE:
                 raise CorruptionError("no record at %s" % where)
             magic, length = _HEADER.unpack(header)
             if magic != self.magic or not self.min_payload <= length <= MAX_PAYLOAD:
                 raise CorruptionError("no valid record header at %s" % where)
-            body = os.pread(fd, length + self.trailer_size, pos)
+            body = _pread(fd, length + self.trailer_size, pos, wait)
+        finally:
+            self._lock.release()
         if len(body) != length + self.trailer_size:
             raise CorruptionError("record at %s is truncated" % where)
         return body[:length], body[length:]

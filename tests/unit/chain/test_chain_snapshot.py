@@ -210,9 +210,9 @@ class PruneRaceTests(SynchronousTestCase):
         ChainBuilder(chain).mine(CHAIN_LENGTH)
         read_from_disk = chain.store.read_block
 
-        def busy_disk(file_no: int, pos: int) -> bytes:
+        def busy_disk(file_no: int, pos: int, wait: bool = True) -> bytes:
             time.sleep(0.003)
-            return read_from_disk(file_no, pos)
+            return read_from_disk(file_no, pos, wait)
 
         chain.store.read_block = busy_disk  # type: ignore[method-assign]
         last_prunable = CHAIN_LENGTH - MIN_BLOCKS_TO_KEEP

@@ -164,6 +164,25 @@ class BlockTests(RESTTestCase):
                              (200, b"application/octet-stream", raw))
 
     @inlineCallbacks
+    def test_cached_hex_and_bin_are_read_without_a_thread_hop(self):
+        raw = self.spend_block.serialize()
+        path = "/rest/block/%s" % self.tip_hash()
+        yield self.get(path + ".bin")  # the first read may flush the writer (on a thread)
+        hops = []
+        handlers = self.rest.handlers
+        hop = handlers._in_thread
+        self.patch(handlers, "_in_thread", lambda f: hops.append(f) or hop(f))
+        r = yield self.get(path + ".bin")
+        self.assertEqual(r.body, raw)
+        r = yield self.get(path + ".hex")
+        self.assertEqual(r.body, raw.hex().encode() + b"\n")
+        self.assertEqual(hops, [])
+        # JSON is rendered on a thread as before.
+        r = yield self.get(path + ".json")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(len(hops), 1)
+
+    @inlineCallbacks
     def test_block_hex_and_bin_are_the_stored_bytes_unparsed(self):
         # .hex/.bin send the block file's bytes as they are: no parse, no re-serialize.
         raw = self.spend_block.serialize()

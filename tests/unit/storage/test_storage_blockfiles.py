@@ -8,13 +8,14 @@ import struct
 import threading
 from typing import List, Tuple
 
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from coin.chainparams import REGTEST
 from coin.primitives.hashes import sha256d
 from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
+from coin.storage.flatfile import WouldBlock
 
 MAGIC = REGTEST.message_start
 
@@ -220,3 +221,45 @@ class BlockFileTests(SynchronousTestCase):
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.path, "blocks")).st_mode), 0o700)
         self.assertEqual(stat.S_IMODE(os.stat(self.blk(0)).st_mode), 0o600)
         self.assertEqual(stat.S_IMODE(os.stat(store.db_path).st_mode), 0o600)
+
+
+class NoWaitReadTests(SynchronousTestCase):
+    """``wait=False`` reads serve cached records on the caller's thread and never wait."""
+
+    def setUp(self) -> None:
+        self.store = open_store(self, self.mktemp())
+        self.raw = fake_block(1, 5000)
+        self.position = self.store.write_block(self.raw, 1, 1001)
+
+    def test_a_cached_record_is_read_without_waiting(self) -> None:
+        self.store.sync()
+        self.assertEqual(self.store.read_block(*self.position, wait=False), self.raw)
+
+    def test_a_record_still_in_the_writers_buffer_would_need_a_flush(self) -> None:
+        with self.assertRaises(WouldBlock):
+            self.store.read_block(*self.position, wait=False)
+        self.assertEqual(self.store.read_block(*self.position), self.raw)  # flushes
+
+    def test_a_held_file_lock_is_not_waited_for(self) -> None:
+        self.store.sync()
+        files = self.store._open_files()._blocks
+        with files._lock:
+            with self.assertRaises(WouldBlock):
+                self.store.read_block(*self.position, wait=False)
+
+    def test_a_record_out_of_the_page_cache_is_left_to_a_thread(self) -> None:
+        self.store.sync()
+        path = os.path.join(self.store.blocks_dir, "blk%05d.dat" % self.position[0])
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        try:
+            cached = self.store.read_block(*self.position, wait=False)
+        except WouldBlock:
+            pass
+        else:  # tmpfs and some others keep every page: nothing to evict there
+            self.assertEqual(cached, self.raw)
+            raise SkipTest("this filesystem keeps the pages cached after POSIX_FADV_DONTNEED")
+        self.assertEqual(self.store.read_block(*self.position), self.raw)
