@@ -18,14 +18,12 @@ the process, several nodes talking P2P) keeps using :class:`~tests.nodeharness.N
 
 from __future__ import annotations
 
-import atexit
 import functools
 import inspect
 import os
 import shutil
-import tempfile
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks
@@ -38,6 +36,7 @@ from coin.config import Config
 from coin.config.node import NodeConfig, node_options
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.service import NodeService
+from tests.prepared import prepared_datadir
 from tests.nodeharness import MINER_ADDRESS, PASSWORD, SHARED_BLOCKS, USER, NodeClient
 
 #: Threads of each node's pool (blocking reads, parses and encodes; see coin.threads).
@@ -227,8 +226,6 @@ def mine_chain(node: InProcessNode) -> None:
 
 
 Build = Callable[[InProcessNode], Any]
-_prepared: Dict[Tuple[Build, Tuple[str, ...]], Tuple[str, Any]] = {}
-_prepared_lock = threading.RLock()  # a build may start on another build's copy
 #: Files a copy leaves out: they belong to the node that ran, not to its data.
 _NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log")
 
@@ -236,19 +233,16 @@ _NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log
 def prepared(build: Build, args: Sequence[str]) -> Tuple[str, Any]:
     """``(datadir, state)``: a node started with ``args`` and set up by ``build(node)``, once
     per process; ``state`` is what ``build`` returned. Tests start on copies of it."""
-    key = (build, tuple(args))
-    with _prepared_lock:
-        if key not in _prepared:
-            datadir = tempfile.mkdtemp(prefix="coin-test-prepared-")
-            atexit.register(shutil.rmtree, datadir, True)
-            node = InProcessNode(datadir, args)
-            node.start()
-            try:
-                state = build(node)
-            finally:
-                node.stop()
-            _prepared[key] = (datadir, state)
-        return _prepared[key]
+
+    def run(datadir: str) -> Any:
+        node = InProcessNode(datadir, args)
+        node.start()
+        try:
+            return build(node)
+        finally:
+            node.stop()
+
+    return prepared_datadir((build, tuple(args)), run)
 
 
 # ------------------------------------------------------------------ the test case

@@ -10,9 +10,7 @@ to a network whose chain starts empty.
 
 from __future__ import annotations
 
-import atexit
 import shutil
-import tempfile
 from typing import Any, List, Optional, Sequence
 
 import simplejson
@@ -40,26 +38,23 @@ from coin.storage.chainstore import ChainStore
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
 from coin.views.amounts import parse_amount
 
+from .prepared import prepared_datadir
 from .rpchelpers import FakeNode
 
 #: Height of the prepared chain: the coinbases of blocks 1..10 are mature for block 111.
 TIP_HEIGHT = 110
 
-_template: Optional[tuple] = None
+def _mine_chain(datadir: str) -> list:
+    chain = open_chain(datadir)
+    builder = ChainBuilder(chain)
+    builder.mine(TIP_HEIGHT)
+    chain.close()
+    return list(builder.coinbase_outputs)
 
 
 def prepared_chain() -> tuple:
     """``(datadir, coinbase spendables by height - 1)``, built once per test run."""
-    global _template
-    if _template is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-rpcchain-")
-        atexit.register(shutil.rmtree, datadir, True)
-        chain = open_chain(datadir)
-        builder = ChainBuilder(chain)
-        builder.mine(TIP_HEIGHT)
-        chain.close()
-        _template = (datadir, list(builder.coinbase_outputs))
-    return _template
+    return prepared_datadir(_mine_chain, _mine_chain)
 
 
 class ChainRPCTestCase(TestCase):

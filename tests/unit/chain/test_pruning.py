@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from typing import Any, Optional
@@ -48,6 +47,7 @@ from coin.storage.errors import CorruptionError
 from coin.testing.chainbuilder import ChainBuilder
 from tests.rpchelpers import FakeNode
 from tests import ROOT
+from tests.prepared import prepared_datadir
 
 #: About 20 coinbase-only regtest blocks per block file, ~90 undo records per undo file.
 FILE_SIZE = 4000
@@ -362,22 +362,16 @@ class KillDuringPruneTests(SynchronousTestCase):
 
 # ---------------------------------------------------------------- RPC
 
-_template: Optional[str] = None
+def _pruned_to_100(datadir: str) -> None:
+    chain = open_pruning_chain(datadir, target=0)
+    ChainBuilder(chain).mine(CHAIN_LENGTH)
+    chain.prune_manual(100)
+    chain.close()
 
 
 def template() -> str:
     """A datadir pruned by hand to height 100 (built once per run)."""
-    global _template
-    if _template is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-pruning-")
-        import atexit
-        atexit.register(shutil.rmtree, datadir, True)
-        chain = open_pruning_chain(datadir, target=0)
-        ChainBuilder(chain).mine(CHAIN_LENGTH)
-        chain.prune_manual(100)
-        chain.close()
-        _template = datadir
-    return _template
+    return prepared_datadir(_pruned_to_100, _pruned_to_100)[0]
 
 
 class PruningRPCTests(TestCase):

@@ -12,10 +12,8 @@ connected: "valid-headers"); and a header without data on block 109
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import tempfile
 import time
 from decimal import Decimal
 from typing import Any, Dict, NamedTuple, Optional
@@ -46,6 +44,7 @@ from coin.storage.chainstore import ChainStore
 from coin.testing.chainbuilder import ChainBuilder, deterministic_key, open_chain
 
 from tests.rpchelpers import FakeNode, transcript
+from tests.prepared import prepared_datadir
 
 # Key orders of the reference node's replies (rpcm_05, rpcm_14, rpcm_25, rpcm_26, rpcm_52 in
 # /work/shared/reference/transcripts), without the segwit sizes doc/views.md drops.
@@ -87,29 +86,25 @@ class Template(NamedTuple):
     header_only: bytes
 
 
-_template: Optional[Template] = None
+def _build(datadir: str) -> Template:
+    chain = open_chain(datadir)
+    builder = ChainBuilder(chain)
+    builder.mine(SPEND_HEIGHT - 1)
+    source = builder.coinbase_outputs[0]
+    spend = builder.spend(source, outputs=[(builder.script_pubkey, source.value - 10_000),
+                                           (nulldata_script(b"rpc"), 0)])
+    builder.mine(1, txs=[spend])
+    builder.mine(TIP_HEIGHT - SPEND_HEIGHT)
+    fork = builder.mine(2, parent=chain.at_height(105))
+    header = builder.build(parent=chain.at_height(109)).header
+    chain.accept_header(header)
+    chain.close()
+    return Template(datadir, spend.txid, fork[-1].hash, header.hash)
 
 
 def template() -> Template:
     """The prepared datadir (built once per test run, copied by every test)."""
-    global _template
-    if _template is None:
-        datadir = tempfile.mkdtemp(prefix="coin-test-rpc-blockchain-")
-        atexit.register(shutil.rmtree, datadir, True)
-        chain = open_chain(datadir)
-        builder = ChainBuilder(chain)
-        builder.mine(SPEND_HEIGHT - 1)
-        source = builder.coinbase_outputs[0]
-        spend = builder.spend(source, outputs=[(builder.script_pubkey, source.value - 10_000),
-                                               (nulldata_script(b"rpc"), 0)])
-        builder.mine(1, txs=[spend])
-        builder.mine(TIP_HEIGHT - SPEND_HEIGHT)
-        fork = builder.mine(2, parent=chain.at_height(105))
-        header = builder.build(parent=chain.at_height(109)).header
-        chain.accept_header(header)
-        chain.close()
-        _template = Template(datadir, spend.txid, fork[-1].hash, header.hash)
-    return _template
+    return prepared_datadir(_build, _build)[1]
 
 
 class BlockchainRPCTestCase(TestCase):
