@@ -209,6 +209,8 @@ class LeanChannel(Protocol):
         self._queue: deque[_Message | bytes] = deque()
         self._current: Any = None
         self._closing = False
+        #: Set at shutdown: close as soon as no request is left to answer.
+        self._close_when_idle = False
         #: Reading paused: too many requests waiting, or the transport's buffer is full.
         self._paused = self._transport_full = False
         self._idle: IDelayedCall | None = None
@@ -257,11 +259,17 @@ class LeanChannel(Protocol):
         if self._current is not None:
             current, self._current = self._current, None
             current.connectionLost(reason)
-        self.site.connection_closed()
+        self.site.connection_closed(self)
 
     def loseConnection(self) -> None:
         self._closing = True
         self.transport.loseConnection()
+
+    def close_when_idle(self) -> None:
+        """Shutdown: close now if nothing is being answered, else after the answers queued."""
+        self._close_when_idle = True
+        if self._current is None and not self._queue:
+            self.loseConnection()
 
     def _restart_idle(self) -> None:
         if not self.timeOut:
@@ -506,6 +514,9 @@ class LeanChannel(Protocol):
                       else request.clientproto == b"HTTP/1.1" and not _asks_to_close_raw(request))
         if not persistent:
             self._queue.clear()
+            self.loseConnection()
+            return
+        if self._close_when_idle and not self._queue:
             self.loseConnection()
             return
         self._restart_idle()

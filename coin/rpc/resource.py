@@ -201,6 +201,8 @@ class RPCSite(server.Site):
         self.connections = 0
         #: Refused connections still open after their 503 (at most max_connections).
         self.lingering = 0
+        #: The open connections, closed at shutdown.
+        self._channels: set[LeanChannel] = set()
 
     def protocol(self) -> LeanChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
@@ -215,14 +217,20 @@ class RPCSite(server.Site):
             # Past twice the cap, not even a 503: the connection is closed at once.
             return _Overloaded(self) if self.lingering < self.max_connections else None
         self.connections += 1
-        return self.protocol()
+        channel = self.protocol()
+        self._channels.add(channel)
+        return channel
 
-    def connection_closed(self) -> None:
+    def connection_closed(self, channel: LeanChannel) -> None:
         self.connections -= 1
+        self._channels.discard(channel)
 
     def stopFactory(self) -> None:
-        """Its last port closed (shutdown): the root's timers go too."""
+        """Its last port closed (shutdown): kept-alive connections close once their answer
+        is sent (as libevent's server in Core closes them), and the root's timers go."""
         super().stopFactory()
+        for channel in list(self._channels):
+            channel.close_when_idle()
         self.resource.stop()
 
     def log(self, request: server.Request) -> None:

@@ -72,6 +72,27 @@ class IdleTimerTests(SynchronousTestCase):
         self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 20)
 
 
+class ShutdownTests(SynchronousTestCase):
+    """When the server stops, kept-alive connections close once their answers are sent."""
+
+    def test_idle_connections_close_and_busy_ones_after_their_answer(self):
+        server = Server(methods=[slow])
+        self.addCleanup(_SLOW.clear)
+        idle, idle_transport = server.connect()
+        idle.dataReceived(post(GET_COUNT))
+        busy, busy_transport = server.connect()
+        busy.dataReceived(post(b'{"method":"slow","id":1}'))
+        server.site.stopFactory()
+        self.assertTrue(idle_transport.disconnecting)
+        self.assertFalse(busy_transport.disconnecting)
+        _SLOW.pop().callback(5)
+        self.assertIn(b'{"result":5,"error":null,"id":1}', busy_transport.value())
+        self.assertTrue(busy_transport.disconnecting)
+        for channel in (idle, busy):  # the transports close: no timer of theirs is left
+            channel.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual((server.clock.getDelayedCalls(), server.site.connections), ([], 0))
+
+
 class LineEndingTests(SynchronousTestCase):
     def test_bare_lf_request_is_answered(self):
         # libevent reads LF and CRLF lines alike; Twisted alone waited for CRLF until the
