@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from collections.abc import Coroutine
 from typing import Any, Callable, Iterator, NamedTuple
 
 import simplejson
 from simplejson.decoder import scanstring
 from simplejson.errors import JSONDecodeError
 from simplejson.scanner import py_make_scanner
-from twisted.internet.defer import CancelledError, Deferred, DeferredLock, maybeDeferred, succeed
+from twisted.internet.defer import CancelledError, Deferred, DeferredLock, fail, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
@@ -376,7 +377,9 @@ class JSONRPCCore:
             return succeed(self._error_reply(exc, request_id))
         if not self._whitelist.allows(user, method):
             return succeed(FORBIDDEN)
-        answer = self._call(request_id, method, params, user, wallet_name)
+        answer = self._answer(request_id, method, params, user, wallet_name)
+        if isinstance(answer, tuple):
+            return succeed(Reply(answer[0], answer[1] + b"\n"))
         return answer.addCallback(lambda reply: Reply(reply[0], reply[1] + b"\n"))
 
     def _batch(self, requests: list[Any], user: str,
@@ -410,10 +413,10 @@ class JSONRPCCore:
             except RPCError as exc:
                 parts.append(_response(b"null", map_exception(exc)[1], request_id))
             else:
-                call = self._call(request_id, method, params, user, wallet_name)
-                if call.called and isinstance(call.result, tuple):
-                    # Answered already (most calls are): no coroutine round trip per call.
-                    parts.append(call.result[1])
+                call = self._answer(request_id, method, params, user, wallet_name)
+                if isinstance(call, tuple):
+                    # Answered already (most calls are): no Deferred, no coroutine round trip.
+                    parts.append(call[1])
                 else:
                     parts.append((await call)[1])
             if self._clock.seconds() - slice_start >= BATCH_SLICE:
@@ -421,12 +424,23 @@ class JSONRPCCore:
                 slice_start = self._clock.seconds()
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
 
-    def _call(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
-              user: str, wallet_name: str | None) -> Deferred[tuple[int, bytes]]:
-        """Run one call; fires with (status, response object bytes)."""
-        answer = maybeDeferred(self._invoke, method, params, user, wallet_name)
-        return answer.addCallbacks(self._rendered, self._failed,
-                                   callbackArgs=(request_id,), errbackArgs=(request_id,))
+    def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
+                user: str, wallet_name: str | None
+                ) -> tuple[int, bytes] | Deferred[tuple[int, bytes]]:
+        """Run one call: ``(status, response object bytes)`` at once when the handler answers
+        at once (most do; no Deferred is made for them), else a Deferred of that."""
+        try:
+            result = self._invoke(method, params, user, wallet_name)
+        except Exception:
+            result = Failure()
+        if isinstance(result, Coroutine):
+            result = Deferred.fromCoroutine(result)
+        if isinstance(result, Deferred):
+            return result.addCallbacks(self._rendered, self._failed,
+                                       callbackArgs=(request_id,), errbackArgs=(request_id,))
+        answer = (self._failed(result, request_id) if isinstance(result, Failure)
+                  else self._rendered(result, request_id))
+        return fail(answer) if isinstance(answer, Failure) else answer  # a cancellation
 
     def _invoke(self, name: str, params: list[Any] | dict[str, Any], user: str,
                 wallet_name: str | None) -> Any:

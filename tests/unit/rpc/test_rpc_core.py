@@ -168,6 +168,40 @@ class CoreTests(SynchronousTestCase):
             body = simplejson.dumps(body).encode()
         return self.successResultOf(core.handle(body, user, wallet))
 
+    def test_every_kind_of_handler_answer_in_a_batch(self):
+        """Answered at once (no Deferred made), later, as a coroutine, raised, returned as
+        a Failure: each is rendered as before, in order."""
+        later: Deferred = Deferred()
+
+        @rpc_method("kinds", category="hidden", args=[Arg("kind", ANY)])
+        def kinds(ctx, kind):
+            if kind == "now":
+                return 1
+            if kind == "later":
+                return later
+            if kind == "raised":
+                raise RPCError(-8, "raised")
+            if kind == "failure":
+                return Failure(RPCError(-8, "returned"))
+
+            async def coroutine():
+                return 3
+            return coroutine()
+
+        core = _core([kinds])
+        calls = [{"id": n, "method": "kinds", "params": [kind]}
+                 for n, kind in enumerate(["now", "later", "coroutine", "raised", "failure"])]
+        batch = core.handle(simplejson.dumps(calls).encode(), "u", None)
+        self.assertNoResult(batch)
+        later.callback(2)
+        self.assertEqual(reply_body(b"\r\n\r\n" + self.successResultOf(batch).body), [
+            {"result": 1, "error": None, "id": 0}, {"result": 2, "error": None, "id": 1},
+            {"result": 3, "error": None, "id": 2},
+            {"result": None, "error": {"code": -8, "message": "raised"}, "id": 3},
+            {"result": None, "error": {"code": -8, "message": "returned"}, "id": 4}])
+        self.assertEqual(self.answer(core, calls[0]), Reply(200, b'{"result":1,"error":null,"id":0}\n'))
+        self.assertEqual(self.answer(core, calls[4]).status, 500)
+
     def test_reply_is_compact_ordered_and_newline_terminated(self):
         reply = self.answer(_core(), {"id": "x", "method": "getblockcount"})
         self.assertEqual(reply, Reply(200, b'{"result":111,"error":null,"id":"x"}\n'))
