@@ -34,8 +34,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import resource, server
 
-from coin.chain.access import ChainAccess
+from coin.chain.access import ChainAccess, ChainStatus
 from coin.chain.index import BlockIndexEntry
+from coin.chain.snapshot import ChainSnapshot
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
@@ -235,6 +236,8 @@ class RESTHandlers:
         #: confirmations and nextblockhash change with the active chain, nothing else does.
         self._block_json: "OrderedDict[Tuple[bytes, bool], Body]" = OrderedDict()
         self._json_tip: Optional[bytes] = None
+        #: The last chaininfo.json body, with the snapshot and status it was made from.
+        self._chaininfo: Optional[Tuple[ChainSnapshot, ChainStatus, Body]] = None
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
@@ -458,8 +461,14 @@ class RESTHandlers:
         if name != "chaininfo":
             raise NoSuchPath()
         view = self.chain.snapshot()
-        return succeed(json_body(chain_info_json(view, self.chain.params,
-                                                 self.chain.status(view))))
+        status = self.chain.status(view)
+        cached = self._chaininfo
+        if cached is None or cached[0] is not view or cached[1] != status:
+            # The object depends on the snapshot and the status only (no clock): pollers
+            # asking again between blocks get the same bytes without a render.
+            cached = self._chaininfo = (view, status, json_body(
+                chain_info_json(view, self.chain.params, status)))
+        return succeed(cached[2])
 
     def mempool(self, part: str) -> Deferred:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""

@@ -42,6 +42,7 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.views.block import block_json, header_json
 from coin.views.chaininfo import chain_info_json
 from coin.views.transaction import tx_block_fields, tx_json
+from coin.rest import resource as rest_resource
 
 from tests.rpcchain import TIP_HEIGHT, ChainRPCTestCase
 from tests.rpchelpers import FakeNode, split_response
@@ -507,6 +508,21 @@ class StatusTests(RESTTestCase):
             view, self.params, self.access.status(view))) + b"\n")
         rpc = yield self.send("getblockchaininfo")
         self.assertEqual(simplejson.loads(rpc.body, use_decimal=True)["result"], r.json())
+
+    @inlineCallbacks
+    def test_chaininfo_is_rendered_again_only_when_something_changed(self):
+        renders = []
+        self.patch(rest_resource, "chain_info_json",
+                   lambda *args: renders.append(args) or chain_info_json(*args))
+        first = yield self.get("/rest/chaininfo.json")
+        again = yield self.get("/rest/chaininfo.json")
+        self.assertEqual((again.body, len(renders)), (first.body, 1))
+        yield self.mine(1)  # a new snapshot
+        mined = yield self.get("/rest/chaininfo.json")
+        self.assertEqual((mined.json()["blocks"], len(renders)), (first.json()["blocks"] + 1, 2))
+        self.patch(self.access.warnings, "text", lambda: "Warning: a test warning")  # a new status
+        warned = yield self.get("/rest/chaininfo.json")
+        self.assertEqual((warned.json()["warnings"], len(renders)), ("Warning: a test warning", 3))
 
     @inlineCallbacks
     def test_mempool(self):
