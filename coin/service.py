@@ -246,7 +246,7 @@ class NodeService(service.MultiService):
             self.chain.warnings, chainstate, self.block_sync.is_initial_block_download))
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
                                 self.validation.subscribe,
-                                min_fee_rate=self._fee_filter_rate(policy, pool))
+                                min_fee_rate=pool.relay_floor)
         self.tx_relay.orphans.max_count = max(0, self.config.get_int("maxorphantx"))
         try:
             self.sporks = SporkManager.for_node(self.params, self.p2p, self.config.get("sporkkey"),
@@ -364,15 +364,6 @@ class NodeService(service.MultiService):
                          set_time_offset=self.clock.set_time_offset,
                          warnings=self.chain.warnings)
         return p2p
-
-    @staticmethod
-    def _fee_filter_rate(policy: PoolPolicy, pool: Mempool) -> Callable[[], int]:
-        """The feefilter we send: the minimum relay fee or the pool's dynamic minimum."""
-
-        def rate() -> int:
-            return max(policy.min_relay_fee.sat_per_kb, pool.get_min_fee().sat_per_kb)
-
-        return rate
 
     def _fee_option(self, name: str) -> int:
         text = self.config.get(name) or "0"

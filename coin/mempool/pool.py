@@ -512,6 +512,11 @@ class Mempool:
                     return FeeRate(0)
             return max(FeeRate(int(round(self._rolling_min_fee))), self.incremental_relay_fee)
 
+    def relay_floor(self) -> int:
+        """Satoshis per kB a transaction must pay to enter now: the rolling floor or the
+        minimum relay fee, whichever is higher (Core's mempoolminfee and feefilter)."""
+        return max(self.get_min_fee().sat_per_kb, self.min_relay_fee.sat_per_kb)
+
     def clear(self) -> None:
         with self.lock:
             self.entries.clear()

@@ -149,7 +149,7 @@ class MempoolService(service.Service):
         """
         with self.pool.lock:
             rate, blocks = self.estimator.estimate_smart_fee(target, conservative)
-            floor = max(self.pool.get_min_fee().sat_per_kb, self.policy.min_relay_fee.sat_per_kb)
+            floor = self.pool.relay_floor()
         return (None if rate is None else max(rate, floor)), blocks
 
     def prioritise(self, txid: bytes, delta: int) -> Deferred:

@@ -70,7 +70,6 @@ def mempool_info_json(pool: Mempool, min_relay_fee: int) -> Dict[str, Any]:
     ``mempoolminfee`` is the larger of the rolling floor and the relay fee, as Core 0.17.
     """
     with pool.lock:
-        floor = max(pool.get_min_fee().sat_per_kb, min_relay_fee)
         return {"size": len(pool), "bytes": pool.total_size, "usage": pool.total_usage,
-                "maxmempool": pool.max_usage, "mempoolminfee": amount_to_json(floor),
+                "maxmempool": pool.max_usage, "mempoolminfee": amount_to_json(pool.relay_floor()),
                 "minrelaytxfee": amount_to_json(min_relay_fee)}

@@ -47,7 +47,8 @@ class PoolTestCase(SynchronousTestCase):
         self.addCleanup(self.chainstate.close)
         self.builder = ChainBuilder(self.chainstate)
         self.now = NOW
-        self.pool = Mempool(max_usage=self.policy.max_usage, now=lambda: self.now)
+        self.pool = Mempool(max_usage=self.policy.max_usage, min_relay_fee=self.policy.min_relay_fee,
+                            now=lambda: self.now)
 
     def accept(self, tx, **options):
         return accept_to_mempool(self.chainstate, self.pool, tx, self.policy, now=self.now,
