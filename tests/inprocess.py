@@ -26,7 +26,7 @@ import threading
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks
+from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.threads import blockingCallFromThread
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
@@ -308,6 +308,3 @@ class NodeTestCase(TestCase):
         node.state = state
         self.addCleanup(node.stop_service)
         return node.start() if wait else node.begin()
-
-    def stop_nodes(self, *nodes: InProcessNode) -> Deferred:
-        return DeferredList([node.stop_service() for node in nodes], fireOnOneErrback=True)

@@ -30,6 +30,7 @@ from coin.config.node import NodeConfig, node_options
 from coin.primitives.hashes import hash_to_hex
 from coin.service import NodeService, P2PListeners, RPCListeners, StartupError
 from coin.tap import Options, load_config, makeService
+from tests.inprocess import node_config
 from tests.nodeharness import free_port
 from tests.functional.test_daemon import run_coind
 
@@ -130,9 +131,7 @@ def in_process_node(case: TestCase, *argv: str, threadpool: Any = None) -> NodeS
     """A regtest node for this process's reactor, on loopback ports chosen at bind time."""
     datadir = os.path.abspath(case.mktemp())
     os.makedirs(datadir)
-    config = parsed("-regtest", "-datadir=" + datadir, "-printtoconsole=0", "-rpcuser=u",
-                    "-rpcpassword=p", "-rpcport=0", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
-                    "-port=0", "-bind=127.0.0.1", *argv)
+    config = node_config(datadir, ("-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1") + argv, ("u", "p"))
     return NodeService(NodeConfig.from_config(config), reactor, threadpool=threadpool)
 
 
