@@ -1,0 +1,171 @@
+"""ZeroMQ publishers: Core 0.17's ``-zmqpub<topic>=<address>`` and Dash 0.12.3's governance topics.
+
+Each message is three frames, as Core sends them: the topic, the body, and the topic's own
+sequence number (4 bytes, little-endian, from 0, wrapping at 2**32).  Topics configured on the
+same address share one PUB socket (the first topic's high water mark applies), as in Core.
+
+Publishing never blocks validation: callers (the validation worker, the reactor) only put
+the event on a queue; one publisher thread owns the sockets, builds the bodies and sends
+with ``NOBLOCK``.  A subscriber that falls behind loses messages at the high water mark
+(ZeroMQ drops them for that subscriber), and so does a queue that is full.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Callable, Dict, Iterable, List, Optional
+
+import zmq
+from twisted.logger import Logger
+
+from coin.notify import DEFAULT_HWM, TOPICS
+
+log = Logger()
+
+#: Events waiting for the publisher thread; beyond this they are dropped (and counted).
+MAX_QUEUED = 200_000
+
+_STOP = object()
+
+
+class Notifier:
+    """One ``-zmqpub<topic>=<address>``: what getzmqnotifications lists."""
+
+    __slots__ = ("topic", "address", "hwm", "sequence", "socket")
+
+    def __init__(self, topic: str, address: str, hwm: int = DEFAULT_HWM) -> None:
+        self.topic = topic
+        self.address = address
+        self.hwm = hwm
+        #: The next message's sequence number (Core's nSequence).
+        self.sequence = 0
+        self.socket: Optional[zmq.Socket] = None
+
+    def describe(self) -> Dict[str, object]:
+        """getzmqnotifications' entry (``hwm`` as Core 0.18 shows it)."""
+        return {"type": "pub" + self.topic, "address": self.address, "hwm": self.hwm}
+
+    def send(self, body: bytes) -> None:
+        """One message; only on the publisher thread."""
+        assert self.socket is not None
+        frames = [self.topic.encode(), body, self.sequence.to_bytes(4, "little")]
+        try:
+            self.socket.send_multipart(frames, flags=zmq.NOBLOCK)
+        except zmq.ZMQError as e:
+            log.debug("zmq: sending {topic} failed: {error}", topic=self.topic, error=e)
+            return
+        self.sequence = (self.sequence + 1) & 0xFFFFFFFF
+
+
+def notifiers_from_config(config: object) -> List[Notifier]:
+    """The notifiers the options ask for, in Core's order; a negative hwm keeps the default
+    (Core's SetOutboundMessageHighWaterMark ignores it)."""
+    found = []
+    for topic in TOPICS:
+        address = config.get("zmqpub" + topic)  # type: ignore[attr-defined]
+        if not address or address == "0":
+            continue
+        hwm = config.get_int("zmqpub%shwm" % topic, DEFAULT_HWM)  # type: ignore[attr-defined]
+        found.append(Notifier(topic, address, hwm if hwm >= 0 else DEFAULT_HWM))
+    return found
+
+
+class ZmqPublisher:
+    """The node's notifiers, their sockets and the thread that sends on them.
+
+    :meth:`start` binds (on the calling thread, so a bad address is known at once) and
+    starts the thread; :meth:`publish` may be called from any thread.
+    """
+
+    def __init__(self, notifiers: Iterable[Notifier], max_queued: int = MAX_QUEUED) -> None:
+        self.notifiers: List[Notifier] = list(notifiers)
+        self._by_topic: Dict[str, List[Notifier]] = {}
+        for notifier in self.notifiers:
+            self._by_topic.setdefault(notifier.topic, []).append(notifier)
+        self._queue: "queue.Queue" = queue.Queue(max_queued)
+        self._context: Optional[zmq.Context] = None
+        self._thread: Optional[threading.Thread] = None
+        #: Events dropped because the queue was full.
+        self.dropped = 0
+
+    def wants(self, topic: str) -> bool:
+        return topic in self._by_topic
+
+    @property
+    def active(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> bool:
+        """Bind every address; on any failure nothing is published (Core disables ZMQ then,
+        the node runs on) and False is returned."""
+        if not self.notifiers:
+            return False
+        self._context = zmq.Context()
+        sockets: Dict[str, zmq.Socket] = {}
+        try:
+            for notifier in self.notifiers:
+                socket = sockets.get(notifier.address)
+                if socket is None:
+                    socket = self._context.socket(zmq.PUB)
+                    socket.setsockopt(zmq.SNDHWM, notifier.hwm)
+                    socket.setsockopt(zmq.LINGER, 0)
+                    sockets[notifier.address] = socket
+                    socket.bind(notifier.address)
+                    log.info("zmq: Outbound message high water mark for {topic} at {address} "
+                             "is {hwm}", topic=notifier.topic, address=notifier.address,
+                             hwm=notifier.hwm)
+                notifier.socket = socket
+        except zmq.ZMQError as e:
+            log.error("zmq: Error: Failed to bind address {address}: {error}; ZeroMQ "
+                      "notifications are off", address=notifier.address, error=e)
+            self._close(sockets.values())
+            self.notifiers = []
+            self._by_topic = {}
+            return False
+        self._thread = threading.Thread(target=self._run, args=(list(sockets.values()),),
+                                        name="zmq-publisher", daemon=True)
+        self._thread.start()
+        return True
+
+    def publish(self, topic: str, body: Callable[[], bytes]) -> None:
+        """Queue one event of ``topic``; ``body()`` is called on the publisher thread."""
+        targets = self._by_topic.get(topic)
+        if not targets or self._thread is None:
+            return
+        try:
+            self._queue.put_nowait((targets, body))
+        except queue.Full:
+            self.dropped += 1
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Send what is queued, then close the sockets (what is left after ``timeout`` is
+        dropped)."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._queue.put(_STOP)
+        thread.join(timeout)
+
+    def _run(self, sockets: List[zmq.Socket]) -> None:
+        get = self._queue.get
+        while True:
+            item = get()
+            if item is _STOP:
+                break
+            targets, body = item
+            try:
+                data = body()
+            except Exception:
+                log.failure("zmq: building a {topic} message failed", topic=targets[0].topic)
+                continue
+            for notifier in targets:
+                notifier.send(data)
+        self._close(sockets)
+
+    def _close(self, sockets: Iterable[zmq.Socket]) -> None:
+        for socket in sockets:
+            socket.close(linger=0)
+        if self._context is not None:
+            self._context.term()
+            self._context = None
