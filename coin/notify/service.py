@@ -16,7 +16,7 @@ blocks and the tip.  Each only queues work (coin.notify.zmq, coin.notify.hooks).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, succeed
@@ -26,6 +26,9 @@ from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent, Tip
 from coin.notify.hooks import HookRunner, alert_command, block_command, wallet_command
 from coin.notify.zmq import ZmqPublisher, notifiers_from_config
 from coin.primitives.transaction import Transaction
+
+#: One ZeroMQ event: the topic and what builds its body.
+Event = Tuple[str, Callable[[], bytes]]
 
 
 def _command(config: Any, name: str) -> str:
@@ -97,40 +100,46 @@ class NotifyService(service.Service):
 
     # ------------------------------------------------------------------ events
 
-    def _announce(self, kind: str, reversed_hash: Callable[[], bytes],
-                  raw: Callable[[], bytes]) -> None:
-        """hash<kind> (the hash as Core shows it, byte-reversed) and raw<kind>."""
-        self.zmq.publish("hash" + kind, reversed_hash)
-        self.zmq.publish("raw" + kind, raw)
+    def _announce(self, kind: str, reversed_hash: Callable[[], bytes], raw: Callable[[], bytes],
+                  batch: Optional[List[Event]] = None) -> None:
+        """hash<kind> (the hash as Core shows it, byte-reversed) and raw<kind>: queued now,
+        or added to ``batch`` for the caller to queue."""
+        events = [("hash" + kind, reversed_hash), ("raw" + kind, raw)]
+        if batch is None:
+            self.zmq.publish_batch(events)
+        else:
+            batch.extend(events)
 
-    def transaction(self, tx: Transaction) -> None:
+    def transaction(self, tx: Transaction, batch: Optional[List[Event]] = None) -> None:
         """hashtx and rawtx (any thread)."""
-        self._announce("tx", lambda: tx.txid[::-1], tx.serialize)
+        self._announce("tx", lambda: tx.txid[::-1], tx.serialize, batch)
 
     def _before_pool(self, chainstate: Any, events: List[ChainEvent]) -> None:
+        batch: List[Event] = []
         for event in events:
             if isinstance(event, BlockDisconnected):
                 for tx in event.block.txs:
-                    self.transaction(tx)
+                    self.transaction(tx, batch)
+        self.zmq.publish_batch(batch)
 
     def _after_pool(self, chainstate: Any, events: List[ChainEvent]) -> None:
+        batch: List[Event] = []
         last: Optional[BlockConnected] = None
         tip = None
         for event in events:
             if isinstance(event, BlockConnected):
                 if self._announces_txs:
                     for tx in event.block.txs:
-                        self.transaction(tx)
+                        self.transaction(tx, batch)
                 last = event
             elif isinstance(event, TipChanged):
                 tip = event.entry
         # Core's UpdatedBlockTip: nothing when no block was connected, nor during IBD.
-        if last is None or last.entry is not tip or self._is_initial_block_download():
-            return
-        block = last.block
-        self._announce("block", lambda: tip.hash[::-1], block.serialize)
-        if self.block_command:
-            self.hooks.run_from_thread(block_command(self.block_command, tip.hash[::-1].hex()))
+        if last is not None and last.entry is tip and not self._is_initial_block_download():
+            self._announce("block", lambda: tip.hash[::-1], last.block.serialize, batch)
+            if self.block_command:
+                self.hooks.run_from_thread(block_command(self.block_command, tip.hash[::-1].hex()))
+        self.zmq.publish_batch(batch)
 
     def governance_object(self, obj: Any) -> None:
         self._announce("governanceobject", lambda: obj.hash[::-1], obj.serialize)
