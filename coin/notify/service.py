@@ -16,22 +16,27 @@ blocks and the tip.  Each only queues work (coin.notify.zmq, coin.notify.hooks).
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.threads import deferToThreadPool
 
 from coin.chain.events import BlockConnected, BlockDisconnected, ChainEvent, TipChanged
+from coin.config.args import Config
 from coin.notify.hooks import HookRunner, alert_command, block_command, wallet_command
 from coin.notify.zmq import ZmqPublisher, notifiers_from_config
 from coin.primitives.transaction import Transaction
+
+if TYPE_CHECKING:
+    from coin.governance.object import GovernanceObject
+    from coin.governance.vote import Vote
 
 #: One ZeroMQ event: the topic and what builds its body.
 Event = Tuple[str, Callable[[], bytes]]
 
 
-def _command(config: Any, name: str) -> str:
+def _command(config: Config, name: str) -> str:
     """A -*notify command; negated (``-noblocknotify``) or empty is none."""
     value = config.get(name) or ""
     return "" if value == "0" else value
@@ -46,7 +51,7 @@ class NotifyService(service.Service):
 
     name = "notify"
 
-    def __init__(self, config: Any, reactor: Any) -> None:
+    def __init__(self, config: Config, reactor: Any) -> None:
         self.reactor = reactor
         self.zmq = ZmqPublisher(notifiers_from_config(config))
         self.hooks = HookRunner(reactor)
@@ -141,10 +146,10 @@ class NotifyService(service.Service):
                 self.hooks.run_from_thread(block_command(self.block_command, tip.hash[::-1].hex()))
         self.zmq.publish_batch(batch)
 
-    def governance_object(self, obj: Any) -> None:
+    def governance_object(self, obj: "GovernanceObject") -> None:
         self._announce("governanceobject", lambda: obj.hash[::-1], obj.serialize)
 
-    def governance_vote(self, vote: Any) -> None:
+    def governance_vote(self, vote: "Vote") -> None:
         self._announce("governancevote", lambda: vote.hash[::-1], vote.serialize)
 
     def wallet_transaction(self, wallet_name: str, txid: bytes) -> None:

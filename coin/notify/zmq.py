@@ -19,6 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import zmq
 from twisted.logger import Logger
 
+from coin.config.args import Config
 from coin.notify import DEFAULT_HWM, TOPICS
 
 log = Logger()
@@ -58,16 +59,16 @@ class Notifier:
         self.sequence = (self.sequence + 1) & 0xFFFFFFFF
 
 
-def notifiers_from_config(config: object) -> List[Notifier]:
+def notifiers_from_config(config: Config) -> List[Notifier]:
     """The notifiers the options ask for, in Core's order; a negative hwm keeps the default
     (Core's SetOutboundMessageHighWaterMark ignores it)."""
     found = []
     for topic in TOPICS:
-        address = config.get("zmqpub" + topic)  # type: ignore[attr-defined]
+        address = config.get("zmqpub" + topic)
         if not address or address == "0":
             continue
-        hwm = config.get_int("zmqpub%shwm" % topic, DEFAULT_HWM)  # type: ignore[attr-defined]
-        found.append(Notifier(topic, address, hwm if hwm >= 0 else DEFAULT_HWM))
+        hwm = config.get_int("zmqpub%shwm" % topic, DEFAULT_HWM)
+        found.append(Notifier(topic, address, hwm if hwm is not None and hwm >= 0 else DEFAULT_HWM))
     return found
 
 

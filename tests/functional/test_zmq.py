@@ -13,8 +13,9 @@ from coin.governance.object import GovernanceObject
 from coin.primitives.serialize import ByteReader
 from tests.functional.test_governance import TIME, funded_wallet
 from tests.govhelpers import proposal_hex
+from tests.functional.test_daemon import run_coind
 from tests.inprocess import InProcessNode, NodeTestCase
-from tests.nodeharness import free_port
+from tests.nodeharness import MINER_ADDRESS, NodeProcess, free_port
 
 #: How long a test waits for one message.
 RECEIVE_MS = 10_000
@@ -182,3 +183,31 @@ class OptionTests(ZmqTestCase):
     def test_no_zmq_no_notifications(self) -> None:
         node = start_with_conf(self, [])
         self.assertEqual(node.rpc("getzmqnotifications"), [])
+
+
+class ProcessTests(ZmqTestCase):
+    """``coind`` as a user starts it: the publisher lives in the process that serves."""
+
+    def test_coind_publishes_and_refuses_instantsend_topics(self) -> None:
+        address = "tcp://127.0.0.1:%d" % free_port()
+        node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0",
+                                                 "-zmqpubhashblock=" + address,
+                                                 "-zmqpubrawblock=" + address])
+        self.addCleanup(node.kill)
+        subscriber = Subscriber(self.context, address)
+        while not subscriber.socket.poll(300):
+            node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        while not subscriber.quiet():
+            subscriber.receive()
+        (mined,) = node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        (topic, body, sequence), (raw_topic, raw, raw_sequence) = subscriber.receive_n(2)
+        self.assertEqual((topic, body.hex(), raw_topic, raw.hex()),
+                         ("hashblock", mined, "rawblock", node.rpc("getblock", mined, 0)))
+        self.assertEqual(sequence, raw_sequence)  # as many blocks announced on each topic
+        self.assertEqual(node.stop(), 0)
+
+        result = run_coind("-regtest", "-datadir=" + node.datadir,
+                           "-zmqpubhashtxlock=" + address)
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "Error: -zmqpubhashtxlock is not supported by this node: it has no "
+                          "InstantSend\n"))
