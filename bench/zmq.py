@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 # Run as a script, this file's directory comes first on sys.path and its name would hide
 # pyzmq's ``zmq``: the repository root replaces it.
@@ -59,6 +60,12 @@ poller = zmq.Poller()
 for s in sockets:
     poller.register(s, zmq.POLLIN)
 print("ready", flush=True)
+for s in sockets:  # the publisher probes until each connection is up (ZeroMQ's slow joiner)
+    s.recv_multipart()
+print("joined", flush=True)
+for s in sockets:
+    while s.poll(200):
+        s.recv_multipart()
 counts, last = {}, None
 quiet_ms = int(float(sys.argv[1]) * 1000)
 while True:
@@ -86,6 +93,14 @@ class Subscriber:
         assert self.process.stdout is not None
         assert self.process.stdout.readline().strip() == "ready"
 
+    def join(self, probe: Callable[[], None]) -> None:
+        """Probe until the subscriber has heard every address (it then drops the probes)."""
+        assert self.process.stdout is not None
+        while not select.select([self.process.stdout], [], [], 0.05)[0]:
+            probe()
+        assert self.process.stdout.readline().strip() == "joined"
+        time.sleep(0.3)  # the probes in flight are drained, not counted
+
     def result(self) -> Dict[str, Any]:
         out, _ = self.process.communicate(timeout=600)
         return json.loads(out)
@@ -95,11 +110,6 @@ def notify_service(lines: List[str]) -> NotifyService:
     config = Config(node_options(), {})
     config.parse_command_line(["-" + line for line in lines])
     return NotifyService(config, reactor=None)
-
-
-def settle() -> None:
-    """Let the subscriber's connections come up (ZeroMQ's slow joiner) before timing."""
-    time.sleep(0.5)
 
 
 class Hooks:
@@ -131,8 +141,8 @@ def rawtx_burst(txs: list, hwm: Optional[int]) -> Dict[str, Any]:
         lines += ["zmqpubhashtxhwm=%d" % hwm, "zmqpubrawtxhwm=%d" % hwm]
     notify = notify_service(lines)
     notify.zmq.start()
-    subscriber = Subscriber([address])
-    settle()
+    subscriber = Subscriber([address], quiet=5.0)
+    subscriber.join(lambda: notify.zmq.publish("hashtx", lambda: b"probe"))
 
     started = time.time()
     worker = threading.Thread(target=lambda: [notify.transaction(tx) for tx in txs])
@@ -149,35 +159,38 @@ def rawtx_burst(txs: list, hwm: Optional[int]) -> Dict[str, Any]:
             "worker_seconds_to_queue": round(queued, 4)}
 
 
-def connect_blocks(blocks: List[Block], workdir: str,
-                   notify: Optional[NotifyService]) -> Tuple[List[float], float]:
-    """Seconds of each block's connect on a fresh chain state, and the process's CPU
-    seconds for all of them (with notifications: until the publisher has sent everything)."""
+def connect_blocks(blocks: List[Block], split: int, workdir: str,
+                   notify: Optional[NotifyService]) -> Dict[str, float]:
+    """Feed ``blocks`` to a fresh chain state: the median wall seconds of a block connect and
+    the process's CPU seconds per block, for the blocks before ``split`` and after (with
+    notifications, CPU until the publisher has sent everything: its work is the cost)."""
     chain = open_chain(tempfile.mkdtemp(dir=workdir))
     if notify is not None:
         hooks = Hooks()
         notify.watch_disconnects(hooks)
         notify.attach(hooks, hooks, hooks, None, hooks, lambda: False)
         chain.set_publisher(hooks.publish(chain))
-    times = []
-    cpu = time.process_time()
-    for block in blocks:
-        start = time.perf_counter()
-        chain.process_block(block)
-        times.append(time.perf_counter() - start)
-    if notify is not None:
-        notify.zmq.stop()
-    cpu = time.process_time() - cpu
+    found = {}
+    for name, part in (("small", blocks[:split]), ("spend", blocks[split:])):
+        times = []
+        cpu = time.process_time()
+        for block in part:
+            start = time.perf_counter()
+            chain.process_block(block)
+            times.append(time.perf_counter() - start)
+        if notify is not None:
+            notify.zmq.flush()
+        found[name + "_wall"] = statistics.median(times)
+        found[name + "_cpu"] = (time.process_time() - cpu) / len(part)
     chain.close()
-    return times, cpu
+    return found
 
 
 def block_connect(blocks: List[Block], split: int, workdir: str, runs: int) -> Dict[str, Any]:
     """Without and with notifications alternately, ``runs`` times each."""
-    figures: Dict[str, Dict[str, List[float]]] = {
-        mode: {"small": [], "spend": [], "cpu": []} for mode in ("without", "with")}
+    figures: Dict[str, Dict[str, List[float]]] = {"without": {}, "with": {}}
     received = None
-    connect_blocks(blocks, workdir, None)  # warm-up: caches, imports
+    connect_blocks(blocks, split, workdir, None)  # warm-up: caches, imports
     for _ in range(runs):
         for mode in ("without", "with"):
             notify = subscriber = None
@@ -189,25 +202,26 @@ def block_connect(blocks: List[Block], split: int, workdir: str, runs: int) -> D
                                          "zmqpubhashblockhwm=0", "zmqpubrawblockhwm=0"])
                 notify.zmq.start()
                 subscriber = Subscriber([hashes, raws], quiet=5.0)
-                settle()
-            times, cpu = connect_blocks(blocks, workdir, notify)
-            figures[mode]["small"].append(statistics.median(times[:split]))
-            figures[mode]["spend"].append(statistics.median(times[split:]))
-            figures[mode]["cpu"].append(cpu)
+                subscriber.join(lambda: notify.zmq.publish_batch(
+                    [("hashblock", lambda: b"probe"), ("rawblock", lambda: b"probe")]))
+            for key, value in connect_blocks(blocks, split, workdir, notify).items():
+                figures[mode].setdefault(key, []).append(value)
             if subscriber is not None:
+                notify.zmq.stop()
                 received = subscriber.result()["counts"]
 
-    def summary(kind: str) -> Dict[str, float]:
-        without = statistics.median(figures["without"][kind])
-        with_ = statistics.median(figures["with"][kind])
+    def summary(key: str) -> Dict[str, float]:
+        without = statistics.median(figures["without"][key])
+        with_ = statistics.median(figures["with"][key])
         return {"without": round(without, 5), "with": round(with_, 5),
                 "ratio_with_to_without": round(with_ / without, 3)}
 
     return {"coinbase_only_blocks": split, "spend_blocks": len(blocks) - split,
             "txs_per_spend_block": chaindata.SPENDS_PER_BLOCK, "runs": runs,
-            "wall_seconds_per_block_coinbase_only": summary("small"),
-            "wall_seconds_per_block_spend": summary("spend"),
-            "process_cpu_seconds_all_blocks": summary("cpu"),
+            "coinbase_only": {"wall_seconds_per_block": summary("small_wall"),
+                              "cpu_seconds_per_block": summary("small_cpu")},
+            "spend": {"wall_seconds_per_block": summary("spend_wall"),
+                      "cpu_seconds_per_block": summary("spend_cpu")},
             "messages_received_last_run": received}
 
 

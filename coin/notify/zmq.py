@@ -148,6 +148,11 @@ class ZmqPublisher:
         except queue.Full:
             self.dropped += len(batch)
 
+    def flush(self) -> None:
+        """Wait until everything queued so far has been handed to ZeroMQ (benchmarks)."""
+        if self._thread is not None:
+            self._queue.join()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Send what is queued, then close the sockets (what is left after ``timeout`` is
         dropped)."""
@@ -171,6 +176,7 @@ class ZmqPublisher:
                     continue
                 for notifier in targets:
                     notifier.send(data)
+            self._queue.task_done()
         self._close(sockets)
 
     def _close(self, sockets: Iterable[zmq.Socket]) -> None:
