@@ -147,8 +147,8 @@ def rawtx_burst(txs: list, hwm: Optional[int]) -> Dict[str, Any]:
     worker.start()
     worker.join()
     queued = time.time() - started
+    result = subscriber.result()  # before closing: a socket closes with linger 0, as Core's
     notify.zmq.stop()
-    result = subscriber.result()
     received = result["counts"].get("rawtx", 0)
     elapsed = result["last"] - started
     return {"hwm": hwm if hwm is not None else 1000, "published": len(txs), "received": received,
@@ -202,11 +202,12 @@ def block_connect(blocks: List[Block], split: int, workdir: str, runs: int) -> D
                 subscriber = Subscriber([hashes, raws], quiet=5.0)
                 subscriber.join(lambda: notify.zmq.publish_batch(
                     [("hashblock", lambda: b"probe"), ("rawblock", lambda: b"probe")]))
+            os.sync()  # both modes start with the previous run's writes on disk (fsync costs)
             for key, value in connect_blocks(blocks, split, workdir, notify).items():
                 figures[mode].setdefault(key, []).append(value)
             if subscriber is not None:
-                notify.zmq.stop()
                 received = subscriber.result()["counts"]
+                notify.zmq.stop()
 
     def summary(key: str) -> Dict[str, float]:
         without = statistics.median(figures["without"][key])
