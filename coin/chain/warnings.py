@@ -17,7 +17,9 @@ worker) raises the chain's, and P2P's ``TimeData`` the clock one:
   minutes of our clock.
 
 The text is Core's ``GetWarnings("statusbar")``: the last miscellaneous warning (they
-replace each other and stay), unless the invalid-chain warning is up.
+replace each other and stay), unless the invalid-chain warning is up.  The chain's
+warnings also go to ``alert_listeners`` (-alertnotify, doc/notify.md): the version ones
+the first time one is raised (Core's DoWarning), the invalid chain each time it comes up.
 """
 
 from __future__ import annotations
