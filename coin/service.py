@@ -51,6 +51,7 @@ from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
 from coin.mining.service import MiningService
+from coin.notify.service import NotifyService
 from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
 from coin.p2p.sync import BlockSync
@@ -101,6 +102,8 @@ class NodeFacade:
         self.masternodes = node.masternodes
         #: Governance objects and votes (coin.governance.service.GovernanceService).
         self.governance = node.governance
+        #: ZeroMQ publishers and -*notify commands (coin.notify.service.NotifyService).
+        self.notify = node.notify
         #: Loaded wallets by name, in load order (the RPC core routes wallet calls here).
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
         #: Templates, block submission, long polls (stateless over the chain and its pool).
@@ -208,6 +211,9 @@ class NodeService(service.MultiService):
         self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
                                 max_blockfile_size=(settings.blockfile_size
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
+        # First child: ZeroMQ sockets are bound before any event, and close after the rest.
+        self.notify = NotifyService(self.config, self.reactor)
+        self.notify.setServiceParent(self)
         chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)
         self.validation = ValidationService(
@@ -225,6 +231,7 @@ class NodeService(service.MultiService):
             self.txindex = TxIndex(self.validation, self.reactor, reindex=settings.reindex)
             self.txindex.setServiceParent(self)
             self.chain.txindex = self.txindex
+        self.notify.watch_disconnects(self.validation)
         policy, max_tx_fee = self._pool_policy()
         pool = Mempool(max_usage=policy.max_usage, min_relay_fee=policy.min_relay_fee,
                        incremental_relay_fee=policy.incremental_relay_fee, now=self.clock.now)
@@ -281,6 +288,8 @@ class NodeService(service.MultiService):
             self.wallets.broadcast = self.config.get_bool("walletbroadcast")
             self.wallets.zap_mode = settings.zap_mode
             self.wallets.setServiceParent(self)
+        self.notify.attach(self.validation, self.mempool, self.governance, self.wallets,
+                           self.chain.warnings, self.block_sync.is_initial_block_download)
         # The listeners come last, so they stop first: RPC, then P2P (bound late, as Core).
         if settings.server:
             self.rpc_listeners = self._make_rpc()

@@ -17,7 +17,9 @@ worker) raises the chain's, and P2P's ``TimeData`` the clock one:
   minutes of our clock.
 
 The text is Core's ``GetWarnings("statusbar")``: the last miscellaneous warning (they
-replace each other and stay), unless the invalid-chain warning is up.
+replace each other and stay), unless the invalid-chain warning is up.  The chain's
+warnings also go to ``alert_listeners`` (-alertnotify, doc/notify.md): the version ones
+the first time one is raised (Core's DoWarning), the invalid chain each time it comes up.
 """
 
 from __future__ import annotations
@@ -72,12 +74,26 @@ class NodeWarnings:
     def __init__(self) -> None:
         self.misc = ""
         self.invalid_chain = False
+        #: Called (on any thread) with each warning worth an -alertnotify (Core's AlertNotify).
+        self.alert_listeners: List[Callable[[str], None]] = []
+        self._alerted = False
 
     def set_misc(self, text: str) -> None:
         """Core's SetMiscWarning: replaces the previous miscellaneous warning."""
         if text != self.misc:
             log.warn("{text}", text=text)
         self.misc = text
+
+    def raise_warning(self, text: str) -> None:
+        """Core's DoWarning: set the miscellaneous warning; alert the first time only."""
+        self.set_misc(text)
+        if not self._alerted:
+            self._alerted = True
+            self.alert(text)
+
+    def alert(self, text: str) -> None:
+        for listener in self.alert_listeners:
+            listener(text)
 
     def text(self) -> str:
         """What ``warnings`` shows (Core's GetWarnings("statusbar"))."""
@@ -184,18 +200,19 @@ class ChainWarningMonitor:
     def _check_versions(self, tip: BlockIndexEntry) -> None:
         for bit, state in sorted(self.versions.rule_states(tip).items()):
             if state == ACTIVE:
-                self.warnings.set_misc(UNKNOWN_RULES_WARNING % bit)
+                self.warnings.raise_warning(UNKNOWN_RULES_WARNING % bit)
             else:
                 log.info(UNKNOWN_RULES_WARNING % bit + " (locked in)")
         count = self.versions.unexpected_count(tip)
         if count:
             log.info(UNEXPECTED_VERSIONS_MESSAGE % count)
         if count > UNEXPECTED_VERSION_LIMIT:
-            self.warnings.set_misc(UNKNOWN_VERSIONS_WARNING)
+            self.warnings.raise_warning(UNKNOWN_VERSIONS_WARNING)
 
     def _check_invalid_chain(self, tip: BlockIndexEntry) -> None:
         found = invalid_chain_warning_due(tip, self._state.best_invalid)
         if found and not self.warnings.invalid_chain:
             log.warn("Found invalid chain at least ~6 blocks longer than our best chain. "
                      "Chain state database corruption likely.")
+            self.warnings.alert(INVALID_CHAIN_WARNING)
         self.warnings.invalid_chain = found

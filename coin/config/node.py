@@ -14,6 +14,7 @@ from coin.config.args import Config
 from coin.config.errors import ConfigError
 from coin.config.networks import NETWORKS
 from coin.config.options import OptionRegistry, add_common_options
+from coin.notify import DEFAULT_HWM as ZMQ_DEFAULT_HWM, TOPIC_HELP as ZMQ_TOPIC_HELP, TOPICS as ZMQ_TOPICS
 
 DEFAULT_DBCACHE = 450           # MiB
 DEFAULT_MAX_CONNECTIONS = 125
@@ -47,10 +48,9 @@ CATEGORY_ORDER = (
 )
 
 #: Reasons shared by several refused options.
-_NO_NOTIFY = "it runs no notification commands"
 _NO_PROXY = "it has no SOCKS5 proxy support yet"
 _NO_TOR = "it has no Tor support"
-_NO_ZMQ = "it has no ZeroMQ notifications"
+_NO_INSTANTSEND = "it has no InstantSend"
 _NO_BDB = "its wallets are SQLite databases, not Berkeley DB"
 _NO_DNS_SEEDS = "it has no DNS seeds"
 
@@ -376,13 +376,12 @@ def _add_core_options(r: OptionRegistry) -> None:
     value other than what the node already does stops start-up (see doc/config.md).
     """
     r.add("alertnotify", "Execute command when a relevant alert is received or we see a "
-          "really long fork (%s in cmd is replaced by message)", meta="=<cmd>",
-          refused=_NO_NOTIFY)
+          "really long fork (%s in cmd is replaced by message)", meta="=<cmd>")
     r.add("assumevalid", "If this block is in the chain assume that it and its ancestors are "
           "valid and potentially skip their script verification (0 to verify all)",
           meta="=<hex>", refused="it verifies every script (only -assumevalid=0)")
     r.add("blocknotify", "Execute command when the best block changes (%s in cmd is replaced "
-          "by block hash)", meta="=<cmd>", refused=_NO_NOTIFY)
+          "by block hash)", meta="=<cmd>")
     r.add("blockreconstructionextratxn", "Extra transactions to keep in memory for compact "
           "block reconstructions (default: 100)", kind="int", meta="=<n>",
           refused="it has no compact blocks")
@@ -497,7 +496,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("walletbroadcast", "Make the wallet broadcast transactions (default: 1)",
           kind="bool", default=True, category=c)
     r.add("walletnotify", "Execute command when a wallet transaction changes (%s in cmd is "
-          "replaced by TxID)", category=c, meta="=<cmd>", refused=_NO_NOTIFY)
+          "replaced by TxID, %w by the wallet name)", category=c, meta="=<cmd>")
     r.add("walletrbf", "Send transactions with full-RBF opt-in enabled (default: 0)",
           kind="bool", category=c, refused="this chain has no replace-by-fee")
     r.add("zapwallettxes", "Delete all wallet transactions and only recover those parts of "
@@ -517,9 +516,20 @@ def _add_core_options(r: OptionRegistry) -> None:
           refused="the wallet gives up any payment the mempool refuses, whatever the reason")
 
     c = "ZeroMQ notification options"
-    for what in ("hashblock", "hashtx", "rawblock", "rawtx"):
-        r.add("zmqpub" + what, "Enable publish %s in <address>" % what.replace("hash", "hash ")
-              .replace("raw", "raw "), category=c, meta="=<address>", refused=_NO_ZMQ)
+    for topic in ZMQ_TOPICS:
+        what = ZMQ_TOPIC_HELP.get(topic, topic.replace("hash", "hash ").replace("raw", "raw "))
+        r.add("zmqpub" + topic, "Enable publish %s in <address>" % what, category=c,
+              meta="=<address>")
+        r.add("zmqpub%shwm" % topic, "Set publish %s outbound message high water mark "
+              "(default: %d)" % (what, ZMQ_DEFAULT_HWM), kind="int", category=c, meta="=<n>")
+    for topic, what in (("hashtxlock", "hash transaction (locked via InstantSend)"),
+                        ("rawtxlock", "raw transaction (locked via InstantSend)"),
+                        ("hashinstantsenddoublespend", "transaction hashes of attempted "
+                         "InstantSend double spend"),
+                        ("rawinstantsenddoublespend", "raw transactions of attempted "
+                         "InstantSend double spend")):
+        r.add("zmqpub" + topic, "Enable publish %s in <address>" % what, category=c,
+              meta="=<address>", refused=_NO_INSTANTSEND)
 
     c = "Debugging/Testing options"
     r.add("addrmantest", "Allows to test address relay on localhost", kind="bool",

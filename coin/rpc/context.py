@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from coin.mempool.pool import Mempool
     from coin.mempool.service import MempoolService
     from coin.mining.service import MiningService
+    from coin.notify.service import NotifyService
     from coin.p2p.connman import P2PService
     from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
@@ -56,6 +57,8 @@ class NodeFacade(Protocol):
     masternodes: MasternodeService
     #: Governance objects and votes.
     governance: GovernanceService
+    #: ZeroMQ publishers and -*notify commands.
+    notify: NotifyService
     #: Loaded wallets by name ("" is the default wallet), in load order.
     wallets: Mapping[str, Wallet]
     #: Debug-log category switches.

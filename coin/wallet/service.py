@@ -248,6 +248,8 @@ class WalletService(service.Service):
         #: to the mempool (so never relayed), at creation or again at load, as Core.
         self.broadcast = True
         self.wallets: Dict[str, Wallet] = {}
+        #: Given to every wallet loaded (Wallet.tx_listeners): -walletnotify's.
+        self.tx_listeners: List[Callable[[str, bytes], None]] = []
         self._reactor = reactor
         #: The node's pool, for wallet work under the lock and dump reads (see coin.threads).
         self.in_thread = in_thread if in_thread is not None else ThreadRunner()
@@ -308,6 +310,7 @@ class WalletService(service.Service):
         wallet = Wallet(name, db, self.params, chainstate, lambda txid: txid in pool.entries,
                         self._now, self.keypool_size)
         wallet.in_thread = self.in_thread
+        wallet.tx_listeners = self.tx_listeners
         wallet.spend_zero_conf_change = self.spend_zero_conf_change
         wallet.pay_tx_fee = self.fee_settings.pay_tx_fee
         try:

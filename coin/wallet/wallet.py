@@ -133,6 +133,9 @@ class Wallet:
         #: -spendzeroconfchange: coin selection may fall back to own unconfirmed change.
         self.spend_zero_conf_change = True
         self.best_block: Optional[bytes] = None
+        #: Called with (wallet name, txid) on the worker for each transaction new to the
+        #: wallet or changed (Core's AddToWallet notification: -walletnotify).
+        self.tx_listeners: List[Callable[[str, bytes], None]] = []
         self._unsaved_blocks = 0
         self._next_order = 0
         self._addresses: Dict[bytes, Optional[str]] = {}
@@ -297,6 +300,8 @@ class Wallet:
             else:
                 return True  # nothing new (a rescan meeting a known transaction)
             self.db.put_tx(wtx.row())
+            for listener in self.tx_listeners:
+                listener(self.name, wtx.txid)
             return True
 
     def block_connected(self, height: int, block: Block) -> None:

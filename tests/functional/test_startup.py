@@ -105,8 +105,8 @@ class MakeServiceTests(SynchronousTestCase):
         self.assertEqual(os.listdir(os.path.join(datadir, "regtest")), [])
         self.assertEqual(open_paths(datadir), [])
         self.assertEqual([child.name for child in node],
-                         ["validation", "txindex", "mempool", "p2p", "masternodes", "governance",
-                          "wallets", None, None])
+                         ["notify", "validation", "txindex", "mempool", "p2p", "masternodes",
+                          "governance", "wallets", None, None])
 
     def test_a_refused_setting_stops_make_service(self) -> None:
         keep_umask(self)

@@ -510,9 +510,9 @@ class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
                             "-walletbroadcast", "-zapwallettxes=0", "-whitelistrelay=1"])
         self.assertFalse(config.get_bool("upnp"))
         # Text and number options are off only as "0", empty or negated (Core's reading).
-        self.load(["-proxy=0", "-blocknotify=", "-nowhitelist", "-maxorphantx=0"])
+        self.load(["-proxy=0", "-loadblock=", "-nowhitelist", "-maxorphantx=0"])
         with self.assertRaises(ConfigError):
-            self.load(["-blocknotify=touch x"])  # atoi-false text is no "off"
+            self.load(["-loadblock=touch x"])  # atoi-false text is no "off"
         self.assertTrue(config.is_negated("proxy"))
 
     def test_help_lists_every_option_grouped_as_core(self):
