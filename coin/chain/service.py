@@ -20,6 +20,7 @@ from twisted.python.threadpool import ThreadPool
 from coin.chain.chainstate import ChainState, deliver
 from coin.chain.events import ChainEvent
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.hashes import hash_to_hex
 
 log = Logger()
 
@@ -69,6 +70,15 @@ class ValidationService(service.Service):
 
     def startService(self) -> None:
         super().startService()
+        if self.chainstate.assume_valid is not None:
+            log.info("Assuming ancestors of block {block} have valid signatures.",
+                     block=hash_to_hex(self.chainstate.assume_valid))
+        else:
+            log.info("Validating signatures for all blocks.")
+        if self.chainstate.script_workers is not None:
+            # From the reactor (main) thread: the workers' parent-death signal is tied to
+            # the thread that starts them, and this one lives as long as the node.
+            self.chainstate.script_workers.start()
         self._pool.start()
         d = self._run(self.chainstate.load, self._reindex, self._reindex_chainstate)
 
@@ -89,6 +99,8 @@ class ValidationService(service.Service):
         d = self._run(self.chainstate.close)
         d.addErrback(lambda f: log.failure("Flushing chain state at shutdown failed", f))
         d.addBoth(lambda _: self._pool.stop())
+        if self.chainstate.script_workers is not None:
+            d.addBoth(lambda _: self.chainstate.script_workers.stop())
         return d
 
     def subscribe(self, listener: object) -> None:
