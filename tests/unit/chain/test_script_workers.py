@@ -6,13 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import List, Optional
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.chainstate import ChainState
-from coin.chain.scriptcheck import first_script_failure
+from coin.chain.scriptcheck import first_script_failure, script_failure_error
 from coin.chain.workers import BATCH_INPUTS, ScriptCheckPool, ScriptChecks, script_check_threads
 from coin.consensus.errors import ValidationError
 from coin.primitives.block import Block
@@ -126,10 +127,8 @@ class WorkerCheckTest(WideBlockCase):
                          (alone.reason, alone.debug, alone.dos))
         self.assertIn(txs[-1].txid_hex, parallel.debug)
 
-    def test_lowest_failure_wins_whatever_answers_first(self) -> None:
+    def test_lowest_failure_wins(self) -> None:
         txs = self.spends()
-        # The worker takes the oldest batches, the node checks the newest itself: the
-        # node finds the late failure first, the worker answers the early one after.
         txs[3] = forge(txs[3], 0)
         txs[-2] = forge(txs[-2], 0)
         alone, parallel = self.rejections(self.builder.build(txs=txs))
@@ -159,36 +158,61 @@ class WorkerCheckTest(WideBlockCase):
         self.assertIsNone(self.pool.workers[0].proc.poll())
 
 
-class WorkerKilledMidBlockTest(WideBlockCase):
-    """A worker killed with batches in hand: they are checked again, none passes unchecked."""
+class StalledWorkerTest(WideBlockCase):
+    """A worker stopped (SIGSTOP) with batches in hand, then killed or resumed: what it
+    held is checked again, and the lowest failure wins whoever finds it first."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.txs = self.spends()
+        self.spent = [[self.parallel.store.coins.get(tx.vin[0].prevout.key())]
+                      for tx in self.txs]
+        self.worker = self.pool.workers[0]
+        os.kill(self.worker.pid, signal.SIGSTOP)
+        self.addCleanup(self._resume)
+
+    def _resume(self) -> None:
+        if self.worker.proc.poll() is None:
+            os.kill(self.worker.pid, signal.SIGCONT)
+
+    def add(self, checks: ScriptChecks, indices: range) -> None:
+        for index in indices:
+            checks.add(index + 1, self.txs[index], self.spent[index], SCRIPT_VERIFY_P2SH)
+
+    def expected(self, index: int) -> ValidationError:
+        _, message = first_script_failure(self.txs[index], [self.spent[index][0].script_pubkey],
+                                          SCRIPT_VERIFY_P2SH)
+        return script_failure_error(self.txs[index].txid_hex, 0, message)
 
     def test_batches_of_a_killed_worker_are_checked_again(self) -> None:
-        txs = self.spends()
         # Both forged inputs sit in the first batches, which go to the worker first.
-        txs[1] = forge(txs[1], 0)
-        txs[BATCH_INPUTS + 1] = forge(txs[BATCH_INPUTS + 1], 0)
-        spent = [[self.parallel.store.coins.get(i.prevout.key())] for i in
-                 (tx.vin[0] for tx in txs)]
+        for index in (1, BATCH_INPUTS + 1):
+            self.txs[index] = forge(self.txs[index], 0)
         checks = ScriptChecks(self.pool)
-        worker = self.pool.workers[0]
-        half = len(txs) // 2
-        for index in range(half):
-            checks.add(index + 1, txs[index], spent[index], SCRIPT_VERIFY_P2SH)
-        self.assertTrue(worker.outstanding, "the worker holds batches when it is killed")
-        os.kill(worker.pid, signal.SIGKILL)
-        self.assertTrue(wait_gone(worker.pid))
-        for index in range(half, len(txs)):
-            checks.add(index + 1, txs[index], spent[index], SCRIPT_VERIFY_P2SH)
-        failure = checks.finish()
-        expected = first_script_failure(txs[1], [spent[1][0].script_pubkey], SCRIPT_VERIFY_P2SH)
-        self.assertIsNotNone(failure)
-        self.assertEqual(failure.reason, "mandatory-script-verify-flag-failed (%s)" % expected[1])
-        self.assertEqual(failure.debug, "input 0 of %s" % txs[1].txid_hex)
-        self.assertIsNot(self.pool.workers[0], worker)
+        half = len(self.txs) // 2
+        self.add(checks, range(half))
+        self.assertEqual(len(self.worker.outstanding), 2, "the worker holds two batches")
+        os.kill(self.worker.pid, signal.SIGKILL)
+        self.assertTrue(wait_gone(self.worker.pid))
+        self.add(checks, range(half, len(self.txs)))
+        self.assertEqual(str(checks.finish()), str(self.expected(1)))
+        self.assertIsNot(self.pool.workers[0], self.worker)
         self.assertFalse(self.pool.busy())
         # The new worker serves the next block.
         block = self.builder.build(txs=self.spends())
         self.assertEqual(self.parallel.process_block(block).hash, block.hash)
+
+    def test_lowest_failure_wins_when_it_is_found_last(self) -> None:
+        # The node checks the newest batch first and finds txs[-2]; the stalled worker,
+        # resumed later, answers with txs[3].
+        for index in (3, len(self.txs) - 2):
+            self.txs[index] = forge(self.txs[index], 0)
+        checks = ScriptChecks(self.pool)
+        self.add(checks, range(len(self.txs)))
+        resume = threading.Timer(1.0, os.kill, (self.worker.pid, signal.SIGCONT))
+        resume.start()
+        self.addCleanup(resume.cancel)
+        self.assertEqual(str(checks.finish()), str(self.expected(3)))
 
 
 class OrphanTest(SynchronousTestCase):
