@@ -147,6 +147,12 @@ class ScriptCheckPool:
         worker.stop()
         self.workers[self.workers.index(worker)] = _Worker()
 
+    def ensure_running(self) -> None:
+        """Start a new worker in place of any that exited (killed, crashed) since last use."""
+        for worker in list(self.workers):
+            if worker.proc.poll() is not None:
+                self._replace(worker, deque(), "exit status %d" % worker.proc.returncode)
+
     def pump(self, queue: Deque[Batch], failures: List[Tuple[int, int, str, str]],
              wait: bool) -> None:
         """Collect answers (waiting for one if ``wait``), then feed idle workers from the
@@ -192,6 +198,8 @@ class ScriptChecks:
 
     def __init__(self, pool: Optional[ScriptCheckPool]) -> None:
         self._pool = pool if pool is not None and pool.workers else None
+        if self._pool is not None:
+            self._pool.ensure_running()
         self._batch: Batch = []
         self._inputs = 0
         self._queue: Deque[Batch] = deque()
