@@ -144,6 +144,9 @@ class ChainState:
         self.script_workers: Optional[ScriptCheckPool] = None
         #: -assumevalid: the block whose ancestors' scripts may go unchecked (None: check all).
         self.assume_valid: Optional[bytes] = params.default_assume_valid
+        #: The block last accepted, with its legacy sigop counts: connect takes it from
+        #: here instead of reading and parsing it back from disk.
+        self._just_accepted: Optional[Tuple[BlockIndexEntry, Block, List[int]]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -488,7 +491,7 @@ class ChainState:
         if entry.have_data():
             return entry
         try:
-            check_block(block, self.params)
+            legacy_sigop_counts = check_block(block, self.params)
             if entry.prev is not None:
                 check_block_contextual(block, entry.prev, self.params, self.versionbits)
         except ValidationError as e:
@@ -505,6 +508,7 @@ class ChainState:
         self._next_sequence += 1
         self._dirty.add(entry)
         self._link_chain_tx(entry)
+        self._just_accepted = (entry, block, legacy_sigop_counts)
         return entry
 
     def process_block(self, block: Block) -> BlockIndexEntry:
@@ -676,14 +680,19 @@ class ChainState:
     # ----------------------------------------------------------- connect
 
     def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
-        block = self.read_block(entry)
+        legacy_sigop_counts = None
+        if self._just_accepted is not None and self._just_accepted[0] is entry:
+            _, block, legacy_sigop_counts = self._just_accepted
+            self._just_accepted = None
+        else:
+            block = self.read_block(entry)
         if entry.prev is None:
             # The genesis coinbase is not spendable (as in Bitcoin); nothing to apply.
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         else:
             checks = ScriptChecks(self.script_workers) if self._scripts_to_check(entry) else None
             with checks or contextlib.nullcontext():
-                undo = self._connect_block(entry, block, checks)
+                undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
             entry.undo_file, entry.undo_pos = self.store.write_undo(
                 serialize_block_undo(undo), entry.hash, entry.height)
             entry.status |= BLOCK_HAVE_UNDO
@@ -712,12 +721,14 @@ class ChainState:
         return buried <= ASSUME_VALID_BURIAL
 
     def _connect_block(self, entry: BlockIndexEntry, block: Block,
-                       checks: Optional[ScriptChecks]) -> List[List[Coin]]:
+                       checks: Optional[ScriptChecks],
+                       legacy_sigop_counts: Optional[List[int]] = None) -> List[List[Coin]]:
         """Validate ``block`` against the UTXO set and apply it; returns the undo data.
 
         Nothing is changed unless every check passes.  Scripts go to ``checks`` (None:
         assumed valid); the caller holds it open, so a script failure found late still
         wins over a later transaction's error, as when checking one input at a time.
+        ``legacy_sigop_counts`` are check_block's (None: counted here).
         """
         prev = entry.prev
         params = self.params
@@ -743,12 +754,14 @@ class ChainState:
         fees = 0
         sigops = 0
         check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
+        if legacy_sigop_counts is None:
+            legacy_sigop_counts = [legacy_sigops(tx) for tx in txs]
         for tx_index, tx in enumerate(txs):
-            sigops += legacy_sigops(tx)
+            sigops += legacy_sigop_counts[tx_index]
             if sigops > MAX_BLOCK_SIGOPS:
                 raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
             txid = tx.txid
-            if not tx.is_coinbase():
+            if tx_index:  # check_block: the coinbase is first, and only there
                 spent: List[Coin] = []
                 for txin in tx.vin:
                     prevout = txin.prevout
@@ -777,7 +790,7 @@ class ChainState:
                     checks.add(tx_index, tx, spent, flags)
                 undo.append(spent)
             version = tx.version
-            coinbase = tx.is_coinbase()
+            coinbase = not tx_index
             for n, out in enumerate(tx.vout):
                 if not is_unspendable(out.script_pubkey):
                     created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,

@@ -49,11 +49,21 @@ class ScriptWorkerProcessTests(TestCase):
         return node
 
     def test_par_counts_workers_and_they_stay_small(self) -> None:
-        for par, workers in (("-par=1", 0), ("-par=3", 2)):
-            node = self.start(par)
+        assumed = "11" * 32
+        for args, workers, lines in (
+                (["-par=1"], 0, ["Using 1 processes for script verification",
+                                 "Validating signatures for all blocks."]),
+                (["-par=3", "-assumevalid=" + assumed], 2, [
+                    "Using 3 processes for script verification",
+                    "Assuming ancestors of block %s have valid signatures." % assumed])):
+            node = self.start(*args)
+            with open(os.path.join(node.datadir, "regtest", "debug.log")) as f:
+                log = f.read()
+            for line in lines:
+                self.assertIn(line, log)
             pids = wait_for(lambda: len(script_workers(node.process.pid)) == workers
                             and script_workers(node.process.pid)) or []
-            self.assertEqual(len(pids), workers, par)
+            self.assertEqual(len(pids), workers, args)
             node.rpc("generatetoaddress", 1, MINER_ADDRESS)
             for pid in pids:
                 self.assertLess(rss_mib(pid), 60)
