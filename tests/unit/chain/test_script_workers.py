@@ -16,10 +16,13 @@ from coin.chain.chainstate import ChainState
 from coin.chain.scriptcheck import first_script_failure, script_failure_error
 from coin.chain.workers import BATCH_INPUTS, ScriptCheckPool, ScriptChecks, script_check_threads
 from coin.consensus.errors import ValidationError
+from coin.consensus.tx_check import check_transaction
 from coin.primitives.block import Block
+from coin.primitives.coin import Coin
 from coin.primitives.transaction import OutPoint, Transaction, TxIn
-from coin.script.flags import SCRIPT_VERIFY_P2SH
+from coin.script.flags import SCRIPT_VERIFY_P2SH, parse_flags
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
+from tests.unit.script import test_script_vectors as vectors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 #: Inputs in the big test block (the issue's 2,000-input block).
@@ -231,3 +234,37 @@ class OrphanTest(SynchronousTestCase):
         parent.wait()
         for pid in pids:
             self.assertTrue(wait_gone(pid), "worker %d outlived its parent" % pid)
+
+
+class WorkerVectorTest(SynchronousTestCase):
+    """Core's tx_valid/tx_invalid vectors: a worker process gives each row the answer the
+    node's own check gives (same input, same script error)."""
+
+    def test_tx_vectors_through_a_worker(self) -> None:
+        pool = ScriptCheckPool(1)
+        pool.start()
+        self.addCleanup(pool.stop)
+        compared = failing = 0
+        for name in ("tx_valid.json", "tx_invalid.json"):
+            for row in vectors._load(name):
+                if vectors._tx_row_skip(row):
+                    continue
+                tx = Transaction.from_hex(row[1])
+                try:
+                    check_transaction(tx)
+                except ValidationError:
+                    continue
+                prevouts = vectors._prevout_scripts(row[0])
+                scripts = [prevouts[i.prevout.key()] for i in tx.vin]
+                flags = parse_flags(row[2])
+                here = first_script_failure(tx, scripts, flags)
+                checks = ScriptChecks(pool)
+                checks.add(1, tx, [Coin(0, script, 1, False, 1) for script in scripts], flags)
+                there = checks.finish()
+                expected = None if here is None else str(script_failure_error(
+                    tx.txid_hex, *here))
+                self.assertEqual(None if there is None else str(there), expected, row)
+                compared += 1
+                failing += here is not None
+        # The rows the vector test applies, less those CheckTransaction refuses.
+        self.assertEqual((compared, failing), (137, 54))
