@@ -205,6 +205,28 @@ class StalledWorkerTest(WideBlockCase):
         block = self.builder.build(txs=self.spends())
         self.assertEqual(self.parallel.process_block(block).hash, block.hash)
 
+    def test_worker_killed_while_the_node_connects_a_block(self) -> None:
+        # The forged input is in the first batch, which the stalled worker takes: the node
+        # cannot finish the block without it, so the kill lands in the middle of connect.
+        self.txs[1] = forge(self.txs[1], 0)
+        block = self.builder.build(txs=self.txs)
+        alone = self.assertRaises(ValidationError, self.alone.process_block, block)
+        held = []
+
+        def kill() -> None:
+            held.append(len(self.worker.outstanding))
+            os.kill(self.worker.pid, signal.SIGKILL)
+
+        killer = threading.Timer(2.0, kill)
+        killer.start()
+        self.addCleanup(killer.cancel)
+        parallel = self.assertRaises(ValidationError, self.parallel.process_block, block)
+        self.assertEqual(held, [2], "killed while it held two batches of the block")
+        self.assertEqual(str(parallel), str(alone))
+        self.assertIn(self.txs[1].txid_hex, parallel.debug)
+        self.assertEqual(self.parallel.height, self.alone.height)
+        self.assertIsNot(self.pool.workers[0], self.worker)
+
     def test_lowest_failure_wins_when_it_is_found_last(self) -> None:
         # The node checks the newest batch first and finds txs[-2]; the stalled worker,
         # resumed later, answers with txs[3].
