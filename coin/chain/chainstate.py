@@ -81,6 +81,7 @@ log = Logger()
 #: Core: -assumevalid skips scripts only under more than two weeks of proof-equivalent time.
 ASSUME_VALID_BURIAL = 60 * 60 * 24 * 7 * 2
 
+
 class ChainState:
     """Block index + active chain + UTXO set, kept consistent with the store."""
 

@@ -6,7 +6,7 @@ The same two functions run in the node and in the ``-par`` worker processes
 
 from __future__ import annotations
 
-import re
+import string
 from typing import Optional, Sequence, Tuple
 
 from coin.consensus.errors import ValidationError
@@ -52,6 +52,6 @@ def assume_valid_from_option(value: Optional[str], default: Optional[bytes]) -> 
     text = value.strip()
     if text[:2].lower() == "0x":
         text = text[2:]
-    digits = re.match("[0-9a-fA-F]*", text).group()[-64:]
+    digits = text[:len(text) - len(text.lstrip(string.hexdigits))][-64:]
     block_hash = bytes.fromhex(digits.rjust(64, "0"))[::-1]
     return block_hash if any(block_hash) else None

@@ -74,6 +74,8 @@ class _Worker:
             [sys.executable, "-m", "coin.chain.scriptworker", str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
             close_fds=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
+        self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
         self.outstanding: Deque[Batch] = deque()
 
     @property
@@ -81,7 +83,7 @@ class _Worker:
         return self.proc.pid
 
     def fileno(self) -> int:
-        return self.proc.stdout.fileno()
+        return self._stdout.fileno()
 
     def send(self, batch: Batch) -> None:
         jobs = [(i, tx.serialize(), scripts, flags) for i, tx, scripts, flags in batch]
@@ -89,7 +91,7 @@ class _Worker:
         data = memoryview(FRAME.pack(len(payload)) + payload)
         try:
             while data:
-                data = data[os.write(self.proc.stdin.fileno(), data):]
+                data = data[os.write(self._stdin.fileno(), data):]
         except OSError as e:
             raise WorkerLost(str(e)) from None
         self.outstanding.append(batch)
@@ -112,7 +114,7 @@ class _Worker:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close its stdin (it exits at end of file); kill it if it does not."""
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for stream in (self._stdin, self._stdout):
             stream.close()
         try:
             self.proc.wait(timeout)
@@ -255,8 +257,7 @@ class ScriptChecks:
     def __enter__(self) -> "ScriptChecks":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         failure = self.finish()
         if failure is not None and (exc_type is None or issubclass(exc_type, ValidationError)):
             raise failure from None
-        return False
