@@ -1,9 +1,13 @@
 """Block connect throughput with signature checks, against the raw coincurve ceiling.
 
-Prints one JSON object: transactions/s and inputs/s connected (spend blocks
-only), coincurve verifications/s measured in the same run on the same
-signatures, their ratio, peak RSS of the connecting process, and where the
-time goes (cProfile, top functions by own time).
+    python3 bench/connect.py [--par 1 --par 2] [--runs 3] [--profile]
+
+Prints one JSON object: for each ``--par`` (default: 1 and 2, as coind's -par;
+runs interleaved, medians of ``--runs``), transactions/s and inputs/s connected
+(spend blocks only) and peak RSS of the script-check workers; one core's
+coincurve verifications/s measured in the same run on the same signatures (median
+of 3); the ratios the issue asks for; the load average; and with ``--profile``
+where the connecting process's time goes (cProfile, top functions by own time).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pstats
 import resource
 import statistics
 import sys
+from typing import Dict, List, Optional, Tuple
 import tempfile
 import time
 
@@ -23,12 +28,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import coincurve  # noqa: E402
 
 from bench import chaindata  # noqa: E402
+from coin.chain.workers import ScriptCheckPool, script_check_threads  # noqa: E402
 from coin.script.sighash import SIGHASH_ALL, signature_hash  # noqa: E402
 from coin.testing.chainbuilder import open_chain  # noqa: E402
 
 
-def coincurve_ceiling(blocks, spent_scripts) -> float:
-    """Raw verifications/s of the spend signatures (sighash precomputed), median of 3."""
+def coincurve_ceiling(blocks, spent_scripts) -> Tuple[float, float]:
+    """Raw verifications/s of the spend signatures (sighash precomputed), median of 3: per
+    wall second, and per CPU second (what one free core would do on a loaded machine)."""
     jobs = []
     for block in blocks:
         for tx in block.txs[1:]:
@@ -37,13 +44,20 @@ def coincurve_ceiling(blocks, spent_scripts) -> float:
             pub = sig_push[2 + sig_push[0]:]
             digest = signature_hash(spent_scripts, tx, 0, SIGHASH_ALL)
             jobs.append((coincurve.PublicKey(pub), sig, digest))
-    rates = []
+    rates, cpu_rates = [], []
     for _ in range(3):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for key, sig, digest in jobs:
             key.verify(sig, digest, hasher=None)
         rates.append(len(jobs) / (time.perf_counter() - start))
-    return statistics.median(rates)
+        cpu_rates.append(len(jobs) / (time.process_time() - cpu))
+    return statistics.median(rates), statistics.median(cpu_rates)
+
+
+def option_values(name: str, default: List[int]) -> List[int]:
+    """Every ``--name N`` on the command line, or ``default``."""
+    values = [int(sys.argv[i + 1]) for i, arg in enumerate(sys.argv[:-1]) if arg == name]
+    return values or default
 
 
 def main() -> None:
@@ -52,48 +66,108 @@ def main() -> None:
     blocks = chaindata.load(path)
     spend_blocks = [b for b in blocks if len(b.txs) > chaindata.FANOUT_TXS + 1]
     setup_blocks = blocks[:len(blocks) - len(spend_blocks)]
+    pars = option_values("--par", [1, 2])
+    runs = option_values("--runs", [3])[0]
 
-    elapsed = connect(workdir, setup_blocks, spend_blocks)
+    seconds: Dict[int, List[float]] = {par: [] for par in pars}
+    busiest: Dict[int, List[float]] = {par: [] for par in pars}
+    worker_rss: Dict[int, float] = {par: 0.0 for par in pars}
+    for _ in range(runs):
+        for par in pars:
+            elapsed, cpu, rss = connect(workdir, setup_blocks, spend_blocks, par)
+            seconds[par].append(elapsed)
+            busiest[par].append(max(cpu))
+            worker_rss[par] = max(worker_rss[par], rss)
     profiler = cProfile.Profile() if "--profile" in sys.argv else None
     if profiler is not None:
-        connect(workdir, setup_blocks, spend_blocks, profiler)
+        connect(workdir, setup_blocks, spend_blocks, pars[-1], profiler)
 
     txs = sum(len(b.txs) - 1 for b in spend_blocks)
     inputs = sum(len(tx.vin) for b in spend_blocks for tx in b.txs[1:])
     script = blocks[0].txs[0].vout[0].script_pubkey
-    ceiling = coincurve_ceiling(spend_blocks, script)
+    ceiling, cpu_ceiling = coincurve_ceiling(spend_blocks, script)
     result = {
         "benchmark": "connect",
         "blocks": len(spend_blocks),
         "transactions": txs,
         "inputs": inputs,
-        "seconds": round(elapsed, 3),
-        "tx_per_s": round(txs / elapsed, 1),
-        "inputs_per_s": round(inputs / elapsed, 1),
+        "cores": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "coincurve_verify_per_s": round(ceiling, 1),
-        "ratio_to_ceiling": round(inputs / elapsed / ceiling, 3),
+        "coincurve_verify_per_cpu_s": round(cpu_ceiling, 1),
+        "par": {},
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+    for par in pars:
+        elapsed = statistics.median(seconds[par])
+        result["par"][str(par)] = {
+            "seconds_median": round(elapsed, 3),
+            "seconds_all": [round(x, 3) for x in seconds[par]],
+            "tx_per_s": round(txs / elapsed, 1),
+            "inputs_per_s": round(inputs / elapsed, 1),
+            "ratio_to_ceiling": round(inputs / elapsed / ceiling, 3),
+            "busiest_process_cpu_s_median": round(statistics.median(busiest[par]), 3),
+            "cpu_ratio_to_ceiling": round(
+                inputs / statistics.median(busiest[par]) / cpu_ceiling, 3),
+            "worker_peak_rss_mib": round(worker_rss[par], 1),
+        }
+    if len(pars) > 1:
+        for name, table in (("speedup_vs_par_%d", seconds), ("cpu_speedup_vs_par_%d", busiest)):
+            base = statistics.median(table[pars[0]])
+            result[name % pars[0]] = {
+                str(par): round(base / statistics.median(table[par]), 3) for par in pars[1:]}
     if profiler is not None:
         result["profile_top_own_time"] = top_functions(profiler)
     print(json.dumps(result, indent=2))
 
 
-def connect(workdir, setup_blocks, spend_blocks, profiler=None) -> float:
-    """Feed the chain to a fresh node; seconds spent on the spend blocks."""
+def connect(workdir, setup_blocks, spend_blocks, par: int,
+            profiler: Optional[cProfile.Profile] = None):
+    """Feed the chain to a fresh node checking scripts as ``-par=par`` does.
+
+    Returns the wall seconds spent on the spend blocks, the CPU seconds each process
+    (the node, then each worker) spent on them, and the workers' peak RSS in MiB.  On
+    a loaded machine the busiest process's CPU time is what the wall time would be
+    with a free core per process.
+    """
     chain = open_chain(tempfile.mkdtemp(dir=workdir))
+    pool = ScriptCheckPool(script_check_threads(par) - 1)
+    pool.start()
+    chain.script_workers = pool
     for block in setup_blocks:
         chain.process_block(block)
     if profiler is not None:
         profiler.enable()
+    cpu = [process_cpu(w.pid) for w in pool.workers]
+    cpu.insert(0, time.process_time())
     start = time.perf_counter()
     for block in spend_blocks:
         chain.process_block(block)
     elapsed = time.perf_counter() - start
     if profiler is not None:
         profiler.disable()
+    cpu = [time.process_time() - cpu[0]] + [
+        process_cpu(w.pid) - before for w, before in zip(pool.workers, cpu[1:])]
+    rss = max((peak_rss_mib(w.pid) for w in pool.workers), default=0.0)
+    pool.stop()
     chain.close()
-    return elapsed
+    return elapsed, cpu, rss
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of another process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(pid: int) -> float:
+    """A process's peak resident set (VmHWM), MiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def top_functions(profiler, count: int = 15) -> list:

@@ -88,6 +88,9 @@ class ChainParams:
     require_standard: bool = True
     #: P2PKH address whose key signs sporks (design.md §6; the regtest key is in doc/spork.md).
     spork_address: str = ""
+    #: Core's defaultAssumeValid (-assumevalid's default): None checks every script.  Main
+    #: and test have no history yet; set each to a block of theirs once they have one.
+    default_assume_valid: Optional[bytes] = None
 
     def deployment(self, name: str) -> Deployment:
         for d in self.deployments:

@@ -27,10 +27,12 @@ from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
+from coin.chain.scriptcheck import assume_valid_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
 from coin.chain.verify import verify_chain
 from coin.chain.warnings import ChainWarningMonitor
+from coin.chain.workers import ScriptCheckPool, script_check_threads
 from coin.governance.masternodes import MasternodeList
 from coin.governance.relay import GovernanceRelay
 from coin.governance.sentinel import Sentinel
@@ -216,6 +218,10 @@ class NodeService(service.MultiService):
         self.notify.setServiceParent(self)
         chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)
+        chainstate.script_workers = ScriptCheckPool(
+            script_check_threads(self.config.get_int("par")) - 1)
+        chainstate.assume_valid = assume_valid_from_option(self.config.get("assumevalid"),
+                                                           self.params.default_assume_valid)
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
             reindex_chainstate=settings.reindex_chainstate)

@@ -37,7 +37,9 @@ from coin.config.node import NodeConfig, node_options
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.service import NodeService
 from tests.prepared import prepared_datadir
-from tests.nodeharness import MINER_ADDRESS, PASSWORD, SHARED_BLOCKS, USER, NodeClient
+from tests.nodeharness import (
+    MINER_ADDRESS, PASSWORD, SHARED_BLOCKS, USER, NodeClient, par_args,
+)
 
 #: Threads of each node's pool (blocking reads, parses and encodes; see coin.threads).
 NODE_THREADS = 4
@@ -59,7 +61,7 @@ def node_config(datadir: str, args: Sequence[str], credentials: Optional[Tuple[s
     if credentials is not None:
         argv += ["-rpcuser=" + credentials[0], "-rpcpassword=" + credentials[1]]
     config = Config(node_options(), environ={"HOME": datadir})
-    config.parse_command_line(argv + list(args))
+    config.parse_command_line(argv + list(args) + par_args(args))
     config.read_config_files()
     return config
 

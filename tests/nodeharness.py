@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from coin.chainparams import REGTEST
 from coin.primitives.address import Destination, encode_address
@@ -83,6 +83,15 @@ def _env() -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def par_args(args: Sequence[str]) -> List[str]:
+    """``-par`` from $COIN_TEST_PAR unless ``args`` set it: ``COIN_TEST_PAR=1 trial ...``
+    runs a suite with the node checking scripts alone, ``=2`` with one worker process."""
+    par = os.environ.get("COIN_TEST_PAR")
+    if not par or any(a.startswith(("-par", "-nopar")) for a in args):
+        return []
+    return ["-par=%s" % par]
 
 
 def _default_sigint() -> None:
@@ -192,6 +201,7 @@ class NodeProcess(NodeClient):
             args.append("-port=%d" % free_port())
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
+        args += par_args(extra_args)
         node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:

@@ -13,6 +13,7 @@ re-accepted, so nothing reported as connected is ever lost.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time as _time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -62,7 +63,7 @@ from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import Transaction
 from coin.script.flags import SCRIPT_VERIFY_P2SH
 from coin.chain import pruning
-from coin.chain.scriptcheck import verify_transaction_scripts
+from coin.chain.workers import ScriptCheckPool, ScriptChecks
 from coin.chain.snapshot import (
     NOT_ON_DISK_MESSAGE,
     PRUNED_MESSAGE,
@@ -76,6 +77,10 @@ from coin.storage.flatfile import WouldBlock
 from coin.threads import ThreadRunner
 
 log = Logger()
+
+#: Core: -assumevalid skips scripts only under more than two weeks of proof-equivalent time.
+ASSUME_VALID_BURIAL = 60 * 60 * 24 * 7 * 2
+
 
 class ChainState:
     """Block index + active chain + UTXO set, kept consistent with the store."""
@@ -135,6 +140,14 @@ class ChainState:
         #: extra ``(script, amount)`` outputs.  Both run on the worker.
         self.superblock_check: Optional[Callable[[int, Transaction], Optional[int]]] = None
         self.superblock_payments: Optional[Callable[[int], Sequence[Tuple[bytes, int]]]] = None
+        #: -par's worker processes (started and stopped by the validation service); None or
+        #: no workers: scripts are checked on the writer thread alone.
+        self.script_workers: Optional[ScriptCheckPool] = None
+        #: -assumevalid: the block whose ancestors' scripts may go unchecked (None: check all).
+        self.assume_valid: Optional[bytes] = params.default_assume_valid
+        #: The block last accepted, with its legacy sigop counts: connect takes it from
+        #: here instead of reading and parsing it back from disk.
+        self._just_accepted: Optional[Tuple[BlockIndexEntry, Block, List[int]]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -479,7 +492,7 @@ class ChainState:
         if entry.have_data():
             return entry
         try:
-            check_block(block, self.params)
+            legacy_sigop_counts = check_block(block, self.params)
             if entry.prev is not None:
                 check_block_contextual(block, entry.prev, self.params, self.versionbits)
         except ValidationError as e:
@@ -496,6 +509,7 @@ class ChainState:
         self._next_sequence += 1
         self._dirty.add(entry)
         self._link_chain_tx(entry)
+        self._just_accepted = (entry, block, legacy_sigop_counts)
         return entry
 
     def process_block(self, block: Block) -> BlockIndexEntry:
@@ -667,12 +681,19 @@ class ChainState:
     # ----------------------------------------------------------- connect
 
     def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
-        block = self.read_block(entry)
+        legacy_sigop_counts = None
+        if self._just_accepted is not None and self._just_accepted[0] is entry:
+            _, block, legacy_sigop_counts = self._just_accepted
+            self._just_accepted = None
+        else:
+            block = self.read_block(entry)
         if entry.prev is None:
             # The genesis coinbase is not spendable (as in Bitcoin); nothing to apply.
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         else:
-            undo = self._connect_block(entry, block)
+            checks = ScriptChecks(self.script_workers) if self._scripts_to_check(entry) else None
+            with checks or contextlib.nullcontext():
+                undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
             entry.undo_file, entry.undo_pos = self.store.write_undo(
                 serialize_block_undo(undo), entry.hash, entry.height)
             entry.status |= BLOCK_HAVE_UNDO
@@ -681,10 +702,34 @@ class ChainState:
         self.chain.append(entry)
         return BlockConnected(entry, block)
 
-    def _connect_block(self, entry: BlockIndexEntry, block: Block) -> List[List[Coin]]:
+    def _scripts_to_check(self, entry: BlockIndexEntry) -> bool:
+        """Core's fScriptChecks: False only for an ancestor of the -assumevalid block that the
+        best header also descends from, buried under more than two weeks' worth of work.
+
+        The two weeks (in proof-equivalent time) keep a miner from getting an invalid block
+        accepted by asking users to set -assumevalid to it.  Core also wants the best header
+        to reach nMinimumChainWork; these chains set none (0).
+        """
+        assumed = self.index.get(self.assume_valid) if self.assume_valid else None
+        best = self.best_header
+        if assumed is None or best is None:
+            return True
+        if (assumed.get_ancestor(entry.height) is not entry
+                or best.get_ancestor(entry.height) is not entry):
+            return True
+        buried = ((best.chainwork - entry.chainwork) * self.params.target_spacing
+                  // max(1, block_proof(best.bits)))
+        return buried <= ASSUME_VALID_BURIAL
+
+    def _connect_block(self, entry: BlockIndexEntry, block: Block,
+                       checks: Optional[ScriptChecks],
+                       legacy_sigop_counts: Optional[List[int]] = None) -> List[List[Coin]]:
         """Validate ``block`` against the UTXO set and apply it; returns the undo data.
 
-        Nothing is changed unless every check passes.
+        Nothing is changed unless every check passes.  Scripts go to ``checks`` (None:
+        assumed valid); the caller holds it open, so a script failure found late still
+        wins over a later transaction's error, as when checking one input at a time.
+        ``legacy_sigop_counts`` are check_block's (None: counted here).
         """
         prev = entry.prev
         params = self.params
@@ -710,12 +755,14 @@ class ChainState:
         fees = 0
         sigops = 0
         check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
-        for tx in txs:
-            sigops += legacy_sigops(tx)
+        if legacy_sigop_counts is None:
+            legacy_sigop_counts = [legacy_sigops(tx) for tx in txs]
+        for tx_index, tx in enumerate(txs):
+            sigops += legacy_sigop_counts[tx_index]
             if sigops > MAX_BLOCK_SIGOPS:
                 raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
             txid = tx.txid
-            if not tx.is_coinbase():
+            if tx_index:  # check_block: the coinbase is first, and only there
                 spent: List[Coin] = []
                 for txin in tx.vin:
                     prevout = txin.prevout
@@ -740,14 +787,18 @@ class ChainState:
                     sigops += p2sh_sigops(tx, spent)
                     if sigops > MAX_BLOCK_SIGOPS:
                         raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
-                verify_transaction_scripts(tx, spent, flags)
+                if checks is not None:
+                    checks.add(tx_index, tx, spent, flags)
                 undo.append(spent)
             version = tx.version
-            coinbase = tx.is_coinbase()
+            coinbase = not tx_index
             for n, out in enumerate(tx.vout):
                 if not is_unspendable(out.script_pubkey):
                     created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,
                                               version)
+
+        if checks is not None:
+            checks.raise_failure()
 
         reward = txs[0].total_out()
         superblock = 0

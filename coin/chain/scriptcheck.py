@@ -1,13 +1,36 @@
-"""Script verification of a transaction's inputs during block connect."""
+"""Script verification of a transaction's inputs during block connect.
+
+The same two functions run in the node and in the ``-par`` worker processes
+(coin.chain.workers), so a failure reads the same wherever it was found.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import string
+from typing import Optional, Sequence, Tuple
 
 from coin.consensus.errors import ValidationError
 from coin.primitives.coin import Coin
 from coin.primitives.transaction import Transaction
 from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+
+
+def first_script_failure(tx: Transaction, scripts: Sequence[bytes],
+                         flags: int) -> Optional[Tuple[int, str]]:
+    """``(input index, script error)`` of the first input of ``tx`` that fails, or None."""
+    for index, (txin, script_pubkey) in enumerate(zip(tx.vin, scripts)):
+        try:
+            verify_script(txin.script_sig, script_pubkey, flags,
+                          TransactionSignatureChecker(tx, index))
+        except ScriptError as e:
+            return index, e.message
+    return None
+
+
+def script_failure_error(txid_hex: str, index: int, message: str) -> ValidationError:
+    """The rejection Core reports for a block whose input fails its script."""
+    return ValidationError("mandatory-script-verify-flag-failed (%s)" % message,
+                           "input %d of %s" % (index, txid_hex))
 
 
 def verify_transaction_scripts(tx: Transaction, spent: Sequence[Coin], flags: int) -> None:
@@ -16,10 +39,19 @@ def verify_transaction_scripts(tx: Transaction, spent: Sequence[Coin], flags: in
     Raises ``ValidationError('mandatory-script-verify-flag-failed (...)')``
     naming the script error, as Core reports it for blocks.
     """
-    for index, (txin, coin) in enumerate(zip(tx.vin, spent)):
-        try:
-            verify_script(txin.script_sig, coin.script_pubkey, flags,
-                          TransactionSignatureChecker(tx, index))
-        except ScriptError as e:
-            raise ValidationError("mandatory-script-verify-flag-failed (%s)" % e.message,
-                                  "input %d of %s" % (index, tx.txid_hex)) from None
+    failure = first_script_failure(tx, [coin.script_pubkey for coin in spent], flags)
+    if failure is not None:
+        raise script_failure_error(tx.txid_hex, *failure)
+
+
+def assume_valid_from_option(value: Optional[str], default: Optional[bytes]) -> Optional[bytes]:
+    """-assumevalid as Core reads it (uint256S: hex digits up to the first other character,
+    an optional 0x); unset means the chain's default, zero (or -noassumevalid) means none."""
+    if value is None:
+        return default
+    text = value.strip()
+    if text[:2].lower() == "0x":
+        text = text[2:]
+    digits = text[:len(text) - len(text.lstrip(string.hexdigits))][-64:]
+    block_hash = bytes.fromhex(digits.rjust(64, "0"))[::-1]
+    return block_hash if any(block_hash) else None

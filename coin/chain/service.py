@@ -20,11 +20,14 @@ from twisted.python.threadpool import ThreadPool
 from coin.chain.chainstate import ChainState, deliver
 from coin.chain.events import ChainEvent
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.hashes import hash_to_hex
 
 log = Logger()
 
 #: Seconds between background flushes of the chain state database.
 FLUSH_INTERVAL = 600
+#: Seconds between checks that every -par worker process is alive.
+WORKER_CHECK_INTERVAL = 5
 
 
 class ValidationService(service.Service):
@@ -43,6 +46,8 @@ class ValidationService(service.Service):
         self._worker_hooks: List[Callable[[ChainState, List[ChainEvent]], None]] = []
         self._flusher = LoopingCall(self.flush)
         self._flusher.clock = reactor
+        self._supervisor = LoopingCall(self._check_workers)
+        self._supervisor.clock = reactor
         chainstate.set_publisher(self._publish_from_worker)
         #: Fires when the chain is loaded (RPC answers "warming up" until then).
         self.ready: Deferred = Deferred()
@@ -69,6 +74,16 @@ class ValidationService(service.Service):
 
     def startService(self) -> None:
         super().startService()
+        if self.chainstate.assume_valid is not None:
+            log.info("Assuming ancestors of block {block} have valid signatures.",
+                     block=hash_to_hex(self.chainstate.assume_valid))
+        else:
+            log.info("Validating signatures for all blocks.")
+        if self.chainstate.script_workers is not None:
+            # From the reactor (main) thread: the workers' parent-death signal is tied to
+            # the thread that starts them, and this one lives as long as the node.
+            self.chainstate.script_workers.start()
+            self._supervisor.start(WORKER_CHECK_INTERVAL, now=False)
         self._pool.start()
         d = self._run(self.chainstate.load, self._reindex, self._reindex_chainstate)
 
@@ -86,10 +101,19 @@ class ValidationService(service.Service):
         super().stopService()
         if self._flusher.running:
             self._flusher.stop()
+        if self._supervisor.running:
+            self._supervisor.stop()
         d = self._run(self.chainstate.close)
         d.addErrback(lambda f: log.failure("Flushing chain state at shutdown failed", f))
         d.addBoth(lambda _: self._pool.stop())
+        if self.chainstate.script_workers is not None:
+            d.addBoth(lambda _: self.chainstate.script_workers.stop())
         return d
+
+    def _check_workers(self) -> None:
+        """Restart dead -par workers on the writer thread, the only one that uses them."""
+        self._run(self.chainstate.script_workers.ensure_running).addErrback(
+            lambda f: log.failure("Restarting script-check workers failed", f))
 
     def subscribe(self, listener: object) -> None:
         """Receive ``block_connected``/``block_disconnected``/``tip_changed`` in the reactor."""

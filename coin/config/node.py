@@ -379,7 +379,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "really long fork (%s in cmd is replaced by message)", meta="=<cmd>")
     r.add("assumevalid", "If this block is in the chain assume that it and its ancestors are "
           "valid and potentially skip their script verification (0 to verify all)",
-          meta="=<hex>", refused="it verifies every script (only -assumevalid=0)")
+          meta="=<hex>")
     r.add("blocknotify", "Execute command when the best block changes (%s in cmd is replaced "
           "by block hash)", meta="=<cmd>")
     r.add("blockreconstructionextratxn", "Extra transactions to keep in memory for compact "
@@ -399,8 +399,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("maxorphantx", "Keep at most <n> unconnectable transactions in memory (default: "
           "100)", kind="int", default=100, meta="=<n>")
     r.add("par", "Set the number of script verification threads (-2 to 16, 0 = auto, <0 = "
-          "leave that many cores free, default: 0)", kind="int", meta="=<n>",
-          refused="script verification threads are not configurable (only -par=0)")
+          "leave that many cores free, default: 0)", kind="int", default=0, meta="=<n>")
     r.add("shrinkdebugfile", "Shrink debug.log file on client startup (default: 1 when no "
           "-debug)", kind="bool", refused="it never shrinks debug.log (only "
           "-shrinkdebugfile=0)")

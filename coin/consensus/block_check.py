@@ -7,7 +7,7 @@ are applied by the connect loop with :mod:`coin.consensus.tx_check`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List
 
 from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE
 from coin.consensus.errors import ValidationError
@@ -27,8 +27,11 @@ def check_block_header(header: BlockHeader, params: ChainParams, check_pow: bool
 
 
 def check_block(block: Block, params: ChainParams, check_pow: bool = True,
-                check_merkle: bool = True) -> None:
+                check_merkle: bool = True) -> List[int]:
     """Core's CheckBlock, in Core's order; raises ValidationError.
+
+    Returns each transaction's legacy sigop count, so block connect need not count
+    them again.
 
     A wrong merkle root and a mutated transaction list (CVE-2012-2459) set
     ``corruption_possible``: the same header hash may still belong to a valid
@@ -68,8 +71,7 @@ def check_block(block: Block, params: ChainParams, check_pow: bool = True,
                 dos=err.dos, code=err.code,
                 corruption_possible=err.corruption_possible) from err
 
-    sigops = 0
-    for tx in txs:
-        sigops += legacy_sigops(tx)
-    if sigops > MAX_BLOCK_SIGOPS:
+    legacy = [legacy_sigops(tx) for tx in txs]
+    if sum(legacy) > MAX_BLOCK_SIGOPS:
         raise ValidationError("bad-blk-sigops", "out-of-bounds SigOpCount", dos=100)
+    return legacy

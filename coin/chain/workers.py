@@ -1,0 +1,263 @@
+"""Script checks on every core (``-par``): a pool of worker processes, one block at a time.
+
+coincurve holds the GIL, so Core's script-check threads become processes here
+(coin.chain.scriptworker).  They are started with ``subprocess`` from the node
+and spoken to over pipes with length-prefixed pickle frames; the pool is used
+synchronously on the validation thread, which already runs block connect off the
+reactor, so waiting for a worker never blocks the reactor.
+
+A block's checks (:class:`ScriptChecks`) are cut into batches of about
+:data:`BATCH_INPUTS` inputs as the connect loop finds them; idle workers get the
+oldest batches while the loop goes on, and when the loop is done the validation
+thread checks the newest batches itself until none are left.  Every batch reports
+its first failure; the block fails with the lowest (transaction, input), the one
+the single-process path finds, whatever order the answers arrive in.  A worker
+that dies loses nothing: its unanswered batches go back to the queue and it is
+started again.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import subprocess
+import sys
+from collections import deque
+from typing import Deque, List, Optional, Sequence, Tuple
+
+from twisted.logger import Logger
+
+from coin.chain.scriptcheck import (
+    first_script_failure, script_failure_error, verify_transaction_scripts,
+)
+from coin.chain.scriptworker import FRAME, Failure
+from coin.consensus.errors import ValidationError
+from coin.primitives.coin import Coin
+from coin.primitives.transaction import Transaction
+
+log = Logger()
+
+#: Core's MAX_SCRIPTCHECK_THREADS: -par is capped here.
+MAX_SCRIPTCHECK_THREADS = 16
+#: Inputs per batch: small enough to balance two processes on a 2,000-input block,
+#: large enough that a frame's cost is noise next to its signature checks.
+BATCH_INPUTS = 100
+#: Batches a worker holds at once (one running, one waiting in its pipe).
+WORKER_DEPTH = 2
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: A batch as the node holds it: (index in the block, tx, spent scripts, flags) each.
+Batch = List[Tuple[int, Transaction, Sequence[bytes], int]]
+
+
+def script_check_threads(par: int, cores: Optional[int] = None) -> int:
+    """Core's reading of -par: 0 = one per core, negative = leave that many cores free,
+    capped at 16; 1 or less means no workers (the node checks alone)."""
+    if par <= 0:
+        par += cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(par, MAX_SCRIPTCHECK_THREADS))
+
+
+class WorkerLost(Exception):
+    """The worker process went away (killed, crashed) in the middle of a batch."""
+
+
+class _Worker:
+    """One worker process and the batches it has not answered yet, oldest first."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "coin.chain.scriptworker", str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
+            close_fds=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
+        self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
+        self.outstanding: Deque[Batch] = deque()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def fileno(self) -> int:
+        return self._stdout.fileno()
+
+    def send(self, batch: Batch) -> None:
+        jobs = [(i, tx.serialize(), scripts, flags) for i, tx, scripts, flags in batch]
+        payload = pickle.dumps(jobs, pickle.HIGHEST_PROTOCOL)
+        data = memoryview(FRAME.pack(len(payload)) + payload)
+        try:
+            while data:
+                data = data[os.write(self._stdin.fileno(), data):]
+        except OSError as e:
+            raise WorkerLost(str(e)) from None
+        self.outstanding.append(batch)
+
+    def _read(self, size: int) -> bytes:
+        parts = []
+        while size:
+            chunk = os.read(self.fileno(), size)
+            if not chunk:
+                raise WorkerLost("end of file")
+            parts.append(chunk)
+            size -= len(chunk)
+        return b"".join(parts)
+
+    def receive(self) -> Tuple[Batch, Failure]:
+        """The oldest outstanding batch and its answer (blocks until it comes)."""
+        (length,) = FRAME.unpack(self._read(FRAME.size))
+        failure = pickle.loads(self._read(length))
+        return self.outstanding.popleft(), failure
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close its stdin (it exits at end of file); kill it if it does not."""
+        for stream in (self._stdin, self._stdout):
+            stream.close()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class ScriptCheckPool:
+    """``count`` worker processes for block script checks; use from one thread."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.workers: List[_Worker] = []
+
+    def start(self) -> None:
+        self.workers = [_Worker() for _ in range(self.count)]
+        log.info("Using {n} processes for script verification", n=self.count + 1)
+
+    def stop(self) -> None:
+        workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.stop()
+
+    def _replace(self, worker: _Worker, queue: Deque[Batch], why: str) -> None:
+        """Give ``worker``'s unanswered batches back to ``queue`` and start a new one."""
+        log.warn("Script-check worker {pid} lost ({why}); starting another",
+                 pid=worker.pid, why=why)
+        queue.extendleft(reversed(worker.outstanding))
+        worker.outstanding.clear()
+        worker.proc.kill()
+        worker.stop()
+        self.workers[self.workers.index(worker)] = _Worker()
+
+    def ensure_running(self) -> None:
+        """Start a new worker in place of any that exited (killed, crashed) since last use."""
+        for worker in list(self.workers):
+            if worker.proc.poll() is not None:
+                self._replace(worker, deque(), "exit status %d" % worker.proc.returncode)
+
+    def pump(self, queue: Deque[Batch], failures: List[Tuple[int, int, str, str]],
+             wait: bool) -> None:
+        """Collect answers (waiting for one if ``wait``), then feed idle workers from the
+        front of ``queue``."""
+        busy = [w for w in self.workers if w.outstanding]
+        if busy:
+            ready, _, _ = select.select(busy, [], [], None if wait else 0)
+            for worker in ready:
+                try:
+                    batch, failure = worker.receive()
+                except (WorkerLost, EOFError, pickle.UnpicklingError) as e:
+                    self._replace(worker, queue, str(e))
+                    continue
+                if failure is not None:
+                    failures.append(_with_txid(batch, failure))
+        for worker in list(self.workers):
+            while queue and len(worker.outstanding) < WORKER_DEPTH:
+                try:
+                    worker.send(queue[0])
+                except WorkerLost as e:
+                    self._replace(worker, queue, str(e))
+                    break
+                queue.popleft()
+
+    def busy(self) -> bool:
+        return any(w.outstanding for w in self.workers)
+
+
+def _with_txid(batch: Batch, failure: Tuple[int, int, str]) -> Tuple[int, int, str, str]:
+    tx_index, input_index, message = failure
+    tx = next(tx for i, tx, _, _ in batch if i == tx_index)
+    return tx_index, input_index, message, tx.txid_hex
+
+
+class ScriptChecks:
+    """The script checks of one block, as a context manager around its connect loop.
+
+    Without a pool each check runs at once (the single-process path).  With one,
+    leaving the block runs every check still pending and raises the lowest failure;
+    it replaces a ValidationError the loop raised later in the block, as the
+    single-process path would have stopped at the script first.
+    """
+
+    def __init__(self, pool: Optional[ScriptCheckPool]) -> None:
+        self._pool = pool if pool is not None and pool.workers else None
+        if self._pool is not None:
+            self._pool.ensure_running()
+        self._batch: Batch = []
+        self._inputs = 0
+        self._queue: Deque[Batch] = deque()
+        self._failures: List[Tuple[int, int, str, str]] = []
+
+    def add(self, tx_index: int, tx: Transaction, spent: Sequence[Coin], flags: int) -> None:
+        if self._pool is None:
+            verify_transaction_scripts(tx, spent, flags)
+            return
+        self._batch.append((tx_index, tx, [coin.script_pubkey for coin in spent], flags))
+        self._inputs += len(tx.vin)
+        if self._inputs >= BATCH_INPUTS:
+            self._seal()
+            self._pool.pump(self._queue, self._failures, wait=False)
+
+    def _seal(self) -> None:
+        if self._batch:
+            self._queue.append(self._batch)
+            self._batch, self._inputs = [], 0
+
+    def _check_here(self, batch: Batch) -> None:
+        for tx_index, tx, scripts, flags in batch:
+            failure = first_script_failure(tx, scripts, flags)
+            if failure is not None:
+                self._failures.append((tx_index, failure[0], failure[1], tx.txid_hex))
+                return
+
+    def finish(self) -> Optional[ValidationError]:
+        """Run every pending check; the lowest failure as Core words it, or None."""
+        pool = self._pool
+        if pool is None:
+            return None
+        self._seal()
+        while True:
+            pool.pump(self._queue, self._failures, wait=False)
+            if self._queue:
+                self._check_here(self._queue.pop())
+            elif pool.busy():
+                pool.pump(self._queue, self._failures, wait=True)
+            else:
+                break
+        if not self._failures:
+            return None
+        _, input_index, message, txid_hex = min(self._failures)
+        return script_failure_error(txid_hex, input_index, message)
+
+    def raise_failure(self) -> None:
+        """Run every pending check; raise the lowest failure (ValidationError)."""
+        failure = self.finish()
+        if failure is not None:
+            raise failure
+
+    def __enter__(self) -> "ScriptChecks":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        failure = self.finish()
+        if failure is not None and (exc_type is None or issubclass(exc_type, ValidationError)):
+            raise failure from None
