@@ -206,7 +206,7 @@ class NodeService(service.MultiService):
             raise StartupError(str(e)) from None
         self._prune_mode = prune_mode
         self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
-                                max_blockfile_size=(settings.blockfile_size
+                                dbengine=settings.dbengine, max_blockfile_size=(settings.blockfile_size
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
         chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)

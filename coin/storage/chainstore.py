@@ -6,6 +6,9 @@ Layout under the (network-specific) data directory::
     blocks/revNNNNN.dat   undo data, append-only, checksummed
     chainstate.sqlite     block index, UTXO set, file statistics, best block
 
+With ``dbengine`` a PostgreSQL URL, the tables live in that database instead
+(same schema and revisions) and no ``chainstate.sqlite`` is made.
+
 Crash safety: :meth:`ChainStore.flush` fsyncs the files first, then writes
 every change (index rows, coins, file statistics, best-block marker) in one
 database transaction, so after a crash the database is exactly at some flush
@@ -35,7 +38,7 @@ from coin.storage.blockfiles import BlockFiles
 from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
-from coin.storage.database import open_database
+from coin.storage.database import SQLITE, describe, open_database, open_server_database, server_url
 from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
@@ -65,13 +68,16 @@ class ChainStore:
     """Block and undo files plus the chain-state database of one network."""
 
     def __init__(self, datadir: str, params: ChainParams, dbcache_mib: int = 300,
-                 max_blockfile_size: int = DEFAULT_MAX_BLOCKFILE_SIZE) -> None:
+                 max_blockfile_size: int = DEFAULT_MAX_BLOCKFILE_SIZE,
+                 dbengine: str = SQLITE) -> None:
         self.datadir = datadir
         self.params = params
         self.dbcache_bytes = dbcache_mib << 20
         self.max_blockfile_size = max_blockfile_size
         self.blocks_dir = os.path.join(datadir, BLOCKS_DIRNAME)
         self.db_path = os.path.join(datadir, DB_FILENAME)
+        #: None for the SQLite file at ``db_path``; else the PostgreSQL database's URL.
+        self.db_url = server_url(dbengine)
         self._backend_errors: Tuple[type, ...] = (SQLAlchemyError, OSError)
         self._engine: Optional[Engine] = None
         self._files: Optional[BlockFiles] = None
@@ -88,7 +94,10 @@ class ChainStore:
         if self._engine is not None:
             raise StorageError("chain store is already open")
         os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
-        engine = open_database(self.db_path)
+        if self.db_url is None:
+            engine = open_database(self.db_path)
+        else:
+            engine = open_server_database(self.db_url)
         try:
             self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
             with engine.connect() as conn:
@@ -145,6 +154,20 @@ class ChainStore:
         if self._engine is None:
             raise StorageError("chain store is not open")
         return self._engine
+
+    @property
+    def db_description(self) -> str:
+        """Where the chain-state database is, for messages (never with a password)."""
+        return self.db_path if self.db_url is None else describe(self.db_url)
+
+    @_storage_errors
+    def database_bytes(self) -> int:
+        """Bytes the chain-state database takes (SQLite file plus its log, or the server's)."""
+        if self.db_url is None:
+            path = self.db_path
+            return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar()
 
     # -- block and undo files ---------------------------------------------------
 

@@ -10,6 +10,10 @@ survives the process being killed (kill -9, crash, OOM); only power loss or an
 OS crash can lose the last commits, and even then the database stays
 consistent (it rolls back to an earlier commit).  Block files are fsynced
 before every flush, so the index never points at data the OS has not written.
+
+Durability on PostgreSQL: the server's defaults (``fsync=on``,
+``synchronous_commit=on``) make a commit durable before it returns; the
+isolation level and pool are set where the engine is made (``database``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,22 @@ def configure_engine(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN")
+
+
+def autocommit_connection(engine: Engine) -> Any:
+    """A DBAPI connection of the caller's own for reads outside any transaction.
+
+    SQLite connections run statements outside transactions already (see
+    :func:`configure_engine`).  A psycopg connection would keep one open after
+    the first SELECT, and under REPEATABLE READ go on reading that old
+    snapshot: it is taken out of the pool (closing it really closes it) and
+    switched to autocommit.
+    """
+    raw = engine.raw_connection()
+    if engine.dialect.name == "postgresql":
+        raw.driver_connection.autocommit = True
+        raw.detach()
+    return raw
 
 
 def upsert_statements(table: Table, dialect_name: str) -> Tuple[Executable, ...]:
