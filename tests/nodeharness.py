@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from coin.chainparams import REGTEST
 from coin.primitives.address import Destination, encode_address
@@ -77,6 +77,21 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def test_dbengine_args(extra_args: Sequence[str]) -> List[str]:
+    """``-dbengine`` of a fresh database when ``COIN_TEST_DBENGINE=postgresql`` asks for one.
+
+    Lets whole functional modules run on the PostgreSQL engine; a node given its own
+    ``-dbengine`` keeps it.  The node keeps its database across restarts (same args).
+    """
+    if os.environ.get("COIN_TEST_DBENGINE", "sqlite") == "sqlite" or \
+            any(a.startswith("-dbengine=") for a in extra_args):
+        return []
+    if os.environ["COIN_TEST_DBENGINE"] != "postgresql":
+        raise RuntimeError("COIN_TEST_DBENGINE must be sqlite or postgresql")
+    from tests import pgserver
+    return ["-dbengine=%s" % pgserver.fresh_database()]
 
 
 def _env() -> Dict[str, str]:
@@ -192,6 +207,7 @@ class NodeProcess(NodeClient):
             args.append("-port=%d" % free_port())
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
+        args += test_dbengine_args(extra_args)
         node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:

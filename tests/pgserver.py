@@ -12,6 +12,13 @@ so under root it runs as the package's ``postgres`` user.  It runs with
 ``fsync=off``: the tests kill the node, never the server or the machine.
 
 Tests call :func:`skip_reason` and skip with it when PostgreSQL is missing.
+
+A test class that uses a chain store gets a PostgreSQL twin by mixing
+:class:`OnPostgreSQL` in first, and opens its stores with
+``dbengine=dbengine_for(self, datadir)``::
+
+    class IndexAndStateTestsOnPostgreSQL(OnPostgreSQL, IndexAndStateTests):
+        pass
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from typing import List, Optional
+from typing import Any, List, Optional
 
+from coin.storage.database import SQLITE
 from tests.nodeharness import free_port
 
 SERVER_USER = "postgres"
@@ -127,3 +135,24 @@ def fresh_database() -> str:
     name = "t%d_%d" % (os.getpid(), next(_names))
     pg.execute("CREATE DATABASE %s TEMPLATE template0" % name)
     return pg.url(name)
+
+
+class OnPostgreSQL:
+    """Mixin: the test class's stores use PostgreSQL; skipped when it is not installed."""
+
+    dbengine = "postgresql"
+    skip = skip_reason()
+
+
+def dbengine_for(test: Any, datadir: str) -> str:
+    """``-dbengine`` for a store of ``test`` in ``datadir``: same directory, same database.
+
+    "sqlite" unless the test class is an :class:`OnPostgreSQL` twin.
+    """
+    if getattr(test, "dbengine", SQLITE) == SQLITE:
+        return SQLITE
+    databases = test.__dict__.setdefault("_pg_databases", {})
+    key = os.path.abspath(datadir)
+    if key not in databases:
+        databases[key] = fresh_database()
+    return databases[key]

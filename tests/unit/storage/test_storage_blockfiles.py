@@ -16,7 +16,7 @@ from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
-from tests.unit.storage.engines import OnPostgreSQL, dbengine_for
+from tests.pgserver import OnPostgreSQL, dbengine_for
 
 MAGIC = REGTEST.message_start
 

@@ -18,7 +18,7 @@ from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_u
 from coin.primitives.serialize import ByteReader
 from coin.storage.coins import CoinsCache, Key
 from coin.storage.utxodb import MAX_FETCH_BATCH
-from tests.unit.storage.engines import OnPostgreSQL
+from tests.pgserver import OnPostgreSQL
 from tests.unit.storage.test_storage_blockfiles import fake_block, open_store
 from tests.unit.storage.test_storage_db import coin_key, coin_value, utxo_rows
 

@@ -31,7 +31,7 @@ from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
 from coin.storage.database import SQLITE
 from tests import ROOT
-from tests.unit.storage.engines import OnPostgreSQL, dbengine_for
+from tests.pgserver import OnPostgreSQL, dbengine_for
 
 COINS_PER_ROUND = 40
 MAX_FILE = 256 << 10

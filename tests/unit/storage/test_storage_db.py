@@ -26,7 +26,7 @@ from coin.storage.dbpool import DBPool
 from coin.storage.errors import SchemaError, StorageError
 from coin.storage.schema import block_index, metadata, utxo
 from tests.nodeharness import free_port
-from tests.unit.storage.engines import OnPostgreSQL, dbengine_for
+from tests.pgserver import OnPostgreSQL, dbengine_for
 from tests.unit.storage.test_storage_blockfiles import fake_block, open_store
 
 
