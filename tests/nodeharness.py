@@ -79,11 +79,11 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def test_dbengine_args(extra_args: Sequence[str]) -> List[str]:
-    """``-dbengine`` of a fresh database when ``COIN_TEST_DBENGINE=postgresql`` asks for one.
+def harness_dbengine_args(datadir: str, extra_args: Sequence[str]) -> List[str]:
+    """``-dbengine`` of the datadir's database when ``COIN_TEST_DBENGINE=postgresql``.
 
     Lets whole functional modules run on the PostgreSQL engine; a node given its own
-    ``-dbengine`` keeps it.  The node keeps its database across restarts (same args).
+    ``-dbengine`` keeps it.  A datadir keeps its database across restarts.
     """
     if os.environ.get("COIN_TEST_DBENGINE", "sqlite") == "sqlite" or \
             any(a.startswith("-dbengine=") for a in extra_args):
@@ -91,7 +91,7 @@ def test_dbengine_args(extra_args: Sequence[str]) -> List[str]:
     if os.environ["COIN_TEST_DBENGINE"] != "postgresql":
         raise RuntimeError("COIN_TEST_DBENGINE must be sqlite or postgresql")
     from tests import pgserver
-    return ["-dbengine=%s" % pgserver.fresh_database()]
+    return ["-dbengine=%s" % pgserver.database_for(datadir)]
 
 
 def _env() -> Dict[str, str]:
@@ -207,7 +207,7 @@ class NodeProcess(NodeClient):
             args.append("-port=%d" % free_port())
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
-        args += test_dbengine_args(extra_args)
+        args += harness_dbengine_args(datadir, extra_args)
         node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:

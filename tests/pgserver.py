@@ -31,7 +31,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from coin.storage.database import SQLITE
 from tests.nodeharness import free_port
@@ -40,6 +40,8 @@ SERVER_USER = "postgres"
 SUPERUSER = "coin"
 _names = itertools.count()
 _server: Optional["PostgresServer"] = None
+#: Database URL of each data directory given one, by absolute path.
+_by_datadir: Dict[str, str] = {}
 
 
 def pg_bin_dir() -> Optional[str]:
@@ -129,11 +131,11 @@ def server() -> PostgresServer:
     return _server
 
 
-def fresh_database() -> str:
-    """The URL of a new, empty database on this process's server."""
+def fresh_database(template: str = "template0") -> str:
+    """The URL of a new database on this process's server: empty, or a copy of ``template``."""
     pg = server()
     name = "t%d_%d" % (os.getpid(), next(_names))
-    pg.execute("CREATE DATABASE %s TEMPLATE template0" % name)
+    pg.execute("CREATE DATABASE %s TEMPLATE %s" % (name, template))
     return pg.url(name)
 
 
@@ -145,14 +147,28 @@ class OnPostgreSQL:
 
 
 def dbengine_for(test: Any, datadir: str) -> str:
-    """``-dbengine`` for a store of ``test`` in ``datadir``: same directory, same database.
-
-    "sqlite" unless the test class is an :class:`OnPostgreSQL` twin.
-    """
+    """``-dbengine`` for a store of ``test`` in ``datadir``: "sqlite", unless the test class
+    is an :class:`OnPostgreSQL` twin (then :func:`database_for`)."""
     if getattr(test, "dbengine", SQLITE) == SQLITE:
         return SQLITE
-    databases = test.__dict__.setdefault("_pg_databases", {})
+    return database_for(datadir)
+
+
+def database_for(datadir: str) -> str:
+    """The URL of the database of the node or store in ``datadir`` (made on first use)."""
     key = os.path.abspath(datadir)
-    if key not in databases:
-        databases[key] = fresh_database()
-    return databases[key]
+    if key not in _by_datadir:
+        _by_datadir[key] = fresh_database()
+    return _by_datadir[key]
+
+
+def clone_database(source_datadir: str, datadir: str) -> None:
+    """Give ``datadir`` (a copy of ``source_datadir``) a copy of its database, if it has one.
+
+    Nothing may be connected to the source database (its node is stopped).
+    """
+    source = _by_datadir.get(os.path.abspath(source_datadir))
+    if source is None:
+        return
+    url = fresh_database(template=source.rsplit("/", 1)[1])
+    _by_datadir[os.path.abspath(datadir)] = url

@@ -7,7 +7,9 @@ Layout under the (network-specific) data directory::
     chainstate.sqlite     block index, UTXO set, file statistics, best block
 
 With ``dbengine`` a PostgreSQL URL, the tables live in that database instead
-(same schema and revisions) and no ``chainstate.sqlite`` is made.
+(same schema and revisions), and so do the block and undo records (the
+``block_record`` table, see ``recordtable``): the data directory holds no
+``blocks/`` and no ``chainstate.sqlite``.
 
 Crash safety: :meth:`ChainStore.flush` fsyncs the files first, then writes
 every change (index rows, coins, file statistics, best-block marker) in one
@@ -93,8 +95,8 @@ class ChainStore:
         """Create or open the data directory, check the schema, recover the file tails."""
         if self._engine is not None:
             raise StorageError("chain store is already open")
-        os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
         if self.db_url is None:
+            os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
             engine = open_database(self.db_path)
         else:
             engine = open_server_database(self.db_url)
@@ -103,7 +105,8 @@ class ChainStore:
             with engine.connect() as conn:
                 infos = fileinfo.load_file_info_txn(conn)
             files = BlockFiles(self.blocks_dir, self.params.message_start,
-                               self.max_blockfile_size)
+                               self.max_blockfile_size,
+                               engine=None if self.db_url is None else engine)
             files.open(infos)
             try:
                 self._utxos = UtxoTable(engine)

@@ -24,7 +24,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from coin.storage.dialect import configure_engine
 from coin.storage.errors import SchemaError, StorageError
 
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 #: ``-dbengine`` value naming the embedded default.
 SQLITE = "sqlite"
 #: Seconds to wait for a PostgreSQL server at connect (unless the URL says otherwise).

@@ -191,6 +191,10 @@ class FlatFileSeq:
             return False
         return True
 
+    def removed(self) -> None:
+        """Make a batch of :meth:`remove` calls durable (fsyncs the directory)."""
+        fsync_directory(self.directory)
+
     def remove_all(self) -> None:
         """Delete every file of the sequence and start again at file 0 (caller reopens)."""
         self.close()

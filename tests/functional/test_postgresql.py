@@ -2,7 +2,7 @@
 
 Real ``coind`` processes and a real PostgreSQL server (``tests.pgserver``): the same
 chain, fed block by block to a node on each engine, must give the same answers through
-a reorg and a restart; kill -9 during flushes loses nothing; a server that cannot be
+a reorg and a restart, with the PostgreSQL node's blocks in the database only; kill -9 during flushes loses nothing; a server that cannot be
 reached stops start-up with the reason.
 """
 
@@ -91,6 +91,10 @@ class PostgreSQLNodeTests(OnPostgreSQL, SynchronousTestCase):
         pg.launch()
         pg.wait_ready()
         self.assert_same(lite, pg)
+        # Blocks and undo data are in the database: the data directory holds neither.
+        self.assertFalse(os.path.exists(os.path.join(pg.net_datadir, "blocks")))
+        self.assertFalse(os.path.exists(os.path.join(pg.net_datadir, "chainstate.sqlite")))
+        self.assertTrue(os.path.isdir(os.path.join(lite.net_datadir, "blocks")))
 
     def datadir(self) -> str:
         path = os.path.abspath(self.mktemp())
