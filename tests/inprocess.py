@@ -36,7 +36,6 @@ from coin.config import Config
 from coin.config.node import NodeConfig, node_options
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.service import NodeService
-from tests import pgserver
 from tests.nodeharness import (
     MINER_ADDRESS,
     PASSWORD,
@@ -312,7 +311,6 @@ class NodeTestCase(TestCase):
         if chain:
             source, state = prepared(mine_chain if chain is True else chain, args)
             shutil.copytree(source, datadir, ignore=_NOT_COPIED, dirs_exist_ok=True)
-            pgserver.clone_database(source, datadir)
         os.makedirs(datadir, exist_ok=True)
         node = InProcessNode(datadir, args, credentials)
         node.state = state

@@ -40,6 +40,8 @@ SERVER_USER = "postgres"
 SUPERUSER = "coin"
 _names = itertools.count()
 _server: Optional["PostgresServer"] = None
+#: File in a data directory naming its database (and the directory it was made for).
+MARKER = ".coin-test-database"
 #: Database URL of each data directory given one, by absolute path.
 _by_datadir: Dict[str, str] = {}
 
@@ -148,27 +150,35 @@ class OnPostgreSQL:
 
 def dbengine_for(test: Any, datadir: str) -> str:
     """``-dbengine`` for a store of ``test`` in ``datadir``: "sqlite", unless the test class
-    is an :class:`OnPostgreSQL` twin (then :func:`database_for`)."""
+    is an :class:`OnPostgreSQL` twin: then a database of its own, nothing written in ``datadir``."""
     if getattr(test, "dbengine", SQLITE) == SQLITE:
         return SQLITE
-    return database_for(datadir)
-
-
-def database_for(datadir: str) -> str:
-    """The URL of the database of the node or store in ``datadir`` (made on first use)."""
     key = os.path.abspath(datadir)
     if key not in _by_datadir:
         _by_datadir[key] = fresh_database()
     return _by_datadir[key]
 
 
-def clone_database(source_datadir: str, datadir: str) -> None:
-    """Give ``datadir`` (a copy of ``source_datadir``) a copy of its database, if it has one.
+def database_for(datadir: str) -> str:
+    """The URL of the database of the harness node in ``datadir`` (made on first use).
 
-    Nothing may be connected to the source database (its node is stopped).
+    The datadir records its database's name in a marker file, so a copy of the directory
+    (``shutil.copytree``, as tests copy prepared chains) gets a copy of the database
+    (``CREATE DATABASE ... TEMPLATE``: nothing may be connected to the source then).
     """
-    source = _by_datadir.get(os.path.abspath(source_datadir))
-    if source is None:
-        return
-    url = fresh_database(template=source.rsplit("/", 1)[1])
-    _by_datadir[os.path.abspath(datadir)] = url
+    key = os.path.abspath(datadir)
+    if key not in _by_datadir:
+        marker = os.path.join(key, MARKER)
+        try:
+            with open(marker) as f:
+                source, owner = f.read().split("\n")[:2]
+        except FileNotFoundError:
+            source = owner = ""
+        if owner == key:
+            _by_datadir[key] = server().url(source)
+        else:
+            _by_datadir[key] = fresh_database(template=source or "template0")
+            os.makedirs(key, exist_ok=True)
+            with open(marker, "w") as f:
+                f.write("%s\n%s\n" % (_by_datadir[key].rsplit("/", 1)[1], key))
+    return _by_datadir[key]
