@@ -100,6 +100,7 @@ class ChainStore:
             engine = open_database(self.db_path)
         else:
             engine = open_server_database(self.db_url)
+            log.info("Chain state, blocks and undo data in {url}", url=describe(self.db_url))
         try:
             self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
             with engine.connect() as conn:
@@ -157,11 +158,6 @@ class ChainStore:
         if self._engine is None:
             raise StorageError("chain store is not open")
         return self._engine
-
-    @property
-    def db_description(self) -> str:
-        """Where the chain-state database is, for messages (never with a password)."""
-        return self.db_path if self.db_url is None else describe(self.db_url)
 
     @_storage_errors
     def database_bytes(self) -> int:

@@ -79,8 +79,8 @@ def server_url(dbengine: str) -> Optional[URL]:
         url = None
     if url is None or url.drivername not in ("postgresql", "postgresql+psycopg") \
             or not url.database:
-        raise StorageError("-dbengine must be 'sqlite' or postgresql://user@host:port/database, "
-                           "not %r" % dbengine)
+        # The value is not echoed: it may hold a password.
+        raise StorageError("-dbengine must be 'sqlite' or postgresql://user@host:port/database")
     return url.set(drivername="postgresql+psycopg")
 
 

@@ -24,9 +24,8 @@ from typing import Iterator, Optional, Tuple
 from sqlalchemy import and_, delete, exists, func, insert, select
 from sqlalchemy.engine import Engine
 
-from coin.primitives.serialize import MAX_SIZE
 from coin.storage.errors import CorruptionError, StorageError
-from coin.storage.flatfile import HEADER_SIZE, WouldBlock
+from coin.storage.flatfile import HEADER_SIZE, WouldBlock, checked_record_size
 from coin.storage.schema import block_record
 
 
@@ -77,11 +76,7 @@ class RecordTable:
 
     def append(self, payload: bytes, trailer: bytes = b"") -> Tuple[int, int]:
         """Store one record, committed before this returns; ``(file_no, pos)``."""
-        if len(trailer) != self.trailer_size:
-            raise ValueError("trailer must be %d bytes" % self.trailer_size)
-        if not self.min_payload <= len(payload) <= MAX_SIZE:
-            raise ValueError("record payload of %d bytes out of range" % len(payload))
-        record_size = HEADER_SIZE + len(payload) + len(trailer)
+        record_size = checked_record_size(payload, trailer, self.trailer_size, self.min_payload)
         with self._lock:
             if not self._writing:
                 raise StorageError("%s records are not open for writing" % self.prefix)

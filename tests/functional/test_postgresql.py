@@ -1,9 +1,9 @@
 """coind on the PostgreSQL engine (-dbengine=postgresql://...) against the SQLite default.
 
-Real ``coind`` processes and a real PostgreSQL server (``tests.pgserver``): the same
-chain, fed block by block to a node on each engine, must give the same answers through
-a reorg and a restart, with the PostgreSQL node's blocks in the database only; kill -9 during flushes loses nothing; a server that cannot be
-reached stops start-up with the reason.
+Real ``coind`` processes and a real PostgreSQL server (``tests.pgserver``): the same chain,
+fed block by block to a node on each engine, must give the same answers through a reorg
+and a restart, with the PostgreSQL node's blocks in the database only; kill -9 during
+flushes loses nothing; a server that cannot be reached stops start-up with the reason.
 """
 
 from __future__ import annotations
