@@ -9,7 +9,7 @@ and sizes (a record still "takes" its 8-byte header and trailer), so the file
 statistics, pruning and recovery code is shared and its numbers match the
 SQLite node's.
 
-Durability: each append is its own committed transaction, so a record is
+Durability: each append is committed on its own (autocommit), so a record is
 durable before the caller can publish anything about it, as ``sync`` makes
 the flat files; ``sync`` has nothing left to do.  A row is written whole or
 not at all: there is no torn tail to cut off.  After a kill, records beyond
@@ -19,14 +19,18 @@ the last flush are found by :meth:`records` and replayed, as from the files.
 from __future__ import annotations
 
 import threading
-from typing import Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 from sqlalchemy import and_, delete, exists, func, insert, select
 from sqlalchemy.engine import Engine
 
+from coin.storage.compiled import RawStatement
+from coin.storage.dialect import autocommit_connection
 from coin.storage.errors import CorruptionError, StorageError
 from coin.storage.flatfile import HEADER_SIZE, WouldBlock, checked_record_size
 from coin.storage.schema import block_record
+
+_COLUMNS = ("seq", "file_no", "pos", "payload", "trailer")
 
 
 class RecordTable:
@@ -44,6 +48,9 @@ class RecordTable:
         self._file_no = 0
         self._size = 0
         self._in_seq = block_record.c.seq == prefix
+        # Appends run on a connection of their own in autocommit: one round trip each.
+        self._insert = RawStatement(insert(block_record), engine.dialect, _COLUMNS)
+        self._writer: Optional[Any] = None
 
     def _in_file(self, file_no: int):
         return and_(self._in_seq, block_record.c.file_no == file_no)
@@ -84,9 +91,13 @@ class RecordTable:
             if size > 0 and size + record_size > self.max_file_size:
                 file_no, size = file_no + 1, 0
             pos = size + HEADER_SIZE
-            with self._engine.begin() as conn:
-                conn.execute(insert(block_record).values(
-                    seq=self.prefix, file_no=file_no, pos=pos, payload=payload, trailer=trailer))
+            if self._writer is None:
+                self._writer = autocommit_connection(self._engine)
+            cursor = self._writer.cursor()
+            try:
+                self._insert.execute(cursor, (self.prefix, file_no, pos, payload, trailer))
+            finally:
+                cursor.close()
             self._file_no, self._size = file_no, size + record_size
             return file_no, pos
 
@@ -94,7 +105,11 @@ class RecordTable:
         """Nothing to do: every append is committed."""
 
     def close(self) -> None:
-        self._writing = False
+        with self._lock:
+            self._writing = False
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
     abandon = close
 
