@@ -6,11 +6,12 @@ import os
 import sqlite3
 from typing import Any, Callable, List
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import func, select, text
+from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
@@ -79,6 +80,20 @@ class SchemaTests(SynchronousTestCase):
         self.assertEqual(ScriptDirectory.from_config(config).get_current_head(),
                          database.HEAD_REVISION)
         with store.engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
+            self.assertEqual(compare_metadata(context, metadata), [])
+
+    def test_every_revision_goes_down_and_up_again(self) -> None:
+        # The same revision scripts serve both engines, downgrades included.
+        store = open_store(self, self.mktemp())
+        config = Config()
+        config.set_main_option("script_location", database.MIGRATIONS_DIR)
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "base")
+            self.assertEqual(inspect(conn).get_table_names(), ["alembic_version"])
+            command.upgrade(config, "head")
             context = MigrationContext.configure(conn)
             self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
             self.assertEqual(compare_metadata(context, metadata), [])
