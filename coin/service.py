@@ -525,6 +525,11 @@ class NodeService(service.MultiService):
             self.store.open()
         except Exception as e:
             raise StartupError("Error opening block database: %s" % e) from None
+        try:
+            self.store.claim_writer()
+        except Exception as e:
+            self.store.close()
+            raise StartupError(str(e)) from None
         self._store_opened = True
         self._check_prune_state(self.store, self._prune_mode)
         if self._prune_mode:

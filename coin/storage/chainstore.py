@@ -40,7 +40,14 @@ from coin.storage.blockfiles import BlockFiles
 from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
-from coin.storage.database import SQLITE, describe, open_database, open_server_database, server_url
+from coin.storage.database import (
+    SQLITE,
+    claim_server_writer,
+    describe,
+    open_database,
+    open_server_database,
+    server_url,
+)
 from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
@@ -82,6 +89,7 @@ class ChainStore:
         self.db_url = server_url(dbengine)
         self._backend_errors: Tuple[type, ...] = (SQLAlchemyError, OSError)
         self._engine: Optional[Engine] = None
+        self._writer_lock: Optional[Any] = None
         self._files: Optional[BlockFiles] = None
         self._utxos: Optional[UtxoTable] = None
         self._have_pruned: Optional[bool] = None
@@ -124,17 +132,22 @@ class ChainStore:
             self._remove_pruned_leftovers()
 
     @_storage_errors
+    def claim_writer(self) -> None:
+        """Be the only writer of the database until :meth:`close` (StorageError if taken).
+
+        For the node that validates; read-only processes never call it.  On SQLite the
+        data directory's lock already does this.
+        """
+        if self.db_url is not None and self._writer_lock is None:
+            self._writer_lock = claim_server_writer(self.engine, self.db_url)
+
+    @_storage_errors
     def close(self) -> None:
         """Sync the files and release everything; unflushed cache changes are dropped."""
         if self._files is not None:
             self._files.close()
             self._files = None
-        if self._utxos is not None:
-            self._utxos.close()
-            self._utxos = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._release_database()
 
     def abandon(self) -> None:
         """Let go of everything as a crash would: no sync, unflushed writes and cache lost.
@@ -144,12 +157,7 @@ class ChainStore:
         if self._files is not None:
             self._files.abandon()
             self._files = None
-        if self._utxos is not None:
-            self._utxos.close()
-            self._utxos = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._release_database()
         self.coins.clear()
 
     @property
@@ -407,6 +415,18 @@ class ChainStore:
             files.remove_files(blk, rev)
 
     # -- internals --------------------------------------------------------------
+
+    def _release_database(self) -> None:
+        """Close the UTXO reader, give up the writer's lock, dispose of the engine."""
+        if self._utxos is not None:
+            self._utxos.close()
+            self._utxos = None
+        if self._writer_lock is not None:
+            self._writer_lock.close()
+            self._writer_lock = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
 
     def _open_files(self) -> BlockFiles:
         if self._files is None:

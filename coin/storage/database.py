@@ -14,19 +14,21 @@ user@host:port/database``, through psycopg 3), which several processes can share
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import sqlalchemy
 from sqlalchemy import Column, MetaData, String, Table, inspect, select
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
-from coin.storage.dialect import configure_engine
+from coin.storage.dialect import autocommit_connection, configure_engine
 from coin.storage.errors import SchemaError, StorageError
 
 HEAD_REVISION = "0003"
 #: ``-dbengine`` value naming the embedded default.
 SQLITE = "sqlite"
+#: Advisory-lock key of a database's one writer ("coin").
+WRITER_LOCK_KEY = 0x636F696E
 #: Seconds to wait for a PostgreSQL server at connect (unless the URL says otherwise).
 CONNECT_TIMEOUT = 10
 MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
@@ -124,6 +126,27 @@ def open_server_database(url: URL) -> Engine:
         engine.dispose()
         raise
     return engine
+
+
+def claim_server_writer(engine: Engine, url: URL) -> Any:
+    """Hold the one writer's lock of the PostgreSQL database: the connection that holds it.
+
+    A session-level advisory lock, released when that connection closes (or its process
+    dies), so a second writer on the same database is refused, as the datadir lock
+    refuses a second node on one directory.  StorageError if another session holds it.
+    """
+    conn = autocommit_connection(engine)
+    cursor = conn.cursor()
+    try:
+        cursor.execute("SELECT pg_try_advisory_lock(%d)" % WRITER_LOCK_KEY)
+        claimed = cursor.fetchone()[0]
+    finally:
+        cursor.close()
+    if not claimed:
+        conn.close()
+        raise StorageError("Cannot obtain a lock on PostgreSQL database %s. Coin is probably "
+                           "already running on it." % describe(url))
+    return conn
 
 
 def ensure_schema(engine: Engine, where: str) -> None:

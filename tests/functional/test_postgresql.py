@@ -111,6 +111,16 @@ class PostgreSQLNodeTests(OnPostgreSQL, SynchronousTestCase):
                       "database postgresql://coin:***@127.0.0.1:%d/chain" % port, result.stderr)
         self.assertNotIn("secret", result.stderr)
 
+    def test_second_writer_on_the_database_is_refused(self) -> None:
+        url = fresh_database()
+        self.start("-dbengine=%s" % url)
+        result = run_coind("-regtest", "-datadir=%s" % self.datadir(), "-printtoconsole=0",
+                           "-rpcport=%d" % free_port(), "-listen=0", "-connect=0",
+                           "-dbengine=%s" % url)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Error: Cannot obtain a lock on PostgreSQL database %s. Coin is probably "
+                      "already running on it." % url, result.stderr)
+
     def test_malformed_dbengine_is_refused(self) -> None:
         result = run_coind("-regtest", "-datadir=%s" % self.datadir(), "-dbengine=mysql://x@y/z")
         self.assertEqual(result.returncode, 1)

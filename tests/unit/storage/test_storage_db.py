@@ -424,3 +424,16 @@ class SharedDatabaseTests(OnPostgreSQL, SynchronousTestCase):
         reader.coins.clear()
         self.assertEqual(reader.coins.get(coin_key(1)), coin_value(1))
         self.assertEqual(reader.best_block(), b"\x01" * 32)
+
+    def test_one_writer_per_database(self) -> None:
+        url = dbengine_for(self, self.mktemp())
+        first, second = (ChainStore(self.mktemp(), REGTEST, dbengine=url) for _ in range(2))
+        for store in (first, second):
+            store.open()
+            self.addCleanup(store.close)
+        first.claim_writer()
+        error = self.assertRaises(StorageError, second.claim_writer)
+        self.assertIn("Cannot obtain a lock on PostgreSQL database", str(error))
+        self.assertEqual(second.best_block(), None)    # readers need no lock
+        first.close()
+        second.claim_writer()
