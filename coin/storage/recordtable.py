@@ -23,6 +23,7 @@ from typing import Any, Iterator, Optional, Tuple
 
 from sqlalchemy import and_, delete, exists, func, insert, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
 
 from coin.storage.compiled import RawStatement
 from coin.storage.dialect import autocommit_connection
@@ -52,7 +53,7 @@ class RecordTable:
         self._insert = RawStatement(insert(block_record), engine.dialect, _COLUMNS)
         self._writer: Optional[Any] = None
 
-    def _in_file(self, file_no: int):
+    def _in_file(self, file_no: int) -> ColumnElement[bool]:
         return and_(self._in_seq, block_record.c.file_no == file_no)
 
     # -- naming ---------------------------------------------------------------
@@ -93,11 +94,16 @@ class RecordTable:
             pos = size + HEADER_SIZE
             if self._writer is None:
                 self._writer = autocommit_connection(self._engine)
-            cursor = self._writer.cursor()
             try:
-                self._insert.execute(cursor, (self.prefix, file_no, pos, payload, trailer))
-            finally:
-                cursor.close()
+                cursor = self._writer.cursor()
+                try:
+                    self._insert.execute(cursor, (self.prefix, file_no, pos, payload, trailer))
+                finally:
+                    cursor.close()
+            except BaseException:
+                # The connection may be dead (server restarted): the next append reconnects.
+                self._drop_writer()
+                raise
             self._file_no, self._size = file_no, size + record_size
             return file_no, pos
 
@@ -107,9 +113,12 @@ class RecordTable:
     def close(self) -> None:
         with self._lock:
             self._writing = False
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+            self._drop_writer()
+
+    def _drop_writer(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
 
     abandon = close
 

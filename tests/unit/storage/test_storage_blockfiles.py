@@ -15,8 +15,9 @@ from coin.primitives.hashes import sha256d
 from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
 from coin.storage.database import SQLITE
-from coin.storage.errors import CorruptionError
+from coin.storage.errors import CorruptionError, StorageError
 from coin.storage.flatfile import WouldBlock
+from tests import pgserver
 from tests.pgserver import OnPostgreSQL, dbengine_for
 
 MAGIC = REGTEST.message_start
@@ -314,3 +315,14 @@ class BlockFileTestsOnPostgreSQL(OnPostgreSQL, BlockFileTests):
         store = open_store(self, self.path)
         position = store.write_block(fake_block(0), 0, 1000)
         self.assertRaises(WouldBlock, store.read_block, *position, wait=False)
+
+    def test_a_lost_connection_costs_one_append(self) -> None:
+        store = open_store(self, self.path)
+        first = store.write_block(fake_block(0), 0, 1000)
+        database = dbengine_for(self, self.path).rsplit("/", 1)[1]
+        pgserver.server().execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE datname = '%s'" % database)
+        self.assertRaises(StorageError, store.write_block, fake_block(1), 1, 1001)
+        second = store.write_block(fake_block(1), 1, 1001)
+        self.assertEqual([store.read_block(*p) for p in (first, second)],
+                         [fake_block(0), fake_block(1)])
