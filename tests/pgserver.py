@@ -71,7 +71,9 @@ def skip_reason() -> Optional[str]:
 class PostgresServer:
     """``initdb`` + ``pg_ctl start`` in a temporary directory; trust authentication."""
 
-    def __init__(self) -> None:
+    def __init__(self, durable: bool = False) -> None:
+        """``durable``: the server's default fsync and synchronous commit (benchmarks)."""
+        self.durable = durable
         bindir = pg_bin_dir()
         if bindir is None:
             raise RuntimeError(skip_reason())
@@ -96,9 +98,10 @@ class PostgresServer:
             os.chown(self.root, user.pw_uid, user.pw_gid)
         self._run("initdb", "-D", self.datadir, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
                   "--no-sync")
-        options = ("-p %d -k %s -c listen_addresses=%s -c fsync=off -c full_page_writes=off "
-                   "-c synchronous_commit=off -c max_connections=200"
+        options = ("-p %d -k %s -c listen_addresses=%s -c max_connections=200"
                    % (self.port, self.root, self.host))
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         self._run("pg_ctl", "-D", self.datadir, "-o", options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "start")
 
