@@ -75,6 +75,31 @@ def autocommit_connection(engine: Engine) -> Any:
     return raw
 
 
+def relax_commits(engine: Engine, raw: Any) -> None:
+    """Let commits on DBAPI connection ``raw`` return before they are on disk (PostgreSQL).
+
+    A relaxed commit is visible at once and survives the client being killed; only a
+    crash of the server's machine can lose it, until :func:`make_durable`.
+    """
+    if engine.dialect.name == "postgresql":
+        cursor = raw.cursor()
+        try:
+            cursor.execute("SET synchronous_commit = off")
+        finally:
+            cursor.close()
+
+
+def make_durable(engine: Engine) -> None:
+    """Return once every commit so far, relaxed ones included, is on disk.
+
+    On PostgreSQL a synchronous commit flushes the write-ahead log up to itself, which
+    covers every earlier commit; a transaction commits only if it has a transaction id.
+    """
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SELECT txid_current()")
+
+
 def upsert_statements(table: Table, dialect_name: str) -> Tuple[Executable, ...]:
     """Statements that, run in order with the same row parameters, insert-or-replace rows.
 

@@ -9,10 +9,12 @@ and sizes (a record still "takes" its 8-byte header and trailer), so the file
 statistics, pruning and recovery code is shared and its numbers match the
 SQLite node's.
 
-Durability: each append is committed on its own (autocommit), so a record is
-durable before the caller can publish anything about it, as ``sync`` makes
-the flat files; ``sync`` has nothing left to do.  A row is written whole or
-not at all: there is no torn tail to cut off.  After a kill, records beyond
+Durability, as with the files: each append is committed on its own, with a
+relaxed commit (visible at once, survives the writer being killed, as a write
+to a file does), and :meth:`RecordTable.sync` makes every append so far
+durable against the server's machine crashing, as an fsync does; the chain
+code syncs before it publishes anything about a block.  A row is written whole
+or not at all: there is no torn tail to cut off.  After a kill, records beyond
 the last flush are found by :meth:`records` and replayed, as from the files.
 """
 
@@ -26,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from coin.storage.compiled import RawStatement
-from coin.storage.dialect import autocommit_connection
+from coin.storage.dialect import autocommit_connection, make_durable, relax_commits
 from coin.storage.errors import CorruptionError, StorageError
 from coin.storage.flatfile import HEADER_SIZE, WouldBlock, checked_record_size
 from coin.storage.schema import block_record
@@ -52,6 +54,7 @@ class RecordTable:
         # Appends run on a connection of their own in autocommit: one round trip each.
         self._insert = RawStatement(insert(block_record), engine.dialect, _COLUMNS)
         self._writer: Optional[Any] = None
+        self._unsynced = False
 
     def _in_file(self, file_no: int) -> ColumnElement[bool]:
         return and_(self._in_seq, block_record.c.file_no == file_no)
@@ -94,6 +97,7 @@ class RecordTable:
             pos = size + HEADER_SIZE
             if self._writer is None:
                 self._writer = autocommit_connection(self._engine)
+                relax_commits(self._engine, self._writer)
             try:
                 cursor = self._writer.cursor()
                 try:
@@ -105,10 +109,15 @@ class RecordTable:
                 self._drop_writer()
                 raise
             self._file_no, self._size = file_no, size + record_size
+            self._unsynced = True
             return file_no, pos
 
     def sync(self) -> None:
-        """Nothing to do: every append is committed."""
+        """Make every append so far durable (one synchronous commit, if any were made)."""
+        with self._lock:
+            if self._unsynced:
+                make_durable(self._engine)
+                self._unsynced = False
 
     def close(self) -> None:
         with self._lock:
