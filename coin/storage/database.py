@@ -151,22 +151,27 @@ def claim_server_writer(engine: Engine, url: URL) -> Any:
 
 def ensure_schema(engine: Engine, where: str) -> None:
     """Create an empty database at head, accept one at head, refuse anything else."""
+    if engine.dialect.name == "sqlite":
+        rebuild = "restart with -reindex to rebuild it from the block files"
+        move, remove = "Move it away", "delete %s" % where
+    else:
+        # The blocks are in the database too: nothing to rebuild it from.
+        rebuild = "start on an empty database"
+        move, remove = "Use another database", "use another database"
     with engine.begin() as conn:
         revision = _stored_revision(conn)
         if revision is None:
             if inspect(conn).get_table_names():
                 raise SchemaError(
                     "%s is not a coin chain-state database (it has tables but no schema "
-                    "revision). Move it away and restart with -reindex to rebuild it from "
-                    "the block files." % where)
+                    "revision). %s and %s." % (where, move, rebuild))
             _create_at_head(conn)
             return
     if revision != HEAD_REVISION:
         raise SchemaError(
             "chain-state database %s has schema revision %r, but this version of coin "
             "needs revision %r. It was written by a different version of coin: run that "
-            "version, or delete %s and restart with -reindex to rebuild it from the block "
-            "files." % (where, revision, HEAD_REVISION, where))
+            "version, or %s and %s." % (where, revision, HEAD_REVISION, remove, rebuild))
 
 
 def _stored_revision(conn: Connection) -> Optional[str]:
