@@ -9,6 +9,7 @@ flushes loses nothing; a server that cannot be reached stops start-up with the r
 from __future__ import annotations
 
 import os
+import subprocess
 from typing import Any, Dict, List
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -101,11 +102,15 @@ class PostgreSQLNodeTests(OnPostgreSQL, SynchronousTestCase):
         os.makedirs(path)
         return path
 
+    def run_on(self, dbengine: str) -> subprocess.CompletedProcess:
+        """``coind`` on ``dbengine`` and a new datadir, run until it exits (or times out)."""
+        return run_coind("-regtest", "-datadir=%s" % self.datadir(), "-printtoconsole=0",
+                         "-rpcport=%d" % free_port(), "-listen=0", "-connect=0",
+                         "-dbengine=%s" % dbengine)
+
     def test_unreachable_database_stops_start_up(self) -> None:
         port = free_port()    # claimed by this process, nothing listens
-        result = run_coind("-regtest", "-datadir=%s" % self.datadir(), "-printtoconsole=0",
-                           "-rpcport=%d" % free_port(), "-listen=0", "-connect=0",
-                           "-dbengine=postgresql://coin:secret@127.0.0.1:%d/chain" % port)
+        result = self.run_on("postgresql://coin:secret@127.0.0.1:%d/chain" % port)
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("Error opening block database: cannot connect to the PostgreSQL "
                       "database postgresql://coin:***@127.0.0.1:%d/chain" % port, result.stderr)
@@ -114,15 +119,13 @@ class PostgreSQLNodeTests(OnPostgreSQL, SynchronousTestCase):
     def test_second_writer_on_the_database_is_refused(self) -> None:
         url = fresh_database()
         self.start("-dbengine=%s" % url)
-        result = run_coind("-regtest", "-datadir=%s" % self.datadir(), "-printtoconsole=0",
-                           "-rpcport=%d" % free_port(), "-listen=0", "-connect=0",
-                           "-dbengine=%s" % url)
+        result = self.run_on(url)
         self.assertEqual(result.returncode, 1)
         self.assertIn("Error: Cannot obtain a lock on PostgreSQL database %s. Coin is probably "
                       "already running on it." % url, result.stderr)
 
     def test_malformed_dbengine_is_refused(self) -> None:
-        result = run_coind("-regtest", "-datadir=%s" % self.datadir(), "-dbengine=mysql://x@y/z")
+        result = self.run_on("mysql://x@y/z")
         self.assertEqual(result.returncode, 1)
         self.assertIn("Error: -dbengine must be 'sqlite' or "
                       "postgresql://user@host:port/database", result.stderr)
