@@ -211,7 +211,7 @@ class NodeService(service.MultiService):
             raise StartupError(str(e)) from None
         self._prune_mode = prune_mode
         self.store = ChainStore(self.datadir, self.params, dbcache_mib=settings.dbcache_mib,
-                                max_blockfile_size=(settings.blockfile_size
+                                dbengine=settings.dbengine, max_blockfile_size=(settings.blockfile_size
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
         # First child: ZeroMQ sockets are bound before any event, and close after the rest.
         self.notify = NotifyService(self.config, self.reactor)
@@ -540,6 +540,11 @@ class NodeService(service.MultiService):
             self.store.open()
         except Exception as e:
             raise StartupError("Error opening block database: %s" % e) from None
+        try:
+            self.store.claim_writer()
+        except Exception as e:
+            self.store.close()
+            raise StartupError(str(e)) from None
         self._store_opened = True
         self._check_prune_state(self.store, self._prune_mode)
         if self._prune_mode:

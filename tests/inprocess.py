@@ -36,10 +36,16 @@ from coin.config import Config
 from coin.config.node import NodeConfig, node_options
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.service import NodeService
-from tests.prepared import prepared_datadir
 from tests.nodeharness import (
-    MINER_ADDRESS, PASSWORD, SHARED_BLOCKS, USER, NodeClient, par_args,
+    MINER_ADDRESS,
+    PASSWORD,
+    SHARED_BLOCKS,
+    USER,
+    NodeClient,
+    harness_dbengine_args,
+    par_args,
 )
+from tests.prepared import prepared_datadir
 
 #: Threads of each node's pool (blocking reads, parses and encodes; see coin.threads).
 NODE_THREADS = 4
@@ -60,6 +66,7 @@ def node_config(datadir: str, args: Sequence[str], credentials: Optional[Tuple[s
             argv.append("-bind=127.0.0.1")
     if credentials is not None:
         argv += ["-rpcuser=" + credentials[0], "-rpcpassword=" + credentials[1]]
+    argv += harness_dbengine_args(datadir, args)
     config = Config(node_options(), environ={"HOME": datadir})
     config.parse_command_line(argv + list(args) + par_args(args))
     config.read_config_files()

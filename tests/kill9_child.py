@@ -1,5 +1,7 @@
 """Child process for the kill -9 recovery test: mines forever, reporting each block.
 
+Arguments: the data directory and optionally a ``-dbengine`` value.
+
 A line ``connected <height> <hash>`` is printed only after ``process_block``
 returned, i.e. after the node published the block as connected.
 """
@@ -10,8 +12,8 @@ from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
 from coin.primitives.transaction import OutPoint
 
 
-def main(datadir: str) -> None:
-    chain = open_chain(datadir, dbcache_mib=1)
+def main(datadir: str, dbengine: str) -> None:
+    chain = open_chain(datadir, dbcache_mib=1, dbengine=dbengine)
     builder = ChainBuilder(chain)
     print("ready %d %s" % (chain.height, chain.tip.hash[::-1].hex()), flush=True)
     while True:
@@ -28,4 +30,4 @@ def main(datadir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "sqlite")

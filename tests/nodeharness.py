@@ -79,6 +79,21 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def harness_dbengine_args(datadir: str, extra_args: Sequence[str]) -> List[str]:
+    """``-dbengine`` of the datadir's database when ``COIN_TEST_DBENGINE=postgresql``.
+
+    Lets whole functional modules run on the PostgreSQL engine; a node given its own
+    ``-dbengine`` keeps it.  A datadir keeps its database across restarts.
+    """
+    if os.environ.get("COIN_TEST_DBENGINE", "sqlite") == "sqlite" or \
+            any(a.startswith("-dbengine=") for a in extra_args):
+        return []
+    if os.environ["COIN_TEST_DBENGINE"] != "postgresql":
+        raise RuntimeError("COIN_TEST_DBENGINE must be sqlite or postgresql")
+    from tests import pgserver
+    return ["-dbengine=%s" % pgserver.database_for(datadir)]
+
+
 def _env() -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -202,6 +217,7 @@ class NodeProcess(NodeClient):
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
         args += par_args(extra_args)
+        args += harness_dbengine_args(datadir, extra_args)
         node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:

@@ -9,7 +9,6 @@ plugin calls the same function.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, NamedTuple, Sequence, Tuple
 
 from coin.chain.chainstate import ChainState
@@ -69,9 +68,8 @@ def utxo_set_stats(best_block: bytes, coins: Sequence[Tuple[Key, Coin]]) -> UTXO
 
 
 def database_size(chainstate: ChainState) -> int:
-    """Bytes the chain-state database takes on disk (SQLite file plus write-ahead log)."""
-    path = chainstate.store.db_path
-    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    """Bytes the chain-state database takes on disk (see ``ChainStore.database_bytes``)."""
+    return chainstate.store.database_bytes()
 
 
 async def utxo_set_info(chain: "ChainAccess") -> UTXOSetInfo:

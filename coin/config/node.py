@@ -15,6 +15,8 @@ from coin.config.errors import ConfigError
 from coin.config.networks import NETWORKS
 from coin.config.options import OptionRegistry, add_common_options
 from coin.notify import DEFAULT_HWM as ZMQ_DEFAULT_HWM, TOPIC_HELP as ZMQ_TOPIC_HELP, TOPICS as ZMQ_TOPICS
+from coin.storage.database import SQLITE, server_url
+from coin.storage.errors import StorageError
 
 DEFAULT_DBCACHE = 450           # MiB
 DEFAULT_MAX_CONNECTIONS = 125
@@ -72,6 +74,10 @@ def node_options() -> OptionRegistry:
           default=False)
     r.add("dbcache", "Set database cache size in megabytes (4 to 16384, default: %d)"
           % DEFAULT_DBCACHE, kind="int", default=DEFAULT_DBCACHE, meta="=<n>")
+    r.add("dbengine", "Where the block index, chain state and transaction index are kept: "
+          "'sqlite' (a file in the data directory) or a PostgreSQL database, "
+          "postgresql://<user>[:<password>]@<host>[:<port>]/<database> (default: sqlite)",
+          default="sqlite", meta="=<engine>")
     r.add("debuglogfile", "Specify location of debug log file. Relative paths will be prefixed "
           "by a net-specific datadir location. (-nodebuglogfile to disable; default: %s)"
           % DEFAULT_DEBUG_LOG, default=DEFAULT_DEBUG_LOG, meta="=<file>")
@@ -281,6 +287,8 @@ class NodeConfig:
     reindex: bool
     reindex_chainstate: bool
     dbcache_mib: int
+    #: -dbengine: "sqlite" or a postgresql:// URL (checked by ``storage.database.server_url``).
+    dbengine: str
     #: None: the store's default.
     blockfile_size: Optional[int]
     #: -persistmempool; -zapwallettxes turns its default off (as Core).
@@ -318,6 +326,11 @@ class NodeConfig:
         if not config.is_negated("debuglogfile"):
             debug_log = config.resolve_path(config.get("debuglogfile", DEFAULT_DEBUG_LOG))
         daemon = config.get_bool("daemon", False)
+        dbengine = config.get("dbengine") or SQLITE
+        try:
+            server_url(dbengine)
+        except StorageError as e:
+            raise ConfigError("Error: %s" % e) from None
         zap_mode = 0
         if config.get_bool("zapwallettxes"):
             zap_mode = 2 if config.get("zapwallettxes") == "2" else 1
@@ -334,7 +347,7 @@ class NodeConfig:
             txindex=txindex, prune=prune,
             reindex=config.get_bool("reindex", False),
             reindex_chainstate=config.get_bool("reindex-chainstate", False),
-            dbcache_mib=max(4, config.get_int("dbcache") or DEFAULT_DBCACHE),
+            dbcache_mib=max(4, config.get_int("dbcache") or DEFAULT_DBCACHE), dbengine=dbengine,
             blockfile_size=config.get_int("blockfilesize") or None,
             persist_mempool=config.get_bool("persistmempool", not zap_mode),
             disable_wallet=config.get_bool("disablewallet", False), zap_mode=zap_mode,

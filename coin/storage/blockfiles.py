@@ -1,5 +1,9 @@
 """Raw blocks (``blkNNNNN.dat``) and undo data (``revNNNNN.dat``) with their file statistics.
 
+With a database engine given (PostgreSQL), the records live in its
+``block_record`` table instead (``recordtable``): same positions, statistics
+and recovery.
+
 Undo records carry a checksum, ``sha256d(block_hash + undo)``, so undo data
 read back for the wrong block, or damaged, is detected.  Block and undo files
 roll over independently: a block's undo may live in a rev file whose number
@@ -10,14 +14,16 @@ from __future__ import annotations
 
 import struct
 from copy import copy
-from typing import Callable, Dict, Iterable, Iterator, List, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
+from sqlalchemy.engine import Engine
 from twisted.logger import Logger
 
 from coin.primitives.hashes import sha256d
 from coin.storage.errors import CorruptionError
 from coin.storage.fileinfo import BlockFileInfo
-from coin.storage.flatfile import HEADER_SIZE, FlatFileSeq, fsync_directory
+from coin.storage.flatfile import HEADER_SIZE, FlatFileSeq
+from coin.storage.recordtable import RecordTable
 
 log = Logger()
 
@@ -28,6 +34,7 @@ _TIME = struct.Struct("<I")
 _TIME_OFFSET = 68           # of the header's nTime field
 
 Position = Tuple[int, int]
+RecordSeq = Union[FlatFileSeq, RecordTable]
 
 
 def undo_checksum(block_hash: bytes, undo: bytes) -> bytes:
@@ -37,11 +44,19 @@ def undo_checksum(block_hash: bytes, undo: bytes) -> bytes:
 class BlockFiles:
     """Appends and reads block and undo records; keeps per-file statistics for the database."""
 
-    def __init__(self, blocks_dir: str, magic: bytes, max_file_size: int) -> None:
-        self._blocks = FlatFileSeq(blocks_dir, "blk", magic, max_file_size,
-                                   min_payload=MIN_BLOCK_SIZE)
-        self._undo = FlatFileSeq(blocks_dir, "rev", magic, max_file_size,
-                                 trailer_size=CHECKSUM_SIZE)
+    def __init__(self, blocks_dir: str, magic: bytes, max_file_size: int,
+                 engine: Optional[Engine] = None) -> None:
+        """Files in ``blocks_dir``, or with ``engine`` rows of its ``block_record`` table."""
+        self._blocks: RecordSeq
+        self._undo: RecordSeq
+        if engine is None:
+            self._blocks = FlatFileSeq(blocks_dir, "blk", magic, max_file_size,
+                                       min_payload=MIN_BLOCK_SIZE)
+            self._undo = FlatFileSeq(blocks_dir, "rev", magic, max_file_size,
+                                     trailer_size=CHECKSUM_SIZE)
+        else:
+            self._blocks = RecordTable(engine, "blk", max_file_size, min_payload=MIN_BLOCK_SIZE)
+            self._undo = RecordTable(engine, "rev", max_file_size, trailer_size=CHECKSUM_SIZE)
         self._info: Dict[int, BlockFileInfo] = {}
         self._dirty: Set[int] = set()
 
@@ -139,7 +154,7 @@ class BlockFiles:
         for n in rev_files:
             removed |= self._undo.remove(n)
         if removed:
-            fsync_directory(self._blocks.directory)
+            self._blocks.removed()
 
     def pruned_leftovers(self) -> Tuple[List[int], List[int]]:
         """Files on disk that the statistics say were pruned (a crash before the unlink).
@@ -147,7 +162,7 @@ class BlockFiles:
         A file below the last one holding records always holds records unless
         it was pruned, so zero recorded bytes there means pruned.
         """
-        def leftovers(seq: FlatFileSeq, size_of: Callable[[BlockFileInfo], int]) -> List[int]:
+        def leftovers(seq: RecordSeq, size_of: Callable[[BlockFileInfo], int]) -> List[int]:
             last, _ = self._last_recorded(size_of)
             return [n for n in range(last) if seq.exists(n)
                     and (n not in self._info or size_of(self._info[n]) == 0)]
@@ -190,7 +205,7 @@ class BlockFiles:
         info = self._info.get(file_no)
         return file_no, size_of(info) if info is not None else 0
 
-    def _recover(self, seq: FlatFileSeq, size_of: Callable[[BlockFileInfo], int],
+    def _recover(self, seq: RecordSeq, size_of: Callable[[BlockFileInfo], int],
                  reset: Callable[[BlockFileInfo], None],
                  found: Callable[[BlockFileInfo, int, int, bytes], None]) -> None:
         file_no, start = self._last_recorded(size_of)

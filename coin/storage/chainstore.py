@@ -6,6 +6,11 @@ Layout under the (network-specific) data directory::
     blocks/revNNNNN.dat   undo data, append-only, checksummed
     chainstate.sqlite     block index, UTXO set, file statistics, best block
 
+With ``dbengine`` a PostgreSQL URL, the tables live in that database instead
+(same schema and revisions), and so do the block and undo records (the
+``block_record`` table, see ``recordtable``): the data directory holds no
+``blocks/`` and no ``chainstate.sqlite``.
+
 Crash safety: :meth:`ChainStore.flush` fsyncs the files first, then writes
 every change (index rows, coins, file statistics, best-block marker) in one
 database transaction, so after a crash the database is exactly at some flush
@@ -35,7 +40,14 @@ from coin.storage.blockfiles import BlockFiles
 from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
-from coin.storage.database import open_database
+from coin.storage.database import (
+    SQLITE,
+    claim_server_writer,
+    describe,
+    open_database,
+    open_server_database,
+    server_url,
+)
 from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
@@ -65,15 +77,19 @@ class ChainStore:
     """Block and undo files plus the chain-state database of one network."""
 
     def __init__(self, datadir: str, params: ChainParams, dbcache_mib: int = 300,
-                 max_blockfile_size: int = DEFAULT_MAX_BLOCKFILE_SIZE) -> None:
+                 max_blockfile_size: int = DEFAULT_MAX_BLOCKFILE_SIZE,
+                 dbengine: str = SQLITE) -> None:
         self.datadir = datadir
         self.params = params
         self.dbcache_bytes = dbcache_mib << 20
         self.max_blockfile_size = max_blockfile_size
         self.blocks_dir = os.path.join(datadir, BLOCKS_DIRNAME)
         self.db_path = os.path.join(datadir, DB_FILENAME)
+        #: None for the SQLite file at ``db_path``; else the PostgreSQL database's URL.
+        self.db_url = server_url(dbengine)
         self._backend_errors: Tuple[type, ...] = (SQLAlchemyError, OSError)
         self._engine: Optional[Engine] = None
+        self._writer_lock: Optional[Any] = None
         self._files: Optional[BlockFiles] = None
         self._utxos: Optional[UtxoTable] = None
         self._have_pruned: Optional[bool] = None
@@ -87,14 +103,19 @@ class ChainStore:
         """Create or open the data directory, check the schema, recover the file tails."""
         if self._engine is not None:
             raise StorageError("chain store is already open")
-        os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
-        engine = open_database(self.db_path)
+        if self.db_url is None:
+            os.makedirs(self.blocks_dir, mode=DIR_MODE, exist_ok=True)
+            engine = open_database(self.db_path)
+        else:
+            engine = open_server_database(self.db_url)
+            log.info("Chain state, blocks and undo data in {url}", url=describe(self.db_url))
         try:
             self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
             with engine.connect() as conn:
                 infos = fileinfo.load_file_info_txn(conn)
             files = BlockFiles(self.blocks_dir, self.params.message_start,
-                               self.max_blockfile_size)
+                               self.max_blockfile_size,
+                               engine=None if self.db_url is None else engine)
             files.open(infos)
             try:
                 self._utxos = UtxoTable(engine)
@@ -111,17 +132,22 @@ class ChainStore:
             self._remove_pruned_leftovers()
 
     @_storage_errors
+    def claim_writer(self) -> None:
+        """Be the only writer of the database until :meth:`close` (StorageError if taken).
+
+        For the node that validates; read-only processes never call it.  On SQLite the
+        data directory's lock already does this.
+        """
+        if self.db_url is not None and self._writer_lock is None:
+            self._writer_lock = claim_server_writer(self.engine, self.db_url)
+
+    @_storage_errors
     def close(self) -> None:
         """Sync the files and release everything; unflushed cache changes are dropped."""
         if self._files is not None:
             self._files.close()
             self._files = None
-        if self._utxos is not None:
-            self._utxos.close()
-            self._utxos = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._release_database()
 
     def abandon(self) -> None:
         """Let go of everything as a crash would: no sync, unflushed writes and cache lost.
@@ -131,12 +157,7 @@ class ChainStore:
         if self._files is not None:
             self._files.abandon()
             self._files = None
-        if self._utxos is not None:
-            self._utxos.close()
-            self._utxos = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = None
+        self._release_database()
         self.coins.clear()
 
     @property
@@ -145,6 +166,15 @@ class ChainStore:
         if self._engine is None:
             raise StorageError("chain store is not open")
         return self._engine
+
+    @_storage_errors
+    def database_bytes(self) -> int:
+        """Bytes the chain-state database takes (SQLite file plus its log, or the server's)."""
+        if self.db_url is None:
+            path = self.db_path
+            return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar()
 
     # -- block and undo files ---------------------------------------------------
 
@@ -385,6 +415,18 @@ class ChainStore:
             files.remove_files(blk, rev)
 
     # -- internals --------------------------------------------------------------
+
+    def _release_database(self) -> None:
+        """Close the UTXO reader, give up the writer's lock, dispose of the engine."""
+        if self._utxos is not None:
+            self._utxos.close()
+            self._utxos = None
+        if self._writer_lock is not None:
+            self._writer_lock.close()
+            self._writer_lock = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
 
     def _open_files(self) -> BlockFiles:
         if self._files is None:

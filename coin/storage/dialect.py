@@ -10,6 +10,10 @@ survives the process being killed (kill -9, crash, OOM); only power loss or an
 OS crash can lose the last commits, and even then the database stays
 consistent (it rolls back to an earlier commit).  Block files are fsynced
 before every flush, so the index never points at data the OS has not written.
+
+Durability on PostgreSQL: the server's defaults (``fsync=on``,
+``synchronous_commit=on``) make a commit durable before it returns; the
+isolation level and pool are set where the engine is made (``database``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,47 @@ def configure_engine(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN")
+
+
+def autocommit_connection(engine: Engine) -> Any:
+    """A DBAPI connection of the caller's own for reads outside any transaction.
+
+    SQLite connections run statements outside transactions already (see
+    :func:`configure_engine`).  A psycopg connection would keep one open after
+    the first SELECT, and under REPEATABLE READ go on reading that old
+    snapshot: it is taken out of the pool (closing it really closes it) and
+    switched to autocommit.
+    """
+    raw = engine.raw_connection()
+    if engine.dialect.name == "postgresql":
+        raw.driver_connection.autocommit = True
+        raw.detach()
+    return raw
+
+
+def relax_commits(engine: Engine, raw: Any) -> None:
+    """Let commits on DBAPI connection ``raw`` return before they are on disk (PostgreSQL).
+
+    A relaxed commit is visible at once and survives the client being killed; only a
+    crash of the server's machine can lose it, until :func:`make_durable`.
+    """
+    if engine.dialect.name == "postgresql":
+        cursor = raw.cursor()
+        try:
+            cursor.execute("SET synchronous_commit = off")
+        finally:
+            cursor.close()
+
+
+def make_durable(engine: Engine) -> None:
+    """Return once every commit so far, relaxed ones included, is on disk.
+
+    On PostgreSQL a synchronous commit flushes the write-ahead log up to itself, which
+    covers every earlier commit; a transaction commits only if it has a transaction id.
+    """
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SELECT txid_current()")
 
 
 def upsert_statements(table: Table, dialect_name: str) -> Tuple[Executable, ...]:

@@ -42,6 +42,16 @@ def fsync_directory(path: str) -> None:
 
 
 
+def checked_record_size(payload: bytes, trailer: bytes, trailer_size: int,
+                        min_payload: int) -> int:
+    """Bytes the record takes, header included; ValueError if it is not a valid record."""
+    if len(trailer) != trailer_size:
+        raise ValueError("trailer must be %d bytes" % trailer_size)
+    if not min_payload <= len(payload) <= MAX_PAYLOAD:
+        raise ValueError("record payload of %d bytes out of range" % len(payload))
+    return HEADER_SIZE + len(payload) + len(trailer)
+
+
 class WouldBlock(Exception):
     """A read asked not to wait would have had to (data not in the page cache, the file
     being written): do it again where waiting is fine."""
@@ -126,11 +136,7 @@ class FlatFileSeq:
 
     def append(self, payload: bytes, trailer: bytes = b"") -> Tuple[int, int]:
         """Buffer one record, rolling over to a new file if it would not fit; ``(file_no, pos)``."""
-        if len(trailer) != self.trailer_size:
-            raise ValueError("trailer must be %d bytes" % self.trailer_size)
-        if not self.min_payload <= len(payload) <= MAX_PAYLOAD:
-            raise ValueError("record payload of %d bytes out of range" % len(payload))
-        record_size = HEADER_SIZE + len(payload) + len(trailer)
+        record_size = checked_record_size(payload, trailer, self.trailer_size, self.min_payload)
         with self._lock:
             if self._fd is None:
                 raise StorageError("%s files are not open for writing" % self.prefix)
@@ -190,6 +196,10 @@ class FlatFileSeq:
         except FileNotFoundError:
             return False
         return True
+
+    def removed(self) -> None:
+        """Make a batch of :meth:`remove` calls durable (fsyncs the directory)."""
+        fsync_directory(self.directory)
 
     def remove_all(self) -> None:
         """Delete every file of the sequence and start again at file 0 (caller reopens)."""

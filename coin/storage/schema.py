@@ -100,3 +100,16 @@ tx_index = Table(
     Column("tx_offset", BigInteger, nullable=False),
     sqlite_with_rowid=False,
 )
+
+# Raw block and undo records on a database server (-dbengine=postgresql://...), where every
+# process reading the database can get them; SQLite nodes keep them in blk/rev files.
+# ``seq`` is "blk" or "rev"; (file_no, pos) are the positions the flat files would give.
+block_record = Table(
+    "block_record", metadata,
+    Column("seq", String(3), primary_key=True),
+    Column("file_no", Integer, primary_key=True, autoincrement=False),
+    Column("pos", BigInteger, primary_key=True, autoincrement=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("trailer", LargeBinary, nullable=False),
+    sqlite_with_rowid=False,
+)

@@ -19,6 +19,7 @@ from sqlalchemy.types import BigInteger, LargeBinary
 from coin.primitives.coin import Coin
 from coin.storage.coins import Key
 from coin.storage.compiled import RawStatement, cached, raw_upserts
+from coin.storage.dialect import autocommit_connection
 from coin.storage.schema import utxo
 
 #: A utxo row in column order.
@@ -71,7 +72,7 @@ class UtxoTable:
             delete(utxo).where(and_(utxo.c.txid == bindparam("txid"),
                                     utxo.c.n == bindparam("n"))),
             dialect, ("txid", "n"))
-        self._reader = engine.raw_connection()
+        self._reader = autocommit_connection(engine)
         self._cursor = self._reader.cursor()
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from coin.testing.chainbuilder import open_chain
 from tests import ROOT
+from tests.pgserver import dbengine_for
 
 
 
@@ -22,7 +23,8 @@ class KillNineTests(SynchronousTestCase):
 
     def _run_child(self, datadir: str, seconds: float, reported: list) -> None:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        child = subprocess.Popen([sys.executable, "-m", "tests.kill9_child", datadir],
+        child = subprocess.Popen([sys.executable, "-m", "tests.kill9_child", datadir,
+                                  dbengine_for(self, datadir)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                                  env=env, text=True)
         ready = child.stdout.readline()
@@ -49,7 +51,7 @@ class KillNineTests(SynchronousTestCase):
             self._run_child(datadir, rng.uniform(1.0, 3.0), reported)
         self.assertGreater(len(reported), 20)
 
-        chain = open_chain(datadir)
+        chain = open_chain(datadir, dbengine=dbengine_for(self, datadir))
         try:
             for height, block_hash in reported:
                 entry = chain.lookup(bytes.fromhex(block_hash)[::-1])
@@ -60,7 +62,8 @@ class KillNineTests(SynchronousTestCase):
         finally:
             chain.close()
         # The recovered UTXO set is exactly what replaying every block yields.
-        rebuilt = open_chain(datadir, reindex_chainstate=True)
+        rebuilt = open_chain(datadir, reindex_chainstate=True,
+                             dbengine=dbengine_for(self, datadir))
         try:
             self.assertEqual(rebuilt.tip.hash, tip)
             self.assertEqual(sorted(rebuilt.store.utxo_snapshot()), recovered)

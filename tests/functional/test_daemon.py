@@ -16,7 +16,7 @@ import time
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.inprocess import NodeTestCase
-from tests.nodeharness import ROOT, NodeProcess, RPCFailure, free_port, _env
+from tests.nodeharness import ROOT, NodeProcess, RPCFailure, _env, free_port, harness_dbengine_args
 
 
 def wait_answering(node: NodeProcess, what: str, timeout: float = 60) -> None:
@@ -35,6 +35,9 @@ def wait_answering(node: NodeProcess, what: str, timeout: float = 60) -> None:
 
 
 def run_coind(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    datadirs = [a[len("-datadir="):] for a in args if a.startswith("-datadir=")]
+    if datadirs:    # the datadir's database under COIN_TEST_DBENGINE=postgresql
+        args += tuple(harness_dbengine_args(datadirs[-1], args))
     return subprocess.run([sys.executable, "-m", "coin.tap"] + list(args), capture_output=True,
                           text=True, cwd=ROOT, env=_env(), timeout=timeout)
 

@@ -6,7 +6,7 @@ import os
 import stat
 import struct
 import threading
-from typing import List, Tuple
+from typing import Callable, List, Tuple
 
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
@@ -14,8 +14,11 @@ from coin.chainparams import REGTEST
 from coin.primitives.hashes import sha256d
 from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
-from coin.storage.errors import CorruptionError
+from coin.storage.database import SQLITE
+from coin.storage.errors import CorruptionError, StorageError
 from coin.storage.flatfile import WouldBlock
+from tests import pgserver
+from tests.pgserver import OnPostgreSQL, dbengine_for
 
 MAGIC = REGTEST.message_start
 
@@ -27,16 +30,29 @@ def fake_block(i: int, size: int = 200) -> bytes:
 
 
 def open_store(test: SynchronousTestCase, path: str, **options) -> ChainStore:
-    store = ChainStore(path, REGTEST, **options)
+    """An open store in ``path`` on the test's engine (see ``engines``), closed at clean-up."""
+    store = ChainStore(path, REGTEST, dbengine=dbengine_for(test, path), **options)
     store.open()
     test.addCleanup(store.close)
     return store
 
 
+def file_only(test: Callable) -> Callable:
+    """Mark a test that tears, truncates or corrupts a file: not for records kept in rows."""
+    test.file_only = True    # type: ignore[attr-defined]
+    return test
+
+
 class BlockFileTests(SynchronousTestCase):
+    """Block and undo records; on PostgreSQL (the twin below) rows of ``block_record``."""
+
+    dbengine = SQLITE
 
     def setUp(self) -> None:
         self.path = self.mktemp()
+        self.files = self.dbengine == SQLITE
+        if not self.files and getattr(getattr(self, self._testMethodName), "file_only", False):
+            raise SkipTest("records in a database table have no file to tear or corrupt")
 
     def blk(self, file_no: int) -> str:
         return os.path.join(self.path, "blocks", "blk%05d.dat" % file_no)
@@ -56,8 +72,9 @@ class BlockFileTests(SynchronousTestCase):
         store = open_store(self, self.path)
         self.assertEqual([store.read_block(*p) for p in positions],
                          [fake_block(i) for i in range(20)])
-        with open(self.blk(0), "rb") as f:
-            self.assertEqual(f.read(8), MAGIC + struct.pack("<I", 200))
+        if self.files:
+            with open(self.blk(0), "rb") as f:
+                self.assertEqual(f.read(8), MAGIC + struct.pack("<I", 200))
 
     def test_roll_over(self) -> None:
         store = open_store(self, self.path, max_blockfile_size=1000)
@@ -65,7 +82,7 @@ class BlockFileTests(SynchronousTestCase):
         store.sync()
         # 208-byte records: four fit in 1000 bytes.
         self.assertEqual([p[0] for p in positions], [0] * 4 + [1] * 4 + [2] * 2)
-        for file_no in range(3):
+        for file_no in range(3 if self.files else 0):
             self.assertLessEqual(os.path.getsize(self.blk(file_no)), 1000)
         self.assertEqual([(f, p) for f, p, _ in store.scan_blocks()], positions)
 
@@ -86,6 +103,7 @@ class BlockFileTests(SynchronousTestCase):
         reader.join()
         self.assertEqual(result, [fake_block(7)])
 
+    @file_only
     def test_torn_record_is_cut_off_and_overwritten(self) -> None:
         store = open_store(self, self.path)
         positions = self.write_blocks(store, 0, 5)
@@ -100,6 +118,7 @@ class BlockFileTests(SynchronousTestCase):
         self.assertEqual([raw for _, _, raw in store.scan_blocks()],
                          [fake_block(i) for i in range(4)] + [fake_block(99)])
 
+    @file_only
     def test_garbage_tail_is_ignored_and_replaced(self) -> None:
         store = open_store(self, self.path)
         positions = self.write_blocks(store, 0, 3)
@@ -116,6 +135,7 @@ class BlockFileTests(SynchronousTestCase):
                          [fake_block(i) for i in range(4)])
         self.assertEqual(store.read_block(*positions[2]), fake_block(2))
 
+    @file_only
     def test_scan_stops_at_garbage_then_continues_with_next_file(self) -> None:
         store = open_store(self, self.path, max_blockfile_size=1000)
         positions = self.write_blocks(store, 0, 6)
@@ -156,6 +176,7 @@ class BlockFileTests(SynchronousTestCase):
         self.assertEqual((info.blocks, info.size), (6, 6 * 208))
         self.assertEqual((info.time_first, info.time_last), (1000, 1005))
 
+    @file_only
     def test_file_shorter_than_recorded_is_rescanned(self) -> None:
         store = open_store(self, self.path)
         positions = self.write_blocks(store, 0, 4)
@@ -180,7 +201,8 @@ class BlockFileTests(SynchronousTestCase):
                          (4, 4 * 208, 8 + 40 + 32))
         self.assertEqual((infos[0].height_first, infos[0].height_last), (10, 13))
         self.assertEqual((infos[1].time_first, infos[1].time_last), (1014, 1015))
-        self.assertEqual(infos[1].size, os.path.getsize(self.blk(1)))
+        if self.files:
+            self.assertEqual(infos[1].size, os.path.getsize(self.blk(1)))
         self.assertEqual(store.bytes_before(1, 100), 4 * 208 + 100)
 
     def test_undo_round_trip(self) -> None:
@@ -192,6 +214,7 @@ class BlockFileTests(SynchronousTestCase):
         store = open_store(self, self.path)
         self.assertEqual(store.read_undo(*position, block_hash), b"undo data")
 
+    @file_only
     def test_undo_checksum_mismatch(self) -> None:
         store = open_store(self, self.path)
         block_hash = sha256d(b"some block")
@@ -214,6 +237,7 @@ class BlockFileTests(SynchronousTestCase):
         self.assertRaises(CorruptionError, store.read_block, 5, pos)
         self.assertRaises(CorruptionError, store.read_block, file_no, pos + 10_000)
 
+    @file_only
     def test_modes(self) -> None:
         store = open_store(self, self.path)
         store.write_block(fake_block(0), 0, 1000)
@@ -263,3 +287,42 @@ class NoWaitReadTests(SynchronousTestCase):
             self.assertEqual(cached, self.raw)
             raise SkipTest("this filesystem keeps the pages cached after POSIX_FADV_DONTNEED")
         self.assertEqual(self.store.read_block(*self.position), self.raw)
+
+
+class BlockFileTestsOnPostgreSQL(OnPostgreSQL, BlockFileTests):
+    """The records are rows of ``block_record``, with the positions and sizes files give."""
+
+    def test_nothing_is_written_to_the_data_directory(self) -> None:
+        store = open_store(self, self.path)
+        self.write_blocks(store, 0, 3)
+        store.write_undo(b"undo", b"\x05" * 32, 0)
+        store.flush([], b"\x01" * 32)
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_a_second_store_on_the_database_reads_the_records(self) -> None:
+        # What a front end does: nothing but the database, another data directory.
+        store = open_store(self, self.path)
+        positions = self.write_blocks(store, 0, 3)
+        undo = store.write_undo(b"undo", b"\x05" * 32, 0)
+        reader = ChainStore(self.mktemp(), REGTEST, dbengine=dbengine_for(self, self.path))
+        reader.open()
+        self.addCleanup(reader.close)
+        self.assertEqual([reader.read_block(*p) for p in positions],
+                         [fake_block(i) for i in range(3)])
+        self.assertEqual(reader.read_undo(*undo, b"\x05" * 32), b"undo")
+
+    def test_reads_that_must_not_wait_are_left_to_a_thread(self) -> None:
+        store = open_store(self, self.path)
+        position = store.write_block(fake_block(0), 0, 1000)
+        self.assertRaises(WouldBlock, store.read_block, *position, wait=False)
+
+    def test_a_lost_connection_costs_one_append(self) -> None:
+        store = open_store(self, self.path)
+        first = store.write_block(fake_block(0), 0, 1000)
+        database = dbengine_for(self, self.path).rsplit("/", 1)[1]
+        pgserver.server().execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                  "WHERE datname = '%s'" % database)
+        self.assertRaises(StorageError, store.write_block, fake_block(1), 1, 1001)
+        second = store.write_block(fake_block(1), 1, 1001)
+        self.assertEqual([store.read_block(*p) for p in (first, second)],
+                         [fake_block(0), fake_block(1)])

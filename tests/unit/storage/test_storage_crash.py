@@ -1,6 +1,6 @@
 """kill -9 during flushes: every reopen finds the database at exactly one flush.
 
-A child process (``python -m tests.unit.storage.test_storage_crash DATADIR``) runs rounds
+A child process (``python -m tests.unit.storage.test_storage_crash DATADIR [DBENGINE]``) runs rounds
 forever.  Round r spends round r-1's coins, creates round r's, creates and
 spends a few transient coins, writes block and undo records, and flushes with
 best block = round_hash(r).  Everything is derived from r, so the parent can
@@ -29,7 +29,9 @@ from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_u
 from coin.primitives.hashes import sha256d
 from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
+from coin.storage.database import SQLITE
 from tests import ROOT
+from tests.pgserver import OnPostgreSQL, dbengine_for
 
 COINS_PER_ROUND = 40
 MAX_FILE = 256 << 10
@@ -62,14 +64,15 @@ def round_undo(r: int) -> bytes:
     return serialize_block_undo([[round_coin(r - 1, i) for i in range(COINS_PER_ROUND)]])
 
 
-def open_crash_store(datadir: str) -> ChainStore:
-    store = ChainStore(datadir, REGTEST, dbcache_mib=1, max_blockfile_size=MAX_FILE)
+def open_crash_store(datadir: str, dbengine: str = SQLITE) -> ChainStore:
+    store = ChainStore(datadir, REGTEST, dbcache_mib=1, max_blockfile_size=MAX_FILE,
+                       dbengine=dbengine)
     store.open()
     return store
 
 
-def child_main(datadir: str) -> None:
-    store = open_crash_store(datadir)
+def child_main(datadir: str, dbengine: str) -> None:
+    store = open_crash_store(datadir, dbengine)
     best = store.best_block()
     r = round_of(best) if best is not None else 0
     print("ready %d" % r, flush=True)
@@ -100,7 +103,8 @@ class KillNineTests(SynchronousTestCase):
 
     def run_and_kill(self, datadir: str, rng: random.Random) -> int:
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        child = subprocess.Popen([sys.executable, "-m", "tests.unit.storage.test_storage_crash", datadir],
+        child = subprocess.Popen([sys.executable, "-m", "tests.unit.storage.test_storage_crash", datadir,
+                                  dbengine_for(self, datadir)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
                                  env=env)
         try:
@@ -123,7 +127,7 @@ class KillNineTests(SynchronousTestCase):
 
     def check_consistent(self, datadir: str) -> int:
         """Assert the store is exactly at one round; returns that round."""
-        store = open_crash_store(datadir)
+        store = open_crash_store(datadir, dbengine_for(self, datadir))
         try:
             best = store.best_block()
             r = round_of(best) if best is not None else 0
@@ -175,5 +179,9 @@ class KillNineTests(SynchronousTestCase):
         self.assertGreater(rounds[-1], self.kills, "the child hardly ran (rounds %r)" % rounds)
 
 
+class KillNineTestsOnPostgreSQL(OnPostgreSQL, KillNineTests):
+    """The same rounds with the index, coins and marker in PostgreSQL."""
+
+
 if __name__ == "__main__":
-    child_main(sys.argv[1])
+    child_main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else SQLITE)

@@ -6,12 +6,13 @@ import os
 import sqlite3
 from typing import Any, Callable, List
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import func, select, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import func, inspect, select, text
+from sqlalchemy.exc import DBAPIError, OperationalError
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -21,10 +22,13 @@ from coin.chainparams import REGTEST
 from coin.primitives.coin import Coin
 from coin.primitives.hashes import sha256d
 from coin.storage import blockindex, chainmeta, compiled, database, fileinfo
-from coin.storage.chainstore import ChainStore
+from coin.storage.chainstore import DB_FILENAME, ChainStore
+from coin.storage.database import SQLITE
 from coin.storage.dbpool import DBPool
 from coin.storage.errors import SchemaError, StorageError
 from coin.storage.schema import block_index, metadata, utxo
+from tests.nodeharness import free_port
+from tests.pgserver import OnPostgreSQL, dbengine_for
 from tests.unit.storage.test_storage_blockfiles import fake_block, open_store
 
 
@@ -49,12 +53,28 @@ def coin_value(i: int, round_: int = 0) -> Coin:
     return Coin(1000 * i + round_, b"\x76\xa9\x14" + bytes(20) + b"\x88\xac", i, i % 2 == 0, 2)
 
 
+def execute_sql(test: Any, path: str, sql: str) -> None:
+    """Run ``sql`` on the database of the test's store in ``path``, around the storage layer."""
+    url = database.server_url(dbengine_for(test, path))
+    if url is None:
+        engine = database.create_engine(os.path.join(path, DB_FILENAME))
+    else:
+        engine = database.create_server_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(sql)
+    finally:
+        engine.dispose()
+
+
 def utxo_rows(store: ChainStore) -> dict:
     with store.engine.connect() as conn:
         return {(r.txid, r.n): r.value for r in conn.execute(select(utxo))}
 
 
 class SchemaTests(SynchronousTestCase):
+
+    dbengine = SQLITE
 
     def test_created_at_head_matching_schema_module(self) -> None:
         store = open_store(self, self.mktemp())
@@ -67,6 +87,42 @@ class SchemaTests(SynchronousTestCase):
             self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
             self.assertEqual(compare_metadata(context, metadata), [])
 
+    def test_every_revision_goes_down_and_up_again(self) -> None:
+        # The same revision scripts serve both engines, downgrades included.
+        store = open_store(self, self.mktemp())
+        config = Config()
+        config.set_main_option("script_location", database.MIGRATIONS_DIR)
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "base")
+            self.assertEqual(inspect(conn).get_table_names(), ["alembic_version"])
+            command.upgrade(config, "head")
+            context = MigrationContext.configure(conn)
+            self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
+            self.assertEqual(compare_metadata(context, metadata), [])
+
+    def test_unknown_revision_is_refused(self) -> None:
+        path = self.mktemp()
+        open_store(self, path).close()
+        execute_sql(self, path, "UPDATE alembic_version SET version_num = 'ffff'")
+        store = ChainStore(path, REGTEST, dbengine=dbengine_for(self, path))
+        error = self.assertRaises(SchemaError, store.open)
+        self.assertIn("'ffff'", str(error))
+        self.assertIn(repr(database.HEAD_REVISION), str(error))
+        self.assertIn("-reindex" if self.dbengine == SQLITE else "empty database", str(error))
+
+    def test_foreign_database_is_refused(self) -> None:
+        path = self.mktemp()
+        os.makedirs(path)
+        execute_sql(self, path, "CREATE TABLE something (x INTEGER)")
+        store = ChainStore(path, REGTEST, dbengine=dbengine_for(self, path))
+        error = self.assertRaises(SchemaError, store.open)
+        self.assertIn("not a coin chain-state database", str(error))
+
+
+class SQLiteFileTests(SynchronousTestCase):
+    """What only the embedded engine has: per-connection pragmas, a file in the data directory."""
+
     def test_pragmas_on_every_connection(self) -> None:
         store = open_store(self, self.mktemp())
         connections = [store.engine.connect() for _ in range(3)]
@@ -78,28 +134,6 @@ class SchemaTests(SynchronousTestCase):
         finally:
             for conn in connections:
                 conn.close()
-
-    def test_unknown_revision_is_refused(self) -> None:
-        path = self.mktemp()
-        open_store(self, path).close()
-        db = sqlite3.connect(os.path.join(path, "chainstate.sqlite"))
-        db.execute("UPDATE alembic_version SET version_num = 'ffff'")
-        db.commit()
-        db.close()
-        store = ChainStore(path, REGTEST)
-        error = self.assertRaises(SchemaError, store.open)
-        self.assertIn("'ffff'", str(error))
-        self.assertIn(repr(database.HEAD_REVISION), str(error))
-        self.assertIn("-reindex", str(error))
-
-    def test_foreign_database_is_refused(self) -> None:
-        path = self.mktemp()
-        os.makedirs(path)
-        db = sqlite3.connect(os.path.join(path, "chainstate.sqlite"))
-        db.execute("CREATE TABLE something (x)")
-        db.close()
-        error = self.assertRaises(SchemaError, ChainStore(path, REGTEST).open)
-        self.assertIn("not a coin chain-state database", str(error))
 
     def test_datadir_is_used_literally(self) -> None:
         # A "sqlite:///" URL string would percent-decode the path and cut it at "?":
@@ -190,9 +224,10 @@ class IndexAndStateTests(SynchronousTestCase):
         self.store.coins.add(coin_key(1), coin_value(1))
         self.store.flush([make_entry(0)], b"\x05" * 32)
         self.store.wipe_index_and_chainstate()
-        blocks_dir = os.path.join(self.path, "blocks")
-        self.assertEqual(sorted(os.listdir(blocks_dir)), ["blk00000.dat", "rev00000.dat"])
-        self.assertEqual(os.path.getsize(os.path.join(blocks_dir, "rev00000.dat")), 0)
+        if self.store.db_url is None:
+            blocks_dir = os.path.join(self.path, "blocks")
+            self.assertEqual(sorted(os.listdir(blocks_dir)), ["blk00000.dat", "rev00000.dat"])
+            self.assertEqual(os.path.getsize(os.path.join(blocks_dir, "rev00000.dat")), 0)
         self.reopen()
         self.assertEqual(self.store.load_block_index(), [])
         self.assertIsNone(self.store.best_block())
@@ -257,7 +292,7 @@ class FlushAtomicityTests(SynchronousTestCase):
         def executemany(statement: compiled.RawStatement, cursor: Any, rows: Any) -> None:
             calls.append(" ".join(statement.sql.split()[:3]))
             if calls[-1] == "INSERT INTO utxo":    # index rows and deletes ran already
-                raise sqlite3.OperationalError("database or disk is full")
+                raise self.store.engine.dialect.loaded_dbapi.OperationalError("disk is full")
             original(statement, cursor, rows)
         self.patch(compiled.RawStatement, "executemany", executemany)
         self.fail_flush_and_retry()
@@ -313,7 +348,7 @@ class DBPoolTests(SynchronousTestCase):
     def test_database_errors_fail_the_deferred(self) -> None:
         def broken_txn(conn: Any) -> None:
             conn.execute(text("SELECT * FROM no_such_table"))
-        self.failureResultOf(self.pool.run(broken_txn), OperationalError)
+        self.failureResultOf(self.pool.run(broken_txn), DBAPIError)
 
 
 class DBPoolThreadTests(TestCase):
@@ -328,3 +363,80 @@ class DBPoolThreadTests(TestCase):
         d = pool.run(chainmeta.get_best_block_txn)
         d.addCallback(self.assertEqual, b"\x09" * 32)
         return d
+
+
+class SchemaTestsOnPostgreSQL(OnPostgreSQL, SchemaTests):
+    pass
+
+
+class IndexAndStateTestsOnPostgreSQL(OnPostgreSQL, IndexAndStateTests):
+    pass
+
+
+class FlushAtomicityTestsOnPostgreSQL(OnPostgreSQL, FlushAtomicityTests):
+    pass
+
+
+class DBPoolTestsOnPostgreSQL(OnPostgreSQL, DBPoolTests):
+    pass
+
+
+class DBPoolThreadTestsOnPostgreSQL(OnPostgreSQL, DBPoolThreadTests):
+    pass
+
+
+class ServerEngineTests(SynchronousTestCase):
+    """What only a database server brings: a URL to check, a server to reach, other writers."""
+
+    def test_dbengine_values(self) -> None:
+        self.assertIsNone(database.server_url("sqlite"))
+        url = database.server_url("postgresql://u:secret@127.0.0.1:5432/chain")
+        self.assertEqual((url.drivername, url.host, url.port, url.database),
+                         ("postgresql+psycopg", "127.0.0.1", 5432, "chain"))
+        self.assertEqual(database.describe(url), "postgresql://u:***@127.0.0.1:5432/chain")
+        for bad in ("mysql://u@h/db", "postgresql://u@h", "nonsense", "sqlite:///x"):
+            error = self.assertRaises(StorageError, database.server_url, bad)
+            self.assertIn("-dbengine must be", str(error))
+
+    def test_unreachable_server_is_a_clear_error(self) -> None:
+        port = free_port()    # claimed and not listening
+        store = ChainStore(self.mktemp(), REGTEST,
+                           dbengine="postgresql://u:secret@127.0.0.1:%d/chain" % port)
+        error = str(self.assertRaises(StorageError, store.open))
+        self.assertIn("cannot connect to the PostgreSQL database "
+                      "postgresql://u:***@127.0.0.1:%d/chain" % port, error)
+        self.assertIn("refused", error)
+        self.assertNotIn("secret", error)
+
+
+class SharedDatabaseTests(OnPostgreSQL, SynchronousTestCase):
+
+    def test_lookups_see_flushes_committed_after_them(self) -> None:
+        # The UTXO reader runs outside transactions: a psycopg connection left in one
+        # would keep reading its first snapshot (REPEATABLE READ) and miss later flushes.
+        url = dbengine_for(self, self.mktemp())
+        reader = ChainStore(self.mktemp(), REGTEST, dbengine=url)
+        reader.open()
+        self.addCleanup(reader.close)
+        self.assertIsNone(reader.coins.get(coin_key(1)))
+        writer = ChainStore(self.mktemp(), REGTEST, dbengine=url)
+        writer.open()
+        self.addCleanup(writer.close)
+        writer.coins.add(coin_key(1), coin_value(1))
+        writer.flush([], b"\x01" * 32)
+        reader.coins.clear()
+        self.assertEqual(reader.coins.get(coin_key(1)), coin_value(1))
+        self.assertEqual(reader.best_block(), b"\x01" * 32)
+
+    def test_one_writer_per_database(self) -> None:
+        url = dbengine_for(self, self.mktemp())
+        first, second = (ChainStore(self.mktemp(), REGTEST, dbengine=url) for _ in range(2))
+        for store in (first, second):
+            store.open()
+            self.addCleanup(store.close)
+        first.claim_writer()
+        error = self.assertRaises(StorageError, second.claim_writer)
+        self.assertIn("Cannot obtain a lock on PostgreSQL database", str(error))
+        self.assertEqual(second.best_block(), None)    # readers need no lock
+        first.close()
+        second.claim_writer()
