@@ -1,10 +1,12 @@
 """Opening the chain-state database: engine set-up and the schema revision check.
 
-A new database is created at the newest Alembic revision.  An existing one must
-already be at that revision; anything else is refused with instructions, never
-migrated silently.  Alembic itself (~0.2 s to import) is loaded only to create
-a database: normal start-up compares the stamp with :data:`HEAD_REVISION`,
-which a test keeps equal to the newest script in ``migrations/versions``.
+A new database is created at the newest Alembic revision.  One at an older
+revision of ours is upgraded in place, in one transaction, and the upgrade is
+logged (an upgraded node must not need a -reindex); an unknown revision (a newer
+coin's, or another program's) is refused with instructions.  Alembic itself (~0.2 s
+to import) is loaded only to create or upgrade a database: normal start-up compares
+the stamp with :data:`HEAD_REVISION`, which a test keeps equal to the newest script
+in ``migrations/versions``.
 
 Two engines run the same schema and revisions: the embedded SQLite file (the
 default, ``-dbengine=sqlite``) and a PostgreSQL server (``-dbengine=postgresql://
@@ -21,6 +23,8 @@ from sqlalchemy import Column, MetaData, String, Table, inspect, select
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
+from twisted.logger import Logger
+
 from coin.storage.dialect import autocommit_connection, configure_engine
 from coin.storage.errors import SchemaError, StorageError
 
@@ -34,6 +38,8 @@ CONNECT_TIMEOUT = 10
 MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 
 # Alembic's own bookkeeping table; deliberately not part of schema.metadata.
+_log = Logger(namespace="coin.storage")
+
 _alembic_version = Table("alembic_version", MetaData(),
                          Column("version_num", String(32), primary_key=True))
 
@@ -150,7 +156,8 @@ def claim_server_writer(engine: Engine, url: URL) -> Any:
 
 
 def ensure_schema(engine: Engine, where: str) -> None:
-    """Create an empty database at head, accept one at head, refuse anything else."""
+    """Create an empty database at head, accept one at head, upgrade an older one of ours,
+    refuse anything else."""
     if engine.dialect.name == "sqlite":
         rebuild = "restart with -reindex to rebuild it from the block files"
         move, remove = "Move it away", "delete %s" % where
@@ -165,7 +172,12 @@ def ensure_schema(engine: Engine, where: str) -> None:
                 raise SchemaError(
                     "%s is not a coin chain-state database (it has tables but no schema "
                     "revision). %s and %s." % (where, move, rebuild))
-            _create_at_head(conn)
+            _upgrade_to_head(conn)
+            return
+        if revision != HEAD_REVISION and revision in _known_revisions():
+            _log.info("Upgrading chain-state database {where} from schema revision {old} to {new}",
+                      where=where, old=revision, new=HEAD_REVISION)
+            _upgrade_to_head(conn)
             return
     if revision != HEAD_REVISION:
         raise SchemaError(
@@ -181,12 +193,24 @@ def _stored_revision(conn: Connection) -> Optional[str]:
     return ",".join(sorted(revisions)) or "(none)"
 
 
-def _create_at_head(conn: Connection) -> None:
-    from alembic import command
+def _alembic_config() -> Any:
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", MIGRATIONS_DIR)
+    return config
+
+
+def _known_revisions() -> set:
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
+
+
+def _upgrade_to_head(conn: Connection) -> None:
+    from alembic import command
+
+    config = _alembic_config()
     config.attributes["connection"] = conn
     command.upgrade(config, "head")
     if _stored_revision(conn) != HEAD_REVISION:

@@ -101,6 +101,26 @@ class SchemaTests(SynchronousTestCase):
             self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
             self.assertEqual(compare_metadata(context, metadata), [])
 
+    def test_older_revision_is_upgraded_in_place(self) -> None:
+        # A node upgraded from the release before the newest migration keeps its chain state.
+        path = self.mktemp()
+        store = open_store(self, path)
+        config = Config()
+        config.set_main_option("script_location", database.MIGRATIONS_DIR)
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "-1")
+            older = MigrationContext.configure(conn).get_current_revision()
+        store.close()
+        self.assertNotEqual(older, database.HEAD_REVISION)
+        store = ChainStore(path, REGTEST, dbengine=dbengine_for(self, path))
+        store.open()
+        self.addCleanup(store.close)
+        with store.engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
+            self.assertEqual(compare_metadata(context, metadata), [])
+
     def test_unknown_revision_is_refused(self) -> None:
         path = self.mktemp()
         open_store(self, path).close()
