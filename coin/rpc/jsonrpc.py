@@ -31,6 +31,7 @@ from coin.rpc.errors import (
 )
 from coin.rpc.registry import MethodTable, RPCMethod
 from coin.threads import ThreadRunner
+from coin.views.encode import JSONView, encode_view
 
 JSON_CONTENT_TYPE = b"application/json"
 
@@ -100,9 +101,15 @@ def encode_json(value: Any) -> bytes:
     """Compact JSON with Decimals printed exactly and non-ASCII text as UTF-8 (as Core).
 
     Strings that cannot be UTF-8 (lone surrogates) fall back to ``\\u`` escapes. The
-    commonest results (hashes, heights, ids, null) skip the encoder's Python-level setup.
+    commonest results (hashes, heights, ids, null) skip the encoder's Python-level setup;
+    view objects (blocks, transactions) take orjson's C encoder, which prints them the same.
     """
     kind = type(value)
+    if kind is JSONView:
+        try:
+            return encode_view(value)
+        except TypeError:
+            pass  # a lone surrogate, a huge int...: the rules below
     if kind is str and value.isascii() and value.isprintable() and '"' not in value \
             and "\\" not in value:
         return b'"%s"' % value.encode("ascii")
