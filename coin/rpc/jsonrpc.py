@@ -312,8 +312,14 @@ def parse_call(request: Any) -> tuple[str, list[Any] | dict[str, Any]]:
 
 
 def _response(result: bytes, error: dict[str, Any] | None, request_id: Any) -> bytes:
-    return (b'{"result":' + result + b',"error":' + encode_json(error)
+    return (b'{"result":' + result + (b',"error":null' if error is None else b',"error":'
+                                      + encode_json(error))
             + b',"id":' + encode_json(request_id) + b"}")
+
+
+#: Results that are neither Deferreds, coroutines nor Failures, told apart by exact type
+#: (an ``isinstance(result, Coroutine)`` check is an ABC lookup, slow next to a cheap call).
+_PLAIN_RESULTS = frozenset({str, int, bool, type(None), list, dict, JSONView})
 
 
 #: Results with more top-level entries than this are encoded in the thread pool.
@@ -335,6 +341,7 @@ class JSONRPCCore:
         #: Where large bodies are parsed and large results encoded (the node's pool).
         self._in_thread = in_thread if in_thread is not None else ThreadRunner()
         self._parse_slot = DeferredLock()
+        self._last_context: RPCContext | None = None
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -452,7 +459,7 @@ class JSONRPCCore:
             result = self._invoke(method, params, user, wallet_name)
         except Exception:
             result = Failure()
-        if isinstance(result, Coroutine):
+        if type(result) not in _PLAIN_RESULTS and isinstance(result, Coroutine):
             result = Deferred.fromCoroutine(result)
         if isinstance(result, Deferred):
             return result.addCallbacks(self._rendered, self._failed,
@@ -471,9 +478,18 @@ class JSONRPCCore:
         positional = method.bind_params(params)
         wallet = self._wallet_for(method, wallet_name)
         args = method.convert(positional)
-        context = RPCContext(node=self._node, user=user, wallet=wallet,
-                             wallet_name=wallet_name, methods=self.methods)
-        return method.handler(context, *args)
+        return method.handler(self._context(user, wallet, wallet_name), *args)
+
+    def _context(self, user: str, wallet: Any, wallet_name: str | None) -> RPCContext:
+        """The call's context; the last one is reused (a batch's calls share theirs), as
+        contexts are immutable and building one costs more than a cheap call's handler."""
+        context = self._last_context
+        if (context is None or context.user != user or context.wallet is not wallet
+                or context.wallet_name != wallet_name):
+            context = self._last_context = RPCContext(
+                node=self._node, user=user, wallet=wallet, wallet_name=wallet_name,
+                methods=self.methods)
+        return context
 
     def _wallet_for(self, method: RPCMethod, wallet_name: str | None) -> Any:
         """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable."""

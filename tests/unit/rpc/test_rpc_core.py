@@ -203,6 +203,32 @@ class CoreTests(SynchronousTestCase):
         self.assertEqual(self.answer(core, calls[0]), Reply(200, b'{"result":1,"error":null,"id":0}\n'))
         self.assertEqual(self.answer(core, calls[4]).status, 500)
 
+    def test_each_call_gets_its_own_user_and_wallet(self):
+        """Contexts are reused while user and wallet stay the same, never across them."""
+
+        @rpc_method("whoami", category="hidden")
+        def whoami(ctx):
+            return [ctx.user, ctx.wallet_name, ctx.wallet]
+
+        @rpc_method("mywallet", category="hidden", needs_wallet=True)
+        def mywallet(ctx):
+            return [ctx.user, ctx.wallet_name, ctx.wallet["walletname"]]
+
+        core = _core([whoami, mywallet], node=FakeNode(wallets=reference_wallets("", "w2")))
+        batch = [{"id": 0, "method": "whoami"}, {"id": 1, "method": "mywallet"},
+                 {"id": 2, "method": "whoami"}]
+        for user, wallet_name in [("a", None), ("b", None), ("b", "w2"), ("b", ""), ("a", "w2")]:
+            results = [reply_body(b"\r\n\r\n" + self.answer(core, call, user, wallet_name).body)
+                       ["result"] for call in batch]
+            results.append(reply_body(b"\r\n\r\n" + self.answer(core, batch, user, wallet_name)
+                                      .body))
+            # No wallet named, two loaded: -19, no result.
+            self.assertEqual(results[1], None if wallet_name is None
+                             else [user, wallet_name, wallet_name])
+            self.assertEqual(results[0], [user, wallet_name, None])
+            self.assertEqual(results[2], [user, wallet_name, None])
+            self.assertEqual([r["result"] for r in results[3]], results[:3])
+
     def test_reply_is_compact_ordered_and_newline_terminated(self):
         reply = self.answer(_core(), {"id": "x", "method": "getblockcount"})
         self.assertEqual(reply, Reply(200, b'{"result":111,"error":null,"id":"x"}\n'))
