@@ -103,10 +103,11 @@ def encode_json(value: Any) -> bytes:
 
     Strings that cannot be UTF-8 (lone surrogates) fall back to ``\\u`` escapes. The
     commonest results (hashes, heights, ids, null) skip the encoder's Python-level setup;
-    view objects (blocks, transactions) take orjson's C encoder, which prints them the same.
+    view objects (blocks, transactions) and lists of them take orjson's C encoder, which
+    prints them the same.
     """
     kind = type(value)
-    if kind is JSONView:
+    if kind is JSONView or (kind is list and all(type(item) is JSONView for item in value)):
         try:
             return encode_view(value)
         except TypeError:

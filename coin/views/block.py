@@ -7,7 +7,7 @@ previousblockhash, nextblockhash`` — the bracketed fields only in block object
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import WITNESS_SCALE_FACTOR, ChainParams

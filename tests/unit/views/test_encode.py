@@ -54,17 +54,10 @@ VALUES = st.recursive(
 )
 
 
-def _general(value: Any) -> Any:
-    """The general encoder's bytes for ``value`` (a plain dict takes it), or its exception."""
+def _outcome(value: Any) -> Any:
+    """``encode_json(value)``, or the type of the exception it raised."""
     try:
-        return encode_json(dict(value))
-    except Exception as exc:
-        return type(exc)
-
-
-def _view(value: Any) -> Any:
-    try:
-        return encode_json(JSONView(value))
+        return encode_json(value)
     except Exception as exc:
         return type(exc)
 
@@ -74,7 +67,13 @@ class ViewEncoderTests(SynchronousTestCase):
     @settings(max_examples=300)
     @given(st.dictionaries(TEXT, VALUES, max_size=6))
     def test_view_bytes_are_the_general_encoders(self, value: dict) -> None:
-        self.assertEqual(_view(value), _general(value))
+        # A plain dict takes the general encoder.
+        self.assertEqual(_outcome(JSONView(value)), _outcome(dict(value)))
+
+    @given(st.lists(st.dictionaries(TEXT, VALUES, max_size=3), max_size=4))
+    def test_lists_of_views_too(self, values: list) -> None:
+        self.assertEqual(_outcome([JSONView(value) for value in values]),
+                         _outcome([dict(value) for value in values]))
 
     @given(st.dictionaries(st.text(max_size=8), st.one_of(
         st.integers(-2 ** 63, 2 ** 64 - 1), st.text(), st.none(), st.booleans(),
