@@ -34,19 +34,13 @@ FANOUTS = 2
 
 def build_chain(datadir: str) -> Any:
     """A chain whose tip block holds ``SPENDS`` one-in-one-out P2PKH spends."""
+    from bench.chaindata import fan_out
     from coin.testing.chainbuilder import ChainBuilder, open_chain
 
     chain = open_chain(datadir)
     builder = ChainBuilder(chain, start_time=1_700_000_000)
     builder.mine(100 + FANOUTS)
-    each_count = SPENDS // FANOUTS
-    fanouts = []
-    for source in builder.coinbase_outputs[:FANOUTS]:
-        each = (source.value - 100_000) // each_count
-        fanouts.append(builder.spend(source, outputs=[(builder.script_pubkey, each)] * each_count,
-                                     fee=source.value - each * each_count))
-    builder.mine(1, txs=fanouts)
-    coins = [s for tx in fanouts for s in ChainBuilder.outputs_of(tx)]
+    coins = fan_out(builder, builder.coinbase_outputs[:FANOUTS], SPENDS // FANOUTS)
     builder.mine(1, txs=[builder.spend(s, fee=1_000) for s in coins])
     return chain
 
