@@ -202,7 +202,11 @@ class Arg:
         for kind in types[:-1]:
             if _accepts(kind, value):
                 return _CONVERT[kind](value)
-        return _CONVERT[types[-1]](value)
+        return self._last_converter(value)
+
+    @cached_property
+    def _last_converter(self) -> Callable[[Any], Any]:
+        return _CONVERT[self.types[-1]]  # (an Enum's hash is Python code: look it up once)
 
     def help_line(self, position: int) -> str:
         kinds = " or ".join(dict.fromkeys(_HELP_LABEL[t] for t in self.types))

@@ -64,10 +64,10 @@ def tx_json(tx: Transaction, params: ChainParams, *, include_hex: bool = True,
     coinbase = tx.is_coinbase()
     spent: Sequence[Optional[SpentOutput]] = (
         [None] * len(tx.vin) if spent_outputs is None else spent_outputs)
-    size = tx.size
+    size, txid = tx.size, tx.txid_hex
     out = JSONView({
-        "txid": tx.txid_hex,
-        "hash": tx.txid_hex,
+        "txid": txid,
+        "hash": txid,
         "size": size,
         "vsize": size,
         "version": tx.version,
