@@ -9,14 +9,26 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
-from typing import Iterator, List
+from typing import Iterator, List, Sequence
 
 from coin.primitives.block import Block
-from coin.testing.chainbuilder import ChainBuilder, open_chain
+from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
 
 FANOUT_TXS = 20          # coinbases split into...
 FANOUT_OUTPUTS = 1_000   # ...this many outputs each: 20,000 spendable coins
 SPENDS_PER_BLOCK = 2_000
+
+
+def fan_out(builder: ChainBuilder, sources: Sequence[Spendable], outputs: int) -> List[Spendable]:
+    """Split each source into ``outputs`` P2PKH coins (to the builder's key), confirmed in
+    one new block; return the new coins."""
+    fanouts = []
+    for source in sources:
+        each = (source.value - 100_000) // outputs
+        fanouts.append(builder.spend(source, outputs=[(builder.script_pubkey, each)] * outputs,
+                                     fee=source.value - each * outputs))
+    builder.mine(1, txs=fanouts)
+    return [s for tx in fanouts for s in ChainBuilder.outputs_of(tx)]
 
 
 def build(workdir: str) -> str:
@@ -27,13 +39,7 @@ def build(workdir: str) -> str:
     chain = open_chain(tempfile.mkdtemp(dir=workdir))
     builder = ChainBuilder(chain, start_time=1_700_000_000)
     builder.mine(100 + FANOUT_TXS)
-    fanouts = []
-    for source in builder.coinbase_outputs[:FANOUT_TXS]:
-        each = (source.value - 100_000) // FANOUT_OUTPUTS
-        fanouts.append(builder.spend(source, outputs=[(builder.script_pubkey, each)] *
-                                     FANOUT_OUTPUTS, fee=source.value - each * FANOUT_OUTPUTS))
-    builder.mine(1, txs=fanouts)
-    coins = [s for tx in fanouts for s in ChainBuilder.outputs_of(tx)]
+    coins = fan_out(builder, builder.coinbase_outputs[:FANOUT_TXS], FANOUT_OUTPUTS)
     for i in range(0, len(coins), SPENDS_PER_BLOCK):
         txs = [builder.spend(s, fee=1_000) for s in coins[i:i + SPENDS_PER_BLOCK]]
         builder.mine(1, txs=txs)

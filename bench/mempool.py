@@ -47,6 +47,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.chaindata import fan_out  # noqa: E402
 from coin.chain.chainstate import ChainState  # noqa: E402
 from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE  # noqa: E402
 from coin.mempool.accept import PoolPolicy, accept_to_mempool  # noqa: E402
@@ -67,13 +68,7 @@ def fund(builder: ChainBuilder, count: int) -> List[Spendable]:
     """``count`` mature P2PKH outputs: coinbases split by fan-out transactions, confirmed."""
     fanouts_needed = -(-count // FANOUT_OUTPUTS)
     builder.mine(100 + fanouts_needed)
-    fanouts = []
-    for source in builder.coinbase_outputs[:fanouts_needed]:
-        each = (source.value - 100_000) // FANOUT_OUTPUTS
-        fanouts.append(builder.spend(source, outputs=[(builder.script_pubkey, each)] * FANOUT_OUTPUTS,
-                                     fee=source.value - each * FANOUT_OUTPUTS))
-    builder.mine(1, txs=fanouts)
-    return [s for tx in fanouts for s in ChainBuilder.outputs_of(tx)][:count]
+    return fan_out(builder, builder.coinbase_outputs[:fanouts_needed], FANOUT_OUTPUTS)[:count]
 
 
 def independent_spends(builder: ChainBuilder, coins: Sequence[Spendable],

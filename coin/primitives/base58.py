@@ -12,14 +12,19 @@ class Base58Error(ValueError):
     """Not valid Base58 / Base58Check text."""
 
 
+#: Every two-digit string, so that encoding takes half the big-number divisions.
+_PAIRS = [high + low for high in ALPHABET for low in ALPHABET]
+
+
 def b58encode(data: bytes) -> str:
     n = int.from_bytes(data, "big")
     out = []
     while n:
-        n, rem = divmod(n, 58)
-        out.append(ALPHABET[rem])
+        n, rem = divmod(n, 58 * 58)
+        out.append(_PAIRS[rem])
     pad = len(data) - len(data.lstrip(b"\x00"))
-    return "1" * pad + "".join(reversed(out))
+    # The top pair may start with a zero digit ("1"), which is not part of the number.
+    return "1" * pad + "".join(reversed(out)).lstrip("1")
 
 
 def b58decode(text: str) -> bytes:

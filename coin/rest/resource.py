@@ -42,7 +42,7 @@ from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
 from coin.rest.formats import (
     ALL_FORMATS, BIN, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
-    block_json_body, json_body,
+    json_body,
 )
 from coin.mempool.coinview import coins_with_pool
 from coin.mempool.service import MempoolService
@@ -299,7 +299,7 @@ class RESTHandlers:
                 block: Block = state.read_block(entry)
             except Exception:
                 return None
-            return block_json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
+            return json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
 
         body = self._raw_block_if_cached(state, entry, fmt) if fmt != JSON else None
         if body is None:

@@ -22,7 +22,8 @@ import inspect
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from functools import cached_property
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import simplejson
 from twisted.logger import Logger
@@ -176,11 +177,12 @@ class Arg:
     typecheck: bool = False
     variadic: bool = False
 
-    @property
+    # Cached: both are read for every argument of every call.
+    @cached_property
     def types(self) -> tuple[ArgType, ...]:
         return self.type if isinstance(self.type, tuple) else (self.type,)
 
-    @property
+    @cached_property
     def required(self) -> bool:
         return self.default is REQUIRED and not self.variadic
 
@@ -200,7 +202,11 @@ class Arg:
         for kind in types[:-1]:
             if _accepts(kind, value):
                 return _CONVERT[kind](value)
-        return _CONVERT[types[-1]](value)
+        return self._last_converter(value)
+
+    @cached_property
+    def _last_converter(self) -> Callable[[Any], Any]:
+        return _CONVERT[self.types[-1]]  # (an Enum's hash is Python code: look it up once)
 
     def help_line(self, position: int) -> str:
         kinds = " or ".join(dict.fromkeys(_HELP_LABEL[t] for t in self.types))
@@ -213,14 +219,28 @@ class Arg:
         return f"{position}. {self.label:<15}({kinds}, {presence}) {self.help}".rstrip() + "\n"
 
 
-def convert_params(args: Sequence[Arg], params: Sequence[Any], usage: str) -> list[Any]:
+class _Layout(NamedTuple):
+    """Arguments without the variadic one, the variadic one, how many are required."""
+
+    fixed: tuple[Arg, ...]
+    rest: Arg | None
+    required: int
+
+
+def _layout(args: Sequence[Arg]) -> _Layout:
+    fixed = tuple(arg for arg in args if not arg.variadic)
+    return _Layout(fixed, args[-1] if args and args[-1].variadic else None,
+                   sum(arg.required for arg in fixed))
+
+
+def convert_params(args: Sequence[Arg], params: Sequence[Any], usage: str,
+                   layout: _Layout | None = None) -> list[Any]:
     """Check the count of positional ``params`` against ``args`` and convert each.
 
-    A wrong count raises -1 with ``usage`` (Core answers the help text).
+    A wrong count raises -1 with ``usage`` (Core answers the help text). ``layout`` is
+    ``args``' :func:`_layout`, if the caller keeps it.
     """
-    fixed = [arg for arg in args if not arg.variadic]
-    rest = args[-1] if args and args[-1].variadic else None
-    required = sum(arg.required for arg in fixed)
+    fixed, rest, required = layout or _layout(args)
     if len(params) < required or (rest is None and len(params) > len(fixed)):
         raise _misc(usage)
     values = [arg.convert(value) for arg, value in zip(fixed, params)]
@@ -282,7 +302,11 @@ class RPCMethod:
 
     def convert(self, params: Sequence[Any]) -> list[Any]:
         """The handler's arguments for positional ``params``; errors as Core's."""
-        return convert_params(self.args, params, self.help_text)
+        return convert_params(self.args, params, self.help_text, self._layout)
+
+    @cached_property
+    def _layout(self) -> _Layout:
+        return _layout(self.args)
 
 
 def example_cli(method: str, args: str = "") -> str:

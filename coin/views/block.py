@@ -7,7 +7,7 @@ previousblockhash, nextblockhash`` — the bracketed fields only in block object
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import WITNESS_SCALE_FACTOR, ChainParams
@@ -16,16 +16,17 @@ from coin.primitives.block import Block
 from coin.primitives.hashes import hash_to_hex
 from coin.views.amounts import real_to_json
 from coin.views.chain import ChainView, block_confirmations
+from coin.views.encode import JSONView
 from coin.views.transaction import SpentOutput, tx_json
 
 
-def header_json(entry: BlockIndexEntry, chain: ChainView) -> Dict[str, Any]:
+def header_json(entry: BlockIndexEntry, chain: ChainView) -> JSONView:
     """The block header object (getblockheader, REST /headers).
 
     ``previousblockhash`` is absent for genesis, ``nextblockhash`` unless the
     block is on the active chain below the tip.
     """
-    out: Dict[str, Any] = {
+    out = JSONView({
         "hash": hash_to_hex(entry.hash),
         "confirmations": block_confirmations(entry, chain),
         "height": entry.height,
@@ -39,7 +40,7 @@ def header_json(entry: BlockIndexEntry, chain: ChainView) -> Dict[str, Any]:
         "difficulty": real_to_json(get_difficulty(entry.bits)),
         "chainwork": "%064x" % entry.chainwork,
         "nTx": entry.tx_count,
-    }
+    })
     if entry.prev is not None:
         out["previousblockhash"] = hash_to_hex(entry.prev.hash)
     successor = chain.next_on_chain(entry)
@@ -51,7 +52,7 @@ def header_json(entry: BlockIndexEntry, chain: ChainView) -> Dict[str, Any]:
 def block_json(block: Block, entry: BlockIndexEntry, chain: ChainView, params: ChainParams,
                tx_detail: bool = False,
                spent_outputs: Optional[Sequence[Sequence[SpentOutput]]] = None
-               ) -> Dict[str, Any]:
+               ) -> JSONView:
     """The block object: the header object plus the sizes and ``tx``.
 
     ``strippedsize`` (= ``size``) and ``weight`` (= 4 x ``size``) are Core's; with no
@@ -69,7 +70,7 @@ def block_json(block: Block, entry: BlockIndexEntry, chain: ChainView, params: C
                for tx, spent in zip(block.txs, per_tx, strict=True)]
     else:
         txs = [tx.txid_hex for tx in block.txs]
-    out: Dict[str, Any] = {}
+    out = JSONView()
     for key, value in header_json(entry, chain).items():
         out[key] = value
         if key == "confirmations":

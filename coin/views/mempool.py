@@ -10,14 +10,15 @@ first, ``ancestorcount``/``ancestorsize``/``ancestorfees`` and ``wtxid`` before
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List
+from typing import Iterable, List
 
 from coin.mempool.pool import Mempool, MempoolEntry
 from coin.primitives.hashes import hash_to_hex
 from coin.views.amounts import amount_to_json, real_to_json
+from coin.views.encode import JSONView
 
 
-def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
+def mempool_entry_json(entry: MempoolEntry, height: int) -> JSONView:
     """One entry; ``height`` is the current tip height (for ``currentpriority``).
 
     The caller holds the pool's lock (family sets change under writers).
@@ -26,7 +27,7 @@ def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
     """
     fee = amount_to_json(entry.fee)
     modified_fee = amount_to_json(entry.modified_fee)
-    return {
+    return JSONView({
         "fees": {"base": fee, "modified": modified_fee,
                  "ancestor": amount_to_json(entry.fees_with_ancestors),
                  "descendant": amount_to_json(entry.fees_with_descendants)},
@@ -47,15 +48,15 @@ def mempool_entry_json(entry: MempoolEntry, height: int) -> Dict[str, Any]:
         "wtxid": hash_to_hex(entry.txid),
         "depends": sorted(hash_to_hex(p.txid) for p in entry.parents),
         "spentby": sorted(hash_to_hex(c.txid) for c in entry.children),
-    }
+    })
 
 
-def mempool_entries_json(entries: Iterable[MempoolEntry], height: int) -> Dict[str, Any]:
+def mempool_entries_json(entries: Iterable[MempoolEntry], height: int) -> JSONView:
     """``{txid: entry}``: getrawmempool verbose and /mempool/contents.json."""
-    return {hash_to_hex(e.txid): mempool_entry_json(e, height) for e in entries}
+    return JSONView({hash_to_hex(e.txid): mempool_entry_json(e, height) for e in entries})
 
 
-def mempool_contents_json(pool: Mempool, height: int) -> Dict[str, Any]:
+def mempool_contents_json(pool: Mempool, height: int) -> JSONView:
     with pool.lock:
         return mempool_entries_json(pool.sorted_entries(), height)
 
@@ -64,12 +65,12 @@ def mempool_txids_json(pool: Mempool) -> List[str]:
     return [hash_to_hex(txid) for txid in pool.txids()]
 
 
-def mempool_info_json(pool: Mempool, min_relay_fee: int) -> Dict[str, Any]:
+def mempool_info_json(pool: Mempool, min_relay_fee: int) -> JSONView:
     """getmempoolinfo and /mempool/info.json (``min_relay_fee`` in satoshis per kB).
 
     ``mempoolminfee`` is the larger of the rolling floor and the relay fee, as Core 0.17.
     """
     with pool.lock:
-        return {"size": len(pool), "bytes": pool.total_size, "usage": pool.total_usage,
-                "maxmempool": pool.max_usage, "mempoolminfee": amount_to_json(pool.relay_floor()),
-                "minrelaytxfee": amount_to_json(min_relay_fee)}
+        return JSONView(size=len(pool), bytes=pool.total_size, usage=pool.total_usage,
+                        maxmempool=pool.max_usage, mempoolminfee=amount_to_json(pool.relay_floor()),
+                        minrelaytxfee=amount_to_json(min_relay_fee))

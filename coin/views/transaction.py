@@ -18,6 +18,7 @@ from coin.primitives.transaction import Transaction, TxIn
 from coin.script.standard import TX_PUBKEYHASH, TX_SCRIPTHASH, extract_destinations
 from coin.views.amounts import amount_to_json
 from coin.views.chain import ChainView, block_confirmations
+from coin.views.encode import JSONView
 from coin.views.script import script_pubkey_json, script_sig_json
 
 
@@ -52,7 +53,7 @@ def tx_json(tx: Transaction, params: ChainParams, *, include_hex: bool = True,
             blockhash: Optional[bytes] = None, height: Optional[int] = None,
             confirmations: Optional[int] = None, time: Optional[int] = None,
             blocktime: Optional[int] = None,
-            spent_outputs: Optional[Sequence[Optional[SpentOutput]]] = None) -> Dict[str, Any]:
+            spent_outputs: Optional[Sequence[Optional[SpentOutput]]] = None) -> JSONView:
     """The transaction object.
 
     ``blockhash`` (internal byte order) and the other block fields are added,
@@ -63,10 +64,10 @@ def tx_json(tx: Transaction, params: ChainParams, *, include_hex: bool = True,
     coinbase = tx.is_coinbase()
     spent: Sequence[Optional[SpentOutput]] = (
         [None] * len(tx.vin) if spent_outputs is None else spent_outputs)
-    size = tx.size
-    out: Dict[str, Any] = {
-        "txid": tx.txid_hex,
-        "hash": tx.txid_hex,
+    size, txid = tx.size, tx.txid_hex
+    out = JSONView({
+        "txid": txid,
+        "hash": txid,
         "size": size,
         "vsize": size,
         "version": tx.version,
@@ -77,7 +78,7 @@ def tx_json(tx: Transaction, params: ChainParams, *, include_hex: bool = True,
         "vout": [{"value": amount_to_json(txout.value), "valueSat": txout.value, "n": n,
                   "scriptPubKey": script_pubkey_json(txout.script_pubkey, params)}
                  for n, txout in enumerate(tx.vout)],
-    }
+    })
     if tx.has_extra_payload() and tx.extra_payload:
         out["extraPayloadSize"] = len(tx.extra_payload)
         out["extraPayload"] = tx.extra_payload.hex()

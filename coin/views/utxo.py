@@ -5,7 +5,7 @@ A coin from the mempool has height :data:`MEMPOOL_HEIGHT`.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Sequence
 
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams
@@ -13,32 +13,33 @@ from coin.primitives.coin import Coin
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import compact_size, i32, u32, var_bytes
 from coin.views.amounts import amount_to_json
+from coin.views.encode import JSONView
 from coin.views.script import script_pubkey_json
 
 #: Height reported for outputs of mempool transactions (the spec's 0x7FFFFFFF).
 MEMPOOL_HEIGHT = 0x7FFFFFFF
 
 
-def txout_json(coin: Coin, tip: BlockIndexEntry, params: ChainParams) -> Dict[str, Any]:
+def txout_json(coin: Coin, tip: BlockIndexEntry, params: ChainParams) -> JSONView:
     """Core 0.17's gettxout object; a mempool coin has 0 confirmations."""
     confirmations = 0 if coin.height == MEMPOOL_HEIGHT else tip.height - coin.height + 1
-    return {
+    return JSONView({
         "bestblock": hash_to_hex(tip.hash),
         "confirmations": confirmations,
         "value": amount_to_json(coin.value),
         "scriptPubKey": script_pubkey_json(coin.script_pubkey, params),
         "coinbase": coin.coinbase,
-    }
+    })
 
 
 def getutxos_json(chain_height: int, tip_hash: bytes, found: Sequence[bool],
-                  coins: Sequence[Coin], params: ChainParams) -> Dict[str, Any]:
+                  coins: Sequence[Coin], params: ChainParams) -> JSONView:
     """``{chainHeight, chaintipHash, bitmap, utxos}``.
 
     ``found`` has one flag per requested outpoint, in request order;
     ``coins`` holds the unspent ones, in the same order.
     """
-    return {
+    return JSONView({
         "chainHeight": chain_height,
         "chaintipHash": hash_to_hex(tip_hash),
         "bitmap": "".join("1" if hit else "0" for hit in found),
@@ -46,7 +47,7 @@ def getutxos_json(chain_height: int, tip_hash: bytes, found: Sequence[bool],
                    "value": amount_to_json(coin.value),
                    "scriptPubKey": script_pubkey_json(coin.script_pubkey, params)}
                   for coin in coins],
-    }
+    })
 
 
 def getutxos_bin(chain_height: int, tip_hash: bytes, found: Sequence[bool],

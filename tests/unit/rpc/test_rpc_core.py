@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from decimal import Decimal
+from typing import Any
 
 import simplejson
 from hypothesis import given
@@ -201,6 +202,32 @@ class CoreTests(SynchronousTestCase):
             {"result": None, "error": {"code": -8, "message": "returned"}, "id": 4}])
         self.assertEqual(self.answer(core, calls[0]), Reply(200, b'{"result":1,"error":null,"id":0}\n'))
         self.assertEqual(self.answer(core, calls[4]).status, 500)
+
+    def test_each_call_gets_its_own_user_and_wallet(self):
+        """Contexts are reused while user and wallet stay the same, never across them."""
+
+        @rpc_method("whoami", category="hidden")
+        def whoami(ctx):
+            return [ctx.user, ctx.wallet_name, ctx.wallet]
+
+        @rpc_method("mywallet", category="hidden", needs_wallet=True)
+        def mywallet(ctx):
+            return [ctx.user, ctx.wallet_name, ctx.wallet["walletname"]]
+
+        core = _core([whoami, mywallet], node=FakeNode(wallets=reference_wallets("", "w2")))
+        batch = [{"id": 0, "method": "whoami"}, {"id": 1, "method": "mywallet"},
+                 {"id": 2, "method": "whoami"}]
+        for user, wallet_name in [("a", None), ("b", None), ("b", "w2"), ("b", ""), ("a", "w2")]:
+            results = [reply_body(b"\r\n\r\n" + self.answer(core, call, user, wallet_name).body)
+                       ["result"] for call in batch]
+            results.append(reply_body(b"\r\n\r\n" + self.answer(core, batch, user, wallet_name)
+                                      .body))
+            # No wallet named, two loaded: -19, no result.
+            self.assertEqual(results[1], None if wallet_name is None
+                             else [user, wallet_name, wallet_name])
+            self.assertEqual(results[0], [user, wallet_name, None])
+            self.assertEqual(results[2], [user, wallet_name, None])
+            self.assertEqual([r["result"] for r in results[3]], results[:3])
 
     def test_reply_is_compact_ordered_and_newline_terminated(self):
         reply = self.answer(_core(), {"id": "x", "method": "getblockcount"})
@@ -428,7 +455,62 @@ json_values = st.recursive(
     max_leaves=20)
 
 
+#: JSON texts that stress a parser: number spellings, escapes, odd whitespace, and the
+#: same texts with one byte changed, inserted or cut.
+_SCALARS = st.sampled_from([
+    "0", "-0", "1", "-1", "1.50", "-0.0", "1e5", "1E+5", "1e-400", "1e99999", "2.5E-8",
+    "1" * 30, "-" + "9" * 400, "9" * 4300, "9" * 5000, "1.0" + "0" * 50, "true", "false",
+    "null", '""', '"a"', '"\\u00e9"', '"\\ud800"', '"\\udc80\\ud800"', '"\\ud83d\\ude00"',
+    '"\\/"', '"\x7f"', '"é€"',
+])
+_TOKENS = _SCALARS | st.sampled_from([
+    "01", "1.", ".5", "NaN", "Infinity", "-", "tru", '"\\x"', '"\x01"', "[", "]", "{", "}",
+    ",", ":", " ", "\t", "\n", "\r", "\x0c", "\ufeff", "\x00",
+])
+_TEXTS = st.one_of(
+    json_values.map(lambda v: simplejson.dumps(v, use_decimal=True)),
+    json_values.map(lambda v: simplejson.dumps(v, use_decimal=True, indent="\t")),
+    st.lists(_TOKENS, max_size=12).map("".join),
+    st.lists(_SCALARS, max_size=6).map(lambda items: "[" + ",".join(items) + "]"),
+    st.lists(st.tuples(st.sampled_from(['"a"', '"b"', '"\\u0061"']), _SCALARS), max_size=4).map(
+        lambda pairs: "{" + ",".join("%s:%s" % pair for pair in pairs) + "}"),
+)
+
+
+def _mutated(draw: Any) -> bytes:
+    body = draw(_TEXTS).encode("utf-8", "surrogatepass")
+    if body and draw(st.booleans()):
+        at = draw(st.integers(0, len(body) - 1))
+        byte = bytes([draw(st.integers(0, 255))])
+        body = draw(st.sampled_from([body[:at] + byte + body[at + 1:], body[:at] + byte + body[at:],
+                                     body[:at]]))
+    return body
+
+
+def _shape(value: Any) -> Any:
+    """A parsed value with every type and every number's text made visible."""
+    if isinstance(value, dict):
+        return ("dict", [(key, _shape(item)) for key, item in value.items()])
+    if isinstance(value, list):
+        return ("list", [_shape(item) for item in value])
+    return (type(value).__name__, str(value))
+
+
+def _parsed(body: bytes, **kwargs: Any) -> Any:
+    try:
+        return _shape(parse_json(body, **kwargs))
+    except RPCError as exc:
+        return (exc.code, exc.message)
+
+
 class PropertyTests(SynchronousTestCase):
+
+    @given(st.composite(_mutated)())
+    def test_c_parser_reads_as_simplejson(self, body):
+        """msgspec's parser, with simplejson behind it for what it refuses, gives what
+        simplejson alone gives (its pure-Python scanner, the same as its C one): values,
+        types, number texts, key order, and the same parse errors."""
+        self.assertEqual(_parsed(body), _parsed(body, yielding=True))
 
     @given(json_values)
     def test_any_id_comes_back_unchanged(self, request_id):
