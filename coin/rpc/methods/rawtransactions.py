@@ -46,6 +46,7 @@ from coin.script.sighash import (
 )
 from coin.script.sign import KeyStore, sign_and_verify
 from coin.script.standard import destination_script
+from coin.views.encode import JSONView
 from coin.views.script import decodescript_json
 from coin.views.transaction import tx_block_fields, tx_json
 
@@ -388,8 +389,8 @@ async def getrawtransaction_(ctx: RPCContext, txid: Any, verbose: Any, blockhash
                        "No such transaction found in the provided block" + _WALLET_HINT)
     if not verbose:
         return tx.serialize().hex()
-    return {"in_active_chain": view.contains(entry),
-            **tx_json(tx, chain.params, **tx_block_fields(entry, view))}
+    return JSONView(in_active_chain=view.contains(entry),
+                    **tx_json(tx, chain.params, **tx_block_fields(entry, view)))
 
 
 getrawtransaction = RPCMethod(
