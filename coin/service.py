@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
+from prometheus_client import CollectorRegistry
 from twisted.application import service
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.internet.error import CannotListenError
@@ -47,6 +48,9 @@ from coin.masternode.service import (
     MasternodeConfigError, MasternodeService, active_from_config,
 )
 from coin.mempool.accept import PoolPolicy
+from coin.metrics import Instruments
+from coin.metrics.collector import NodeCollector
+from coin.metrics.service import MetricsConfigError, metrics_bind_addresses, metrics_site
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
@@ -159,6 +163,12 @@ class NodeService(service.MultiService):
         self.wallets: Optional[WalletService] = None
         self.rpc_listeners: Optional[ListenerGroup] = None
         self.p2p_listeners: Optional[ListenerGroup] = None
+        self.metrics_listeners: Optional[ListenerGroup] = None
+        #: This node's metrics (its own registry: several nodes may share a process); RPC,
+        #: REST and block connection feed them only when -metricsbind serves them.
+        self.metrics_registry = CollectorRegistry()
+        self.instruments = Instruments(self.metrics_registry, self.methods)
+        self._metrics_on = bool(self.config.get_all("metricsbind"))
         self._build()
 
     # ------------------------------------------------------------ helpers
@@ -281,7 +291,14 @@ class NodeService(service.MultiService):
             self.wallets.broadcast = self.config.get_bool("walletbroadcast")
             self.wallets.zap_mode = settings.zap_mode
             self.wallets.setServiceParent(self)
-        # The listeners come last, so they stop first: RPC, then P2P (bound late, as Core).
+        if self._metrics_on:
+            chainstate.connect_observer = self.instruments.block_connected
+        self.metrics_registry.register(NodeCollector(
+            self.chain, self.mempool, self.p2p, self.store.coins,
+            self.wallets.wallets if self.wallets is not None else None,
+            self.masternodes.manager))
+        # The listeners come last, so they stop first: metrics, RPC, then P2P (bound late,
+        # as Core).
         if settings.server:
             self.rpc_listeners = self._make_rpc()
             self.rpc_listeners.setServiceParent(self)
@@ -292,6 +309,9 @@ class NodeService(service.MultiService):
                 p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
                 explicit=bool(p2p_settings.binds))
             self.p2p_listeners.setServiceParent(self)
+        if self._metrics_on:
+            self.metrics_listeners = self._make_metrics()
+            self.metrics_listeners.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
         """Check -walletdir and every -wallet name before anything is opened (Core's
@@ -473,11 +493,14 @@ class NodeService(service.MultiService):
         whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
-                           clock=self.reactor, in_thread=self.in_thread)
+                           clock=self.reactor, in_thread=self.in_thread,
+                           observe=self.instruments.rpc_call if self._metrics_on else None)
         root = RPCRoot(core, self.authenticator, self.reactor)
         if settings.rest:
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
-            root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
+            root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup,
+                                                observe=(self.instruments.rest_request
+                                                         if self._metrics_on else None)))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=self.reactor,
                        categories=self.categories)
@@ -485,6 +508,19 @@ class NodeService(service.MultiService):
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
         return RPCListeners(self.reactor, site, endpoints)
+
+    def _make_metrics(self) -> ListenerGroup:
+        """The /metrics server on its -metricsbind addresses (bound at start)."""
+        config = self.config
+        try:
+            addresses = metrics_bind_addresses(config.get_all("metricsbind"),
+                                               config.get_all("rpcallowip"),
+                                               self.settings.rpc_port)
+            allow = AllowList(config.get_all("rpcallowip"))
+        except (MetricsConfigError, ConfigError) as e:
+            raise StartupError(str(e).removeprefix("Error: ")) from None
+        return MetricsListeners(self.reactor, metrics_site(self.metrics_registry, allow),
+                                addresses)
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -503,7 +539,7 @@ class NodeService(service.MultiService):
             super().privilegedStartService()  # binds the listeners
             self._write_pid_file()
         except BaseException:
-            for group in (self.rpc_listeners, self.p2p_listeners):
+            for group in (self.rpc_listeners, self.p2p_listeners, self.metrics_listeners):
                 if group is not None:
                     group.close()
             self._release()
@@ -633,6 +669,20 @@ class RPCListeners(ListenerGroup):
 
     def none_bound(self) -> None:
         raise StartupError("Unable to start HTTP server. See debug log for details.")
+
+
+class MetricsListeners(ListenerGroup):
+    """Like the RPC server's: a failed address is logged; none bound stops start-up."""
+
+    def bound(self, host: str, port: int) -> None:
+        log.info("Binding metrics on address {host} port {port}", host=host, port=port)
+
+    def failed(self, host: str, port: int, error: CannotListenError) -> None:
+        log.warn("Binding metrics on address {host}:{port} ({error}) failed.", host=host,
+                 port=port, error=error.socketError)
+
+    def none_bound(self) -> None:
+        raise StartupError("Unable to start the metrics server. See debug log for details.")
 
 
 class P2PListeners(ListenerGroup):

@@ -123,6 +123,8 @@ class ChainState:
         self._marked_pruned = False
         #: The chain as of the last consistent state (see coin.chain.snapshot).
         self.published = ChainSnapshot([], None, self)
+        #: Told the seconds each block took to connect (the node's metrics), on this thread.
+        self.connect_observer: Optional[Callable[[float], None]] = None
         #: Masternode payments (design.md §6), set by the masternode service so consensus
         #: code imports none of it: ``payee_check(height, coinbase)`` is False for a block
         #: breaking the payee rule (``bad-cb-payee``); ``block_payee(height)`` is the miner's
@@ -667,6 +669,7 @@ class ChainState:
     # ----------------------------------------------------------- connect
 
     def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
+        started = _time.perf_counter()
         block = self.read_block(entry)
         if entry.prev is None:
             # The genesis coinbase is not spendable (as in Bitcoin); nothing to apply.
@@ -679,6 +682,8 @@ class ChainState:
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         self._dirty.add(entry)
         self.chain.append(entry)
+        if self.connect_observer is not None:
+            self.connect_observer(_time.perf_counter() - started)
         return BlockConnected(entry, block)
 
     def _connect_block(self, entry: BlockIndexEntry, block: Block) -> List[List[Coin]]:
