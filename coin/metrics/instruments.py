@@ -8,7 +8,7 @@ is ``unknown``), REST route patterns (never raw paths) and HTTP statuses.
 
 from __future__ import annotations
 
-from typing import Container
+from typing import Any, Container, Dict, Tuple
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -29,6 +29,9 @@ class Instruments:
     def __init__(self, registry: CollectorRegistry, methods: Container[str]) -> None:
         #: Known RPC method names: other names are counted as :data:`UNKNOWN_METHOD`.
         self._methods = methods
+        #: (method label, status) -> its counter and histogram children; bounded, as the
+        #: labels are.
+        self._rpc_children: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
         self.block_connect = Histogram(
             "coin_block_connect_seconds", "Time to connect a block to the active chain",
             buckets=CONNECT_BUCKETS, registry=registry)
@@ -46,8 +49,14 @@ class Instruments:
         """One JSON-RPC call answered (the hook of coin.rpc.jsonrpc.JSONRPCCore)."""
         if method not in self._methods:
             method = UNKNOWN_METHOD
-        self.rpc_requests.labels(method, str(status)).inc()
-        self.rpc_seconds.labels(method).observe(seconds)
+        key = (method, status)
+        children = self._rpc_children.get(key)
+        if children is None:
+            # labels() validates and locks on every call: done once per (method, status).
+            children = self._rpc_children[key] = (
+                self.rpc_requests.labels(method, str(status)), self.rpc_seconds.labels(method))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def rest_request(self, endpoint: str, status: int) -> None:
         """One REST reply sent (the hook of coin.rest.resource.RESTResource)."""
