@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 from twisted.internet.address import IPv4Address
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from twisted.web.test.requesthelper import DummyRequest
 
@@ -13,7 +15,9 @@ from coin.metrics.service import (
     PORT_OFFSET, MetricsConfigError, MetricsResource, metrics_bind_addresses,
 )
 from coin.rest.resource import ENDPOINTS, endpoint, endpoint_label
-from coin.rpc.auth import AllowList
+from coin.rpc.auth import AllowList, Whitelist
+from coin.rpc.jsonrpc import JSONRPCCore, Warmup
+from coin.rpc.registry import MethodTable, rpc_method
 
 
 class BindAddressTests(SynchronousTestCase):
@@ -109,3 +113,30 @@ class EndpointLabelTests(SynchronousTestCase):
     def test_handler_part(self) -> None:
         self.assertEqual(endpoint("mempool/info.json?a/b"), ("mempool/info", "info.json?a/b"))
         self.assertEqual(endpoint("getutxos/x-1.json"), ("getutxos", "/x-1.json"))
+
+
+class RPCHookTests(SynchronousTestCase):
+    """JSONRPCCore reports each answered call: at once, or when its Deferred fires."""
+
+    def test_immediate_deferred_and_failed_calls(self) -> None:
+        waiting: Deferred = Deferred()
+
+        @rpc_method("now", category="test")
+        def now(ctx):
+            return 1
+
+        @rpc_method("later", category="test")
+        def later(ctx):
+            return waiting
+
+        seen = []
+        core = JSONRPCCore(MethodTable([now, later]), None, whitelist=Whitelist(),
+                           warmup=Warmup(None), clock=Clock(),
+                           observe=lambda *call: seen.append(call[:2]))
+        self.successResultOf(core.handle(b'[{"method":"now"},{"method":"nope"}]', "u"))
+        self.assertEqual(seen, [("now", 200), ("nope", 404)])
+        reply = core.handle(b'{"method":"later"}', "u")
+        self.assertEqual(len(seen), 2)
+        waiting.callback(2)
+        self.assertEqual(self.successResultOf(reply).status, 200)
+        self.assertEqual(seen[2:], [("later", 200)])
