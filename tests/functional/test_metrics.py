@@ -4,9 +4,9 @@ Prometheus client's own parser; values checked against the RPC's answers."""
 from __future__ import annotations
 
 import http.client
-import socket
+import os
 import time
-from typing import Dict, Tuple
+from typing import Dict, Set, Tuple
 
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial.unittest import TestCase
@@ -154,16 +154,40 @@ class MetricsTests(TestCase):
             conn.close()
 
 
+def listening_ports(pid: int) -> Set[int]:
+    """The TCP ports process ``pid`` listens on (its socket inodes in /proc/net/tcp*)."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    ports.add(int(fields[1].rpartition(":")[2], 16))
+    return ports
+
+
 class MetricsOffTests(TestCase):
 
     def test_off_by_default(self) -> None:
-        """Without -metricsbind nothing listens on the default metrics port (RPC + 2)."""
+        """Without -metricsbind the node listens on its RPC port only (-listen=0)."""
         node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0"])
         self.addCleanup(node.stop)
         with open(node.net_datadir + "/debug.log") as f:
             self.assertNotIn("Binding metrics", f.read())
-        with socket.socket() as s:
-            self.assertNotEqual(s.connect_ex(("127.0.0.1", node.rpcport + 2)), 0)
+        self.assertEqual(listening_ports(node.process.pid), {node.rpcport})
+        with_metrics = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0",
+                                                         "-metricsbind=127.0.0.1"])
+        self.addCleanup(with_metrics.stop)
+        self.assertEqual(listening_ports(with_metrics.process.pid),
+                         {with_metrics.rpcport, with_metrics.rpcport + 2})
 
     def test_non_loopback_refused(self) -> None:
         node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0",
