@@ -48,12 +48,12 @@ from coin.masternode.service import (
     MasternodeConfigError, MasternodeService, active_from_config,
 )
 from coin.mempool.accept import PoolPolicy
-from coin.metrics import Instruments
-from coin.metrics.collector import NodeCollector
-from coin.metrics.service import MetricsConfigError, metrics_bind_addresses, metrics_site
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
+from coin.metrics import Instruments
+from coin.metrics.collector import NodeCollector
+from coin.metrics.service import MetricsConfigError, metrics_bind_addresses, metrics_site
 from coin.mining.service import MiningService
 from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
@@ -297,8 +297,8 @@ class NodeService(service.MultiService):
             self.chain, self.mempool, self.p2p, self.store.coins,
             self.wallets.wallets if self.wallets is not None else None,
             self.masternodes.manager))
-        # The listeners come last, so they stop first: metrics, RPC, then P2P (bound late,
-        # as Core).
+        # The listeners come last, so they stop first: RPC, P2P (bound late, as Core), then
+        # metrics.
         if settings.server:
             self.rpc_listeners = self._make_rpc()
             self.rpc_listeners.setServiceParent(self)
