@@ -16,7 +16,6 @@ import sys
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-from prometheus_client import CollectorRegistry
 from twisted.application import service
 from twisted.internet.defer import inlineCallbacks, maybeDeferred
 from twisted.internet.error import CannotListenError
@@ -51,9 +50,6 @@ from coin.mempool.accept import PoolPolicy
 from coin.mempool.policy import FeeRate
 from coin.mempool.pool import AncestorLimits, Mempool
 from coin.mempool.service import MempoolService
-from coin.metrics import Instruments
-from coin.metrics.collector import NodeCollector
-from coin.metrics.service import MetricsConfigError, metrics_bind_addresses, metrics_site
 from coin.mining.service import MiningService
 from coin.p2p.banman import normalize_ip
 from coin.p2p.relay import TxRelay
@@ -164,11 +160,8 @@ class NodeService(service.MultiService):
         self.rpc_listeners: Optional[ListenerGroup] = None
         self.p2p_listeners: Optional[ListenerGroup] = None
         self.metrics_listeners: Optional[ListenerGroup] = None
-        #: This node's metrics (its own registry: several nodes may share a process); RPC,
-        #: REST and block connection feed them only when -metricsbind serves them.
-        self.metrics_registry = CollectorRegistry()
-        self.instruments = Instruments(self.metrics_registry, self.methods)
-        self._metrics_on = bool(self.config.get_all("metricsbind"))
+        #: This node's metrics (coin.metrics.Instruments) with -metricsbind, else None.
+        self.instruments: Optional[Any] = None
         self._build()
 
     # ------------------------------------------------------------ helpers
@@ -291,12 +284,9 @@ class NodeService(service.MultiService):
             self.wallets.broadcast = self.config.get_bool("walletbroadcast")
             self.wallets.zap_mode = settings.zap_mode
             self.wallets.setServiceParent(self)
-        if self._metrics_on:
-            chainstate.connect_observer = self.instruments.block_connected
-        self.metrics_registry.register(NodeCollector(
-            self.chain, self.mempool, self.p2p, self.store.coins,
-            self.wallets.wallets if self.wallets is not None else None,
-            self.masternodes.manager))
+        if self.config.get_all("metricsbind"):
+            # Before the RPC server, whose dispatch it instruments; listening last.
+            self.metrics_listeners = self._make_metrics(chainstate)
         # The listeners come last, so they stop first: RPC, P2P (bound late, as Core), then
         # metrics.
         if settings.server:
@@ -309,8 +299,7 @@ class NodeService(service.MultiService):
                 p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
                 explicit=bool(p2p_settings.binds))
             self.p2p_listeners.setServiceParent(self)
-        if self._metrics_on:
-            self.metrics_listeners = self._make_metrics()
+        if self.metrics_listeners is not None:
             self.metrics_listeners.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
@@ -494,13 +483,13 @@ class NodeService(service.MultiService):
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor, in_thread=self.in_thread,
-                           observe=self.instruments.rpc_call if self._metrics_on else None)
+                           observe=self.instruments.rpc_call if self.instruments else None)
         root = RPCRoot(core, self.authenticator, self.reactor)
         if settings.rest:
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
             root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup,
                                                 observe=(self.instruments.rest_request
-                                                         if self._metrics_on else None)))
+                                                         if self.instruments else None)))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=self.reactor,
                        categories=self.categories)
@@ -509,8 +498,18 @@ class NodeService(service.MultiService):
         self._warnings += ["WARNING: " + warning for warning in warnings]
         return RPCListeners(self.reactor, site, endpoints)
 
-    def _make_metrics(self) -> ListenerGroup:
-        """The /metrics server on its -metricsbind addresses (bound at start)."""
+    def _make_metrics(self, chainstate: ChainState) -> ListenerGroup:
+        """-metricsbind: this node's registry (its own: several nodes may share a process),
+        the instruments RPC, REST and block connection feed, the collector reading the
+        node at scrape time, and the /metrics listeners (bound at start)."""
+        # Imported only here: a node without -metricsbind never loads prometheus-client.
+        from prometheus_client import CollectorRegistry
+
+        from coin.metrics import Instruments
+        from coin.metrics.collector import NodeCollector
+        from coin.metrics.service import (
+            MetricsConfigError, metrics_bind_addresses, metrics_site,
+        )
         config = self.config
         try:
             addresses = metrics_bind_addresses(config.get_all("metricsbind"),
@@ -519,8 +518,14 @@ class NodeService(service.MultiService):
             allow = AllowList(config.get_all("rpcallowip"))
         except (MetricsConfigError, ConfigError) as e:
             raise StartupError(str(e).removeprefix("Error: ")) from None
-        return MetricsListeners(self.reactor, metrics_site(self.metrics_registry, allow),
-                                addresses)
+        registry = CollectorRegistry()
+        self.instruments = Instruments(registry, self.methods)
+        chainstate.connect_observer = self.instruments.block_connected
+        registry.register(NodeCollector(
+            self.chain, self.mempool, self.p2p, self.store.coins,
+            self.wallets.wallets if self.wallets is not None else None,
+            self.masternodes.manager))
+        return MetricsListeners(self.reactor, metrics_site(registry, allow), addresses)
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
