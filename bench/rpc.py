@@ -1,6 +1,7 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
-Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]``
+Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]
+[--coind-arg ARG]...``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -88,10 +89,10 @@ def rpc_call(target: Target, method: str, *params: Any) -> Any:
         connection.close()
 
 
-def start_coind(workdir: str) -> tuple[NodeProcess, Dict[str, Any]]:
+def start_coind(workdir: str, extra_args: List[str]) -> tuple[NodeProcess, Dict[str, Any]]:
     """A node with BLOCKS blocks: mined over RPC if it can, else prepared on disk."""
     datadir = os.path.join(workdir, "coind")
-    node = NodeProcess.start(datadir)
+    node = NodeProcess.start(datadir, extra_args)
     chain: Dict[str, Any] = {"blocks": BLOCKS}
     if not node.rpc("help", "generatetoaddress").startswith("help: unknown command"):
         started = time.perf_counter()
@@ -105,7 +106,7 @@ def start_coind(workdir: str) -> tuple[NodeProcess, Dict[str, Any]]:
         state = open_chain(os.path.join(datadir, "regtest"))
         ChainBuilder(state).mine(BLOCKS)
         state.close()
-        node = NodeProcess.start(datadir)
+        node = NodeProcess.start(datadir, extra_args)
         chain["mined_with"] = "ChainBuilder before start-up"
         chain["missing"] = "generatetoaddress is not registered on this node"
     assert node.rpc("getblockcount") == BLOCKS
@@ -268,6 +269,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="load generator (default: wrk if installed)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--coind-arg", action="append", default=[], metavar="ARG",
+                        help="an extra coind option (e.g. --coind-arg=-metricsbind=127.0.0.1:"
+                             "PORT); repeatable")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
@@ -277,7 +281,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     node: Optional[NodeProcess] = None
     constants: List[subprocess.Popen] = []
     try:
-        node, chain = start_coind(workdir)
+        node, chain = start_coind(workdir, args.coind_arg)
         web, web_port = start_constant("web")
         raw, raw_port = start_constant("raw")
         constants += [web, raw]
@@ -320,6 +324,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "point": "median of runs: requests/s, p50/p99 latency (ms); non200 and socket_errors "
                  "summed over runs (wrk counts statuses > 399)",
         "chain": chain,
+        "coind_args": args.coind_arg,
         "results": results,
         "batch_1000_getblockhash": batch,
         **(against_report(args.against, results, batch, against_batch) if args.against else {}),

@@ -164,6 +164,9 @@ class NodeService(service.MultiService):
         self.wallets: Optional[WalletService] = None
         self.rpc_listeners: Optional[ListenerGroup] = None
         self.p2p_listeners: Optional[ListenerGroup] = None
+        self.metrics_listeners: Optional[ListenerGroup] = None
+        #: This node's metrics (coin.metrics.Instruments) with -metricsbind, else None.
+        self.instruments: Optional[Any] = None
         self._build()
 
     # ------------------------------------------------------------ helpers
@@ -296,7 +299,11 @@ class NodeService(service.MultiService):
             self.wallets.setServiceParent(self)
         self.notify.attach(self.validation, self.mempool, self.governance, self.wallets,
                            self.chain.warnings, self.block_sync.is_initial_block_download)
-        # The listeners come last, so they stop first: RPC, then P2P (bound late, as Core).
+        if self.config.get_all("metricsbind"):
+            # Before the RPC server, whose dispatch it instruments; listening last.
+            self.metrics_listeners = self._make_metrics(chainstate)
+        # The listeners come last, so they stop first: RPC, P2P (bound late, as Core), then
+        # metrics.
         if settings.server:
             self.rpc_listeners = self._make_rpc()
             self.rpc_listeners.setServiceParent(self)
@@ -307,6 +314,8 @@ class NodeService(service.MultiService):
                 p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
                 explicit=bool(p2p_settings.binds))
             self.p2p_listeners.setServiceParent(self)
+        if self.metrics_listeners is not None:
+            self.metrics_listeners.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
         """Check -walletdir and every -wallet name before anything is opened (Core's
@@ -488,11 +497,14 @@ class NodeService(service.MultiService):
         whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
-                           clock=self.reactor, in_thread=self.in_thread)
+                           clock=self.reactor, in_thread=self.in_thread,
+                           observe=self.instruments.rpc_call if self.instruments else None)
         root = RPCRoot(core, self.authenticator, self.reactor)
         if settings.rest:
             # No RPC authentication on /rest, as Core; -rest=0 leaves the path a plain 404.
-            root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup))
+            root.putChild(b"rest", RESTResource(self.chain, self.mempool, warmup=self.warmup,
+                                                observe=(self.instruments.rest_request
+                                                         if self.instruments else None)))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=self.reactor,
                        categories=self.categories)
@@ -500,6 +512,35 @@ class NodeService(service.MultiService):
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
         return RPCListeners(self.reactor, site, endpoints)
+
+    def _make_metrics(self, chainstate: ChainState) -> ListenerGroup:
+        """-metricsbind: this node's registry (its own: several nodes may share a process),
+        the instruments RPC, REST and block connection feed, the collector reading the
+        node at scrape time, and the /metrics listeners (bound at start)."""
+        # Imported only here: a node without -metricsbind never loads prometheus-client.
+        from prometheus_client import CollectorRegistry
+
+        from coin.metrics import Instruments
+        from coin.metrics.collector import NodeCollector
+        from coin.metrics.service import (
+            MetricsConfigError, metrics_bind_addresses, metrics_site,
+        )
+        config = self.config
+        try:
+            addresses = metrics_bind_addresses(config.get_all("metricsbind"),
+                                               config.get_all("rpcallowip"),
+                                               self.settings.rpc_port)
+            allow = AllowList(config.get_all("rpcallowip"))
+        except (MetricsConfigError, ConfigError) as e:
+            raise StartupError(str(e).removeprefix("Error: ")) from None
+        registry = CollectorRegistry()
+        self.instruments = Instruments(registry, self.methods)
+        chainstate.connect_observer = self.instruments.block_connected
+        registry.register(NodeCollector(
+            self.chain, self.mempool, self.p2p, self.store.coins,
+            self.wallets.wallets if self.wallets is not None else None,
+            self.masternodes.manager))
+        return MetricsListeners(self.reactor, metrics_site(registry, allow), addresses)
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -518,7 +559,7 @@ class NodeService(service.MultiService):
             super().privilegedStartService()  # binds the listeners
             self._write_pid_file()
         except BaseException:
-            for group in (self.rpc_listeners, self.p2p_listeners):
+            for group in (self.rpc_listeners, self.p2p_listeners, self.metrics_listeners):
                 if group is not None:
                     group.close()
             self._release()
@@ -653,6 +694,20 @@ class RPCListeners(ListenerGroup):
 
     def none_bound(self) -> None:
         raise StartupError("Unable to start HTTP server. See debug log for details.")
+
+
+class MetricsListeners(ListenerGroup):
+    """Like the RPC server's: a failed address is logged; none bound stops start-up."""
+
+    def bound(self, host: str, port: int) -> None:
+        log.info("Binding metrics on address {host} port {port}", host=host, port=port)
+
+    def failed(self, host: str, port: int, error: CannotListenError) -> None:
+        log.warn("Binding metrics on address {host}:{port} ({error}) failed.", host=host,
+                 port=port, error=error.socketError)
+
+    def none_bound(self) -> None:
+        raise StartupError("Unable to start the metrics server. See debug log for details.")
 
 
 class P2PListeners(ListenerGroup):

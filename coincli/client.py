@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import binascii
+import time
 
 from coin.config import NETWORKS, Config
-from coincli import jsonfmt
+from coincli import jsonfmt, netinfo
 from coincli.convert import convert_named, convert_positional
 from coincli.errors import CliError, ConnectionFailed, MissingCredentials
 
@@ -17,17 +18,32 @@ _GETINFO_METHODS = ("getnetworkinfo", "getblockchaininfo", "getwalletinfo")
 GETINFO_BATCH = [{"method": method, "params": None, "id": index}
                  for index, method in enumerate(_GETINFO_METHODS)]
 
+#: -generate's block count when none is given.
+DEFAULT_NBLOCKS = "1"
+
 _URI_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
-def call(config: Config, args: list[str], post) -> dict:
+#: Request handlers (Core's BaseRequestHandler kinds), chosen by option.
+DEFAULT, GETINFO, NETINFO, GENERATE = "default", "getinfo", "netinfo", "generate"
+
+
+def handler_kind(config: Config) -> str:
+    """Which handler the options select (Core 0.21's order: -getinfo, -netinfo, -generate)."""
+    return next((kind for kind in (GETINFO, NETINFO, GENERATE) if config.get_bool(kind)),
+                DEFAULT)
+
+
+def call(config: Config, args: list[str], post, kind: str | None = None) -> dict:
     """Send one request and return the decoded reply object (Core's CallRPC).
 
-    ``post`` is :func:`coincli.transport.post` or a stand-in with its signature.
+    ``post`` is :func:`coincli.transport.post` or a stand-in with its signature; ``kind``
+    overrides the handler the options select (-generate's getnewaddress is a plain call).
     """
+    kind = handler_kind(config) if kind is None else kind
     host, port = endpoint(config)
     auth = authorization(config)
-    request = prepare_request(config, args)
+    request = prepare_request(config, args, kind)
     body = (jsonfmt.dumps(request) + "\n").encode("utf-8", "surrogateescape")
     timeout = config.get_int("rpcclienttimeout")
     status, data = post(host, port, wallet_path(config), auth, body,
@@ -42,8 +58,14 @@ def call(config: Config, args: list[str], post) -> dict:
         reply = jsonfmt.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):
         raise CliError("couldn't parse reply from server") from None
-    if config.get_bool("getinfo"):
+    if kind == GETINFO:
         reply = process_getinfo(reply)
+    elif kind == NETINFO:
+        peers, network = _replies_by_id(reply, len(netinfo.BATCH))
+        reply = netinfo.process(peers, network, netinfo.parse_level(args), config.network,
+                                int(time.time()))
+    elif kind == GENERATE:
+        reply = generated(args[2], reply)
     if not isinstance(reply, dict):
         raise CliError("JSON value is not an object as expected")
     if not reply:
@@ -77,15 +99,40 @@ def render(reply: dict, wait: bool) -> tuple[str, int]:
     return jsonfmt.dumps(result, 2), 0
 
 
-def prepare_request(config: Config, args: list[str]) -> object:
-    """The request object (a batch for -getinfo); ``args`` is the method and its arguments."""
-    if config.get_bool("getinfo"):
+def prepare_request(config: Config, args: list[str], kind: str = DEFAULT) -> object:
+    """The request object (a batch for -getinfo, -netinfo); ``args`` is the method and its
+    arguments (-netinfo's level; for -generate, see :func:`generate_args`)."""
+    if kind == GETINFO:
         if args:
             raise CliError("-getinfo takes no arguments")
         return GETINFO_BATCH
+    if kind == NETINFO:
+        return netinfo.BATCH
     method, params = args[0], args[1:]
     convert = convert_named if config.get_bool("named") else convert_positional
     return {"method": method, "params": convert(method, params), "id": 1}
+
+
+def generate_args(address: str, args: list[str]) -> list[str]:
+    """-generate's call: ``generatetoaddress nblocks address [maxtries]`` (Core 0.21)."""
+    if len(args) > 2:
+        raise CliError("too many arguments (maximum 2 for nblocks and maxtries)")
+    if not args:
+        args = [DEFAULT_NBLOCKS]
+    elif args[0] == "0":
+        raise CliError("the first argument (number of blocks to generate, default: %s) must "
+                       "be an integer value greater than zero" % DEFAULT_NBLOCKS)
+    return ["generatetoaddress", args[0], address] + args[1:]
+
+
+def generated(address: str, reply: object) -> dict:
+    """-generate's output: ``{"address", "blocks"}`` (generatetoaddress's error passed on)."""
+    if not isinstance(reply, dict):
+        raise CliError("JSON value is not an object as expected")
+    if reply.get("error") is not None:
+        return reply
+    return {"result": {"address": address, "blocks": reply.get("result")}, "error": None,
+            "id": 1}
 
 
 def process_getinfo(batch: object) -> dict:

@@ -62,18 +62,28 @@ def command(config: Config, stdin, post, sleep) -> tuple[str, int]:
     args = list(config.args)
     if config.get_bool("stdin"):
         args += _read_lines(stdin)
-    if not args and not config.get_bool("getinfo"):
+    if not args and client.handler_kind(config) == client.DEFAULT:
         raise CliError("too few parameters (need at least command)")
     wait = config.get_bool("rpcwait")
     while True:
         try:
-            return client.render(client.call(config, args, post), wait)
+            return client.render(_call(config, args, post), wait)
         except (ConnectionFailed, MissingCredentials):
             # Under -rpcwait a node that is still starting has no cookie yet: wait for it too
             # (Core 0.17 gives up at once there; later versions wait).
             if not wait:
                 raise
             sleep(1)
+
+
+def _call(config: Config, args: list[str], post) -> dict:
+    """One call; for -generate two: getnewaddress, then generatetoaddress (Core 0.21)."""
+    if client.handler_kind(config) != client.GENERATE:
+        return client.call(config, args, post)
+    address = client.call(config, ["getnewaddress"], post, kind=client.DEFAULT)
+    if address.get("error") is not None:
+        return address
+    return client.call(config, client.generate_args(address.get("result"), args), post)
 
 
 def _read_line(stdin) -> str | None:

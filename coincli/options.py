@@ -30,8 +30,16 @@ def cli_options() -> OptionRegistry:
           "non-atomic requests. Some entries in the result may represent results from "
           "different states (e.g. wallet balance may be as of a different block from the "
           "chain state reported)", kind="bool", default=False)
+    r.add("generate", "Generate blocks immediately, equivalent to RPC getnewaddress followed "
+          "by RPC generatetoaddress. Optional positional integer arguments are number of blocks "
+          "to generate (default: 1) and maximum iterations to try (default: 1000000), "
+          "equivalent to RPC generatetoaddress nblocks and maxtries arguments. Example: "
+          "coin-cli -generate 4 1000", kind="bool", default=False)
     r.add("named", "Pass named instead of positional arguments (default: 0)", kind="bool",
           default=False)
+    r.add("netinfo", "Get network peer connection information from the remote server. An "
+          "optional integer argument from 0 to 4 can be passed for different peers listings "
+          "(default: 0).", kind="bool", default=False)
     r.add("rpcclienttimeout", "Timeout in seconds during HTTP requests, or 0 for no timeout. "
           "(default: %d)" % DEFAULT_CLIENT_TIMEOUT, kind="int", default=DEFAULT_CLIENT_TIMEOUT,
           meta="=<n>")

@@ -128,6 +128,8 @@ class ChainState:
         self._marked_pruned = False
         #: The chain as of the last consistent state (see coin.chain.snapshot).
         self.published = ChainSnapshot([], None, self)
+        #: Told the seconds each block took to connect (the node's metrics), on this thread.
+        self.connect_observer: Optional[Callable[[float], None]] = None
         #: Masternode payments (design.md §6), set by the masternode service so consensus
         #: code imports none of it: ``payee_check(height, coinbase)`` is False for a block
         #: breaking the payee rule (``bad-cb-payee``); ``block_payee(height)`` is the miner's
@@ -681,6 +683,7 @@ class ChainState:
     # ----------------------------------------------------------- connect
 
     def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
+        started = _time.perf_counter()
         legacy_sigop_counts = None
         if self._just_accepted is not None and self._just_accepted[0] is entry:
             _, block, legacy_sigop_counts = self._just_accepted
@@ -700,6 +703,8 @@ class ChainState:
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         self._dirty.add(entry)
         self.chain.append(entry)
+        if self.connect_observer is not None:
+            self.connect_observer(_time.perf_counter() - started)
         return BlockConnected(entry, block)
 
     def _scripts_to_check(self, entry: BlockIndexEntry) -> bool:

@@ -201,6 +201,11 @@ def node_options() -> OptionRegistry:
     c = "RPC server options"
     r.add("rest", "Accept public REST requests (default: 1)", kind="bool", default=True,
           category=c)
+    r.add("metricsbind", "Serve Prometheus metrics at /metrics on this address (off by "
+          "default). Port is optional (default: the RPC port + 2). Only loopback addresses "
+          "unless -rpcallowip is also passed, which then says who may scrape. Use [host]:port "
+          "notation for IPv6. This option can be specified multiple times", repeatable=True,
+          category=c, meta="=<addr>[:port]")
     r.add("rpcallowip", "Allow JSON-RPC connections from specified source. Valid for <ip> are "
           "a single IP (e.g. 1.2.3.4), a network/netmask (e.g. 1.2.3.4/255.255.255.0) or a "
           "network/CIDR (e.g. 1.2.3.4/24). This option can be specified multiple times",

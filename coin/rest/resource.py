@@ -8,8 +8,9 @@ Paths (GET and HEAD; any other method gets 405):
 - ``getutxos[/checkmempool]/<txid>-<n>/....<fmt>`` (at most 15 outpoints)
 - ``blockhashbyheight/<height>.<fmt>``
 - ``chaininfo.json``, ``mempool/info.json``, ``mempool/contents.json``
+- ``openapi.json``: the OpenAPI description of all these (coin/rest/openapi.py)
 
-``fmt`` is ``json``, ``hex`` or ``bin`` (the last three paths: ``json`` only).
+``fmt`` is ``json``, ``hex`` or ``bin`` (the last four paths: ``json`` only).
 Handlers are plain functions of (path argument, format) returning a Deferred
 ``(content type, body)`` or raising :class:`RESTError`; :meth:`RESTResource.render`
 maps every failure to a reply in one place.  Errors are ``text/plain`` with the
@@ -41,7 +42,7 @@ from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
 from coin.rest.formats import (
-    ALL_FORMATS, BIN, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
+    ALL_FORMATS, BIN, CONTENT_TYPES, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
     json_body,
 )
 from coin.mempool.coinview import coins_with_pool
@@ -238,6 +239,7 @@ class RESTHandlers:
         self._json_tip: Optional[bytes] = None
         #: The last chaininfo.json body, with the snapshot and status it was made from.
         self._chaininfo: Optional[Tuple[ChainSnapshot, ChainStatus, Body]] = None
+        self._openapi: Optional[bytes] = None
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
@@ -483,6 +485,15 @@ class RESTHandlers:
                 lambda: json_body(mempool_contents_json(service.pool, height)))
         raise NoSuchPath()
 
+    def openapi(self, part: str) -> Deferred:
+        """This interface's OpenAPI description (coin/rest/openapi.py), made once."""
+        parse_format(part, JSON_ONLY)
+        if self._openapi is None:
+            # Imported here: ``python -m coin.rest.openapi`` must not find it loaded already.
+            from coin.rest.openapi import document_bytes
+            self._openapi = document_bytes()
+        return succeed((CONTENT_TYPES[JSON], self._openapi))
+
 
 # ---------------------------------------------------------------- HTTP
 
@@ -498,6 +509,38 @@ def _is_getutxos(path: str) -> bool:
     return path == "getutxos" or path.startswith(("getutxos/", "getutxos."))
 
 
+#: Endpoints matched by a path prefix (the longer prefix first), by name.
+_PREFIXED = ("block/notxdetails", "block", "headers", "tx", "blockhashbyheight")
+#: Endpoints named by their whole path, ``<name>.<fmt>``.
+_WHOLE = ("chaininfo", "mempool/info", "mempool/contents", "openapi")
+#: Every endpoint's name: the metrics label, and what doc/rest-openapi.json must describe.
+ENDPOINTS = _PREFIXED + ("getutxos",) + _WHOLE
+#: The metrics label of a path no endpoint serves.
+UNKNOWN_ENDPOINT = "unknown"
+
+
+def endpoint(path: str) -> Optional[Tuple[str, str]]:
+    """The endpoint serving ``path`` (what follows ``/rest/``) and the part its handler
+    reads, or None: ``block/<hash>.json`` -> ``("block", "<hash>.json")``."""
+    for name in _PREFIXED:
+        if path.startswith(name + "/"):
+            return name, path[len(name) + 1:]
+    if _is_getutxos(path):
+        return "getutxos", path[len("getutxos"):]
+    for name in _WHOLE:
+        if _exact(name, path):
+            return name, path[len(name) - len(name.rpartition("/")[2]):]
+    return None
+
+
+def endpoint_label(uri: bytes) -> str:
+    """The bounded metrics label of a request target (never the raw path)."""
+    if not uri.startswith(b"/rest/"):
+        return UNKNOWN_ENDPOINT
+    found = endpoint(uri[len(b"/rest/"):].decode("utf-8", "replace"))
+    return found[0] if found is not None else UNKNOWN_ENDPOINT
+
+
 class RESTResource(resource.Resource):
     """The ``/rest`` tree; no authentication (Core serves REST to anyone allowed in)."""
 
@@ -505,33 +548,34 @@ class RESTResource(resource.Resource):
     serves_lean_requests = True
 
     def __init__(self, chain: ChainAccess, mempool: MempoolService, *, warmup: Any = None,
-                 pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
+                 pruned: Optional[Callable[[BlockIndexEntry], bool]] = None,
+                 observe: Optional[Callable[[str, int], None]] = None) -> None:
+        """``observe(endpoint, status)`` is told of every reply (the node's metrics)."""
         super().__init__()
-        self.handlers = RESTHandlers(chain, mempool, pruned=pruned)
+        self.handlers = h = RESTHandlers(chain, mempool, pruned=pruned)
         self._warmup = warmup
+        self._observe = observe
+        self._routes: Dict[str, Callable[[str, bytes], Deferred]] = {
+            "block/notxdetails": lambda part, body: h.block(part, False),
+            "block": lambda part, body: h.block(part, True),
+            "headers": lambda part, body: h.headers(part),
+            "tx": lambda part, body: h.tx(part),
+            "blockhashbyheight": lambda part, body: h.blockhash_by_height(part),
+            "getutxos": h.getutxos,
+            "chaininfo": lambda part, body: h.chaininfo(part),
+            "mempool/info": lambda part, body: h.mempool(part),
+            "mempool/contents": lambda part, body: h.mempool(part),
+            "openapi": lambda part, body: h.openapi(part),
+        }
 
     def route(self, path: str, body: bytes = b"") -> Deferred:
         """Dispatch the path after ``/rest/`` (``body``: getutxos's); raises RESTError or
         NoSuchPath."""
-        h = self.handlers
-        if path.startswith("block/notxdetails/"):
-            return h.block(path[len("block/notxdetails/"):], False)
-        if path.startswith("block/"):
-            return h.block(path[len("block/"):], True)
-        if path.startswith("headers/"):
-            return h.headers(path[len("headers/"):])
-        if path.startswith("tx/"):
-            return h.tx(path[len("tx/"):])
-        if path.startswith("blockhashbyheight/"):
-            return h.blockhash_by_height(path[len("blockhashbyheight/"):])
-        if _is_getutxos(path):
-            return h.getutxos(path[len("getutxos"):], body)
-        if _exact("chaininfo", path):
-            return h.chaininfo(path)
-        for name in ("info", "contents"):
-            if path.startswith("mempool/") and _exact(name, path[len("mempool/"):]):
-                return h.mempool(path[len("mempool/"):])
-        raise NoSuchPath()
+        found = endpoint(path)
+        if found is None:
+            raise NoSuchPath()
+        name, part = found
+        return self._routes[name](part, body)
 
     def render(self, request: server.Request) -> Any:
         # Core hands its handlers the request target with the query string: it is part
@@ -591,9 +635,10 @@ class RESTResource(resource.Resource):
         answer.addCallbacks(send, failed)
         return server.NOT_DONE_YET
 
-    @staticmethod
-    def _reply(request: server.Request, status: int, content_type: Optional[bytes],
+    def _reply(self, request: server.Request, status: int, content_type: Optional[bytes],
                body: bytes) -> None:
+        if self._observe is not None:
+            self._observe(endpoint_label(request.uri), status)
         request.setResponseCode(status)
         if content_type is not None:
             request.setHeader(b"Content-Type", content_type)

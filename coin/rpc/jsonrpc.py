@@ -9,6 +9,7 @@ doc/rpc.md for every rule and limit.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from collections.abc import Coroutine
@@ -332,7 +333,8 @@ class JSONRPCCore:
 
     def __init__(self, methods: MethodTable, node: NodeFacade, *, whitelist: Whitelist,
                  warmup: Warmup, clock: IReactorTime, limits: RPCLimits = RPCLimits(),
-                 in_thread: ThreadRunner | None = None) -> None:
+                 in_thread: ThreadRunner | None = None,
+                 observe: Callable[[str, int, float], None] | None = None) -> None:
         self.methods = methods
         self.limits = limits
         self._node = node
@@ -343,6 +345,8 @@ class JSONRPCCore:
         self._in_thread = in_thread if in_thread is not None else ThreadRunner()
         self._parse_slot = DeferredLock()
         self._last_context: RPCContext | None = None
+        #: Told ``(method, HTTP status, seconds)`` after each call (the node's metrics).
+        self._observe = observe
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -455,7 +459,26 @@ class JSONRPCCore:
                 user: str, wallet_name: str | None
                 ) -> tuple[int, bytes] | Deferred[tuple[int, bytes]]:
         """Run one call: ``(status, response object bytes)`` at once when the handler answers
-        at once (most do; no Deferred is made for them), else a Deferred of that."""
+        at once (most do; no Deferred is made for them), else a Deferred of that.
+        Each answered call is reported to the observer, if any."""
+        if self._observe is None:
+            return self._call(request_id, method, params, user, wallet_name)
+        started = time.perf_counter()
+        answer = self._call(request_id, method, params, user, wallet_name)
+        if isinstance(answer, tuple):
+            self._observe(method, answer[0], time.perf_counter() - started)
+            return answer
+        return answer.addCallback(self._observed, method, started)
+
+    def _observed(self, answer: tuple[int, bytes], method: str, started: float
+                  ) -> tuple[int, bytes]:
+        assert self._observe is not None
+        self._observe(method, answer[0], time.perf_counter() - started)
+        return answer
+
+    def _call(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
+              user: str, wallet_name: str | None
+              ) -> tuple[int, bytes] | Deferred[tuple[int, bytes]]:
         try:
             result = self._invoke(method, params, user, wallet_name)
         except Exception:

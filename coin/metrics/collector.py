@@ -1,0 +1,80 @@
+"""Gauges read from the node at scrape time (a custom collector: nothing to keep updated).
+
+Values are the ones the RPC reports (getblockchaininfo, getmempoolinfo, getnettotals,
+getpeerinfo, masternode count), read on the reactor thread when ``/metrics`` is asked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping, Optional
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coin.views.chaininfo import verification_progress
+from coin.views.mempool import mempool_info_json
+
+
+class NodeCollector(Collector):
+    """The node's state: chain, peers, traffic, mempool, UTXO cache, wallets, masternodes.
+
+    Takes the parts it reads, not the node: ``chain`` (coin.chain.access.ChainAccess),
+    ``mempool`` (MempoolService), ``p2p`` (P2PService), ``coins`` (the UTXO cache),
+    ``wallets`` (loaded wallets by name, None with -disablewallet) and ``masternodes``
+    (the masternode manager).
+    """
+
+    def __init__(self, chain: Any, mempool: Any, p2p: Any, coins: Any,
+                 wallets: Optional[Mapping[str, Any]], masternodes: Any) -> None:
+        self._chain = chain
+        self._mempool = mempool
+        self._p2p = p2p
+        self._coins = coins
+        self._wallets = wallets
+        self._masternodes = masternodes
+
+    def collect(self) -> Iterator[Metric]:
+        view = self._chain.snapshot()
+        yield GaugeMetricFamily("coin_blocks", "Height of the active chain's tip",
+                                value=view.height)
+        best_header = view.best_header
+        yield GaugeMetricFamily("coin_headers", "Height of the best known header",
+                                value=best_header.height if best_header is not None else -1)
+        yield GaugeMetricFamily(
+            "coin_verification_progress", "Estimate of verification progress (0..1)",
+            value=verification_progress(view.tip, best_header) if view.tip is not None else 0)
+        yield from self._peers()
+        service = self._mempool
+        info = mempool_info_json(service.pool, service.policy.min_relay_fee.sat_per_kb)
+        yield GaugeMetricFamily("coin_mempool_transactions", "Transactions in the mempool",
+                                value=info["size"])
+        yield GaugeMetricFamily("coin_mempool_bytes", "Sum of the mempool transactions' sizes",
+                                value=info["bytes"])
+        yield GaugeMetricFamily("coin_mempool_usage_bytes", "Memory used by the mempool",
+                                value=info["usage"])
+        yield GaugeMetricFamily("coin_mempool_min_fee", "Fee rate (coins/kB) a transaction needs "
+                                "to enter the mempool (getmempoolinfo's mempoolminfee)",
+                                value=float(info["mempoolminfee"]))
+        yield GaugeMetricFamily("coin_utxo_cache_entries", "Coins held in the UTXO cache",
+                                value=len(self._coins))
+        yield GaugeMetricFamily("coin_utxo_cache_bytes", "Estimated memory of the UTXO cache",
+                                value=self._coins.usage_bytes())
+        yield GaugeMetricFamily("coin_wallets", "Loaded wallets",
+                                value=len(self._wallets) if self._wallets is not None else 0)
+        masternodes = GaugeMetricFamily("coin_masternodes", "Known masternodes", labels=("state",))
+        masternodes.add_metric(("all",), len(self._masternodes))
+        masternodes.add_metric(("enabled",), self._masternodes.count_enabled())
+        yield masternodes
+
+    def _peers(self) -> Iterator[Metric]:
+        p2p = self._p2p
+        peers = GaugeMetricFamily("coin_peers", "Open P2P connections by direction",
+                                  labels=("direction",))
+        inbound = sum(1 for peer in list(p2p.peers.values()) if peer.inbound)
+        peers.add_metric(("inbound",), inbound)
+        peers.add_metric(("outbound",), len(p2p.peers) - inbound)
+        yield peers
+        yield CounterMetricFamily("coin_network_received_bytes", "Bytes received from peers",
+                                  value=p2p.total_bytes_recv)
+        yield CounterMetricFamily("coin_network_sent_bytes", "Bytes sent to peers",
+                                  value=p2p.total_bytes_sent)
