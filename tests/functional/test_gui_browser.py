@@ -1,0 +1,338 @@
+"""coin-qt in a real browser (headless Chromium driven by Playwright), as a user works with it.
+
+One ``coin-qt -regtest -server -nobrowser`` and one Chromium serve the tests of this module
+(started on first use, stopped at exit); a test that needs RPC off starts its own coin-qt.
+Skipped, with the reason, when playwright or Chromium is missing. With COIN_GUI_SCREENSHOTS=1
+the tests save the screenshots of doc/gui.md to doc/gui/*.png.
+"""
+
+from __future__ import annotations
+
+import atexit
+import http.client
+import re
+import tempfile
+from typing import Any, Optional, Tuple
+
+from twisted.trial.unittest import TestCase
+
+from tests.guiharness import Browser, GuiProcess, playwright_api, screenshot
+
+PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
+         "settings"]
+_shared: Optional[Tuple[GuiProcess, Browser]] = None
+
+
+def shared_gui() -> Tuple[GuiProcess, Browser]:
+    """The module's coin-qt (with -server) and browser."""
+    global _shared
+    if _shared is None:
+        playwright_api()  # SkipTest before a node is started for nothing
+        gui = GuiProcess.start(tempfile.mkdtemp(prefix="coin-gui-"), ["-server"])
+        atexit.register(gui.stop)
+        try:
+            browser = Browser.launch()
+        except BaseException:
+            gui.stop()
+            raise
+        atexit.register(browser.close)
+        _shared = (gui, browser)
+    return _shared
+
+
+def tab(page: Any, name: str) -> None:
+    """Open a page by its tab, as a user clicks it."""
+    page.click("#tab-" + name)
+    page.wait_for_selector("#page-%s:not([hidden])" % name)
+
+
+def console(page: Any, command: str) -> str:
+    """Run a console command; returns the text of its answer (result or error)."""
+    tab(page, "console")
+    before = page.locator(".console-log pre:not(.command)").count()
+    page.fill("#console-input", command)
+    page.press("#console-input", "Enter")
+    answer = page.locator(".console-log pre:not(.command)").nth(before)
+    answer.wait_for(timeout=60000)
+    return answer.inner_text()
+
+
+def message(page: Any, name: str) -> Any:
+    """The message region (role=alert) of a page."""
+    return page.locator("#page-%s .message" % name).first
+
+
+def settings_form(page: Any, field: str, value: str) -> None:
+    tab(page, "settings")
+    page.fill(field, value)
+    page.press(field, "Enter")
+
+
+class BrowserFlowTests(TestCase):
+    """The issue's scenario: mine, second wallet, send, live balance, transactions, CSV, encrypt."""
+
+    def assertNoScriptErrors(self, page: Any) -> None:
+        """No uncaught exception and no console error (a CSP violation is one)."""
+        self.assertEqual(page.coin_errors, {"pageerror": [], "console": []})
+
+    def wait_text(self, locator: Any, pattern: str, timeout: float = 20000) -> str:
+        """Until the element's text matches ``pattern`` (a regular expression); returns it."""
+        playwright_api().expect(locator).to_have_text(re.compile(pattern), timeout=timeout)
+        return locator.inner_text()
+
+    def test_send_to_second_wallet_live_balance_csv_encrypt(self) -> None:
+        gui, browser = shared_gui()
+        context = browser.context()
+        self.addCleanup(context.close)
+        page = browser.page(gui.url, context)
+        # The token is gone from the address bar after the first load (303 to /).
+        self.assertNotIn("token", page.url)
+
+        # Mine from the console: 101 blocks make the first 50 COIN spendable.
+        hashes = console(page, "generate 101")
+        self.assertEqual(len(re.findall(r'"[0-9a-f]{64}"', hashes)), 101)
+        screenshot(page, "console")
+
+        # A second wallet from Settings, selected at once; its address from Receive.
+        settings_form(page, "#set-create", "w2")
+        self.wait_text(message(page, "settings"), "Created and selected w2")
+        self.assertEqual(page.input_value("#wallet-select"), "w2")
+        tab(page, "receive")
+        page.fill("#rc-label", "from the default wallet")
+        page.fill("#rc-amount", "12.5")
+        page.click("#page-receive button[type=submit]")
+        address = page.locator("#rc-address").inner_text()
+        self.assertRegex(address, r"^[1-9A-HJ-NP-Za-km-z]{26,35}$")
+        page.wait_for_function("document.querySelector('img.qr').naturalWidth > 0")
+        self.wait_text(page.locator("#page-receive table"), "from the default wallet")
+        screenshot(page, "receive")
+
+        # A second tab of the same session shows w2's Overview; it must update by itself.
+        watcher = context.new_page()
+        watcher.coin_errors = {"pageerror": [], "console": []}
+        watcher.on("pageerror", lambda e: watcher.coin_errors["pageerror"].append(str(e)))
+        watcher.goto(gui.url.split("?")[0] + "#overview")
+        watcher.wait_for_selector("#status-live[data-state=open]")
+        watcher.select_option("#wallet-select", "w2")
+        self.wait_text(watcher.locator("#ov-total"), r"^0\.00000000 COIN$")
+
+        # Send 12.5 COIN from the default wallet to w2's address.
+        page.select_option("#wallet-select", "")
+        tab(page, "send")
+        page.fill("#send-address-1", address[:-1] + ("1" if address[-1] != "1" else "2"))
+        self.wait_text(page.locator("#send-hint-1"), "Not a valid address")
+        page.fill("#send-address-1", address)
+        self.wait_text(page.locator("#send-hint-1"), "^Valid address$")
+        page.fill("#send-label-1", "w2 savings")
+        page.fill("#send-amount-1", "12.5")
+        page.click("#send-button")
+        dialog = page.locator("dialog[open]")
+        dialog.wait_for()
+        fee = dialog.locator(".fee").inner_text()
+        self.assertRegex(fee, r"^0\.0000\d{4} COIN$")
+        self.assertIn("12.50000000 COIN to w2 savings (%s)" % address, dialog.inner_text())
+        screenshot(page, "send-confirm")
+        dialog.locator("button[type=submit]").click()
+        sent = self.wait_text(message(page, "send"), r"^Sent: transaction [0-9a-f]{64}$")
+        txid = sent.split()[-1]
+
+        # Live: the watcher's Overview shows it pending, then available once a block is mined.
+        self.wait_text(watcher.locator("#ov-pending"), r"^12\.50000000 COIN$")
+        console(page, "generate 1")
+        self.wait_text(watcher.locator("#ov-available"), r"^12\.50000000 COIN$")
+        self.wait_text(watcher.locator("#ov-pending"), r"^0\.00000000 COIN$")
+        screenshot(watcher, "overview")
+
+        # Transactions of w2: the payment, its filters and details, and the CSV export.
+        tab(watcher, "transactions")
+        rows = watcher.locator("#page-transactions tbody tr")
+        self.wait_text(rows.first, r"Received.*12\.50000000 COIN")
+        watcher.select_option("#tx-type", "send")
+        self.wait_text(rows.first, "No transaction matches the filter")
+        watcher.select_option("#tx-type", "all")
+        watcher.fill("#tx-search", txid[:12])
+        self.assertEqual(rows.count(), 1)
+        screenshot(watcher, "transactions")
+        rows.first.locator("button").click()
+        self.assertIn(txid, watcher.locator("dialog[open]").inner_text())
+        watcher.keyboard.press("Escape")
+        watcher.locator("dialog").wait_for(state="detached")
+        with watcher.expect_download() as download:
+            watcher.click("#tx-csv")
+        with open(download.value.path(), encoding="utf-8") as f:
+            csv = f.read()
+        self.assertTrue(csv.startswith('"Confirmed","Date","Type","Label","Address","Amount","ID"')
+                        or csv.startswith("Confirmed,Date,Type,Label,Address,Amount,ID"), csv[:200])
+        self.assertIn(txid, csv)
+        self.assertIn(address, csv)
+
+        # Encrypt w2, unlock and lock it from Settings; the footer follows the status events.
+        tab(watcher, "settings")
+        watcher.click("text=Encrypt wallet…")
+        watcher.fill("dialog[open] input[name=passphrase]", "correct horse")
+        watcher.fill("dialog[open] input[name=repeat]", "correct horse")
+        watcher.press("dialog[open] input[name=repeat]", "Enter")
+        self.wait_text(watcher.locator("#wallet-lock-state"), "w2: encrypted, locked", timeout=60000)
+        self.wait_text(watcher.locator("#status-lock"), "^Wallet locked$")
+        watcher.click("text=Unlock…")
+        watcher.fill("dialog[open] input[name=passphrase]", "wrong")
+        watcher.press("dialog[open] input[name=passphrase]", "Enter")
+        self.wait_text(message(watcher, "settings"), "The wallet passphrase entered was incorrect")
+        watcher.click("text=Unlock…")
+        watcher.fill("dialog[open] input[name=passphrase]", "correct horse")
+        watcher.press("dialog[open] input[name=passphrase]", "Enter")
+        self.wait_text(watcher.locator("#wallet-lock-state"), "w2: encrypted, unlocked until")
+        self.wait_text(watcher.locator("#status-lock"), "^Wallet unlocked$")
+        screenshot(watcher, "settings")
+        watcher.click("#page-settings button:text-is('Lock')")
+        self.wait_text(watcher.locator("#wallet-lock-state"), "w2: encrypted, locked")
+
+        # Sending from the locked wallet asks for the passphrase and locks it again after.
+        tab(page, "receive")  # the default wallet's address as the recipient
+        page.click("#page-receive button[type=submit]")
+        page.wait_for_function("document.querySelector('#rc-address') && "
+                               "document.querySelector('#rc-address').textContent !== %r" % address)
+        home = page.locator("#rc-address").inner_text()
+        tab(watcher, "send")
+        watcher.fill("#send-address-1", home)
+        watcher.fill("#send-amount-1", "20")
+        watcher.click("#send-button")
+        self.wait_text(message(watcher, "send"), "Insufficient funds")
+        watcher.fill("#send-amount-1", "2")
+        watcher.check("#send-subtract-1")
+        watcher.click("#send-button")
+        watcher.locator("dialog[open] button[type=submit]").click()  # confirm
+        unlock = watcher.locator("dialog[open]")
+        self.wait_text(unlock.locator("h2"), "^Unlock wallet$")
+        watcher.fill("dialog[open] input[name=passphrase]", "correct horse")
+        watcher.press("dialog[open] input[name=passphrase]", "Enter")
+        self.wait_text(message(watcher, "send"), r"^Sent: transaction [0-9a-f]{64}$")
+        info = gui.rpc("getwalletinfo", path="/wallet/w2")
+        self.assertEqual(info["unlocked_until"], 0)
+        self.assertNoScriptErrors(page)
+        self.assertNoScriptErrors(watcher)
+
+
+class BrowserPageTests(TestCase):
+    """Keyboard, layout, errors in words, exact amounts, and the RPC server switch."""
+
+    def test_tabs_keyboard_and_dialog_keys(self) -> None:
+        gui, browser = shared_gui()
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        page.focus("#tab-overview")
+        page.keyboard.press("ArrowRight")
+        self.assertEqual(page.evaluate("document.activeElement.id"), "tab-send")
+        self.assertEqual(page.get_attribute("#tab-send", "aria-selected"), "true")
+        self.assertFalse(page.is_hidden("#page-send"))
+        self.assertTrue(page.is_hidden("#page-overview"))
+        page.keyboard.press("End")
+        self.assertEqual(page.evaluate("document.activeElement.id"), "tab-settings")
+        page.keyboard.press("ArrowRight")  # wraps around
+        self.assertEqual(page.evaluate("document.activeElement.id"), "tab-overview")
+        page.keyboard.press("ArrowLeft")
+        self.assertEqual(page.evaluate("document.activeElement.id"), "tab-settings")
+        # One tab stop for the tab list (roving tabindex): Tab goes on into the page.
+        self.assertEqual(page.eval_on_selector_all('[role=tab][tabindex="0"]', "els => els.map(e => e.id)"),
+                         ["tab-settings"])
+        page.keyboard.press("Tab")
+        self.assertEqual(page.evaluate("document.activeElement.id"), "page-settings")
+        # A dialog: Enter submits (the check keeps it open), Escape cancels; focus comes back.
+        page.wait_for_selector("#wallet-lock-state")
+        page.click("text=Encrypt wallet…")
+        page.fill("dialog[open] input[name=passphrase]", "one")
+        page.fill("dialog[open] input[name=repeat]", "two")
+        page.press("dialog[open] input[name=repeat]", "Enter")
+        self.assertEqual(page.locator("dialog[open] [role=alert]").inner_text(), "The two passphrases differ")
+        page.keyboard.press("Escape")
+        page.locator("dialog").wait_for(state="detached")
+        self.assertTrue(page.locator("#wallet-lock-state").inner_text().endswith(": not encrypted"))
+
+    def test_no_horizontal_overflow_at_1024x768_and_200_percent_zoom(self) -> None:
+        gui, browser = shared_gui()
+        # 200% zoom of a 1024x768 window: a 512x384 CSS pixel viewport at 2 device pixels each.
+        for viewport, scale in (({"width": 1024, "height": 768}, 1), ({"width": 512, "height": 384}, 2)):
+            page = browser.page(gui.url, viewport=viewport, device_scale_factor=scale)
+            self.addCleanup(page.context.close)
+            for name in PAGES:
+                tab(page, name)
+                page.wait_for_load_state("networkidle")
+                overflow = page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+                self.assertEqual(overflow, 0, "%s overflows by %d px at %r" % (name, overflow, viewport))
+                if scale == 1 and name in ("peers", "masternodes", "governance"):
+                    screenshot(page, name)
+            if scale == 2:
+                tab(page, "send")
+                screenshot(page, "zoom-200-send")
+
+    def test_errors_in_words(self) -> None:
+        gui, browser = shared_gui()
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        answer = console(page, "getblock 00")
+        self.assertEqual(answer, "blockhash must be of length 64 (not 2, for '00') (code -8)")
+        self.assertEqual(console(page, "nosuchmethod"), "Method not found (code -32601)")
+        tab(page, "send")
+        page.fill("#send-address-1", "x")
+        page.fill("#send-amount-1", "1.123456789")
+        page.click("#send-button")
+        text = message(page, "send").inner_text()
+        self.assertIn("Invalid amount", text)
+        self.assertNotIn("Error:", text)
+        self.assertNotIn(".js", text)
+
+    def test_amounts_are_exact(self) -> None:
+        gui, browser = shared_gui()
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        result = page.evaluate("""async () => {
+            const a = await import("/static/js/amount.js");
+            return {
+                max: a.toRpc(a.toBase(21000000.12345678)),
+                tenth: a.toRpc(a.toBase(0.1) + a.toBase(0.2)),
+                satoshi: a.toRpc(a.toBase(1e-8)),
+                milli: a.formatAmount(a.parseAmount("1.5", "mCOIN"), "COIN"),
+                micro: a.formatAmount(123456789n, "µCOIN"),
+                negative: a.formatAmount(a.toBase(-0.3), "mCOIN"),
+                tooFine: (() => { try { a.parseAmount("0.001", "µCOIN"); return "accepted"; }
+                                  catch (e) { return e.message; } })(),
+            };
+        }""")
+        self.assertEqual(result, {
+            "max": "21000000.12345678", "tenth": "0.30000000", "satoshi": "0.00000001",
+            "milli": "0.00150000 COIN", "micro": "1234567.89 µCOIN", "negative": "-300.00000 mCOIN",
+            "tooFine": "Invalid amount: at most 2 decimal places in this unit"})
+
+    def test_unit_selector_rewrites_amounts(self) -> None:
+        gui, browser = shared_gui()
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        tab(page, "send")
+        page.fill("#send-amount-1", "1.5")
+        page.select_option("#unit-select", "mCOIN")
+        self.assertEqual(page.input_value("#send-amount-1"), "1500.00000")
+        page.select_option("#unit-select", "COIN")
+        self.assertEqual(page.input_value("#send-amount-1"), "1.50000000")
+
+    def test_rpc_port_open_with_server(self) -> None:
+        gui, browser = shared_gui()
+        self.assertIsInstance(gui.rpc("getblockcount"), int)
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        session = page.evaluate("fetch('/api/session').then(r => r.json())")
+        self.assertEqual((session["server"], session["rpcport"]), (True, gui.rpcport))
+
+    def test_rpc_port_closed_without_server(self) -> None:
+        _, browser = shared_gui()
+        gui = GuiProcess.start(self.mktemp())
+        self.addCleanup(gui.stop)
+        conn = http.client.HTTPConnection("127.0.0.1", gui.rpcport, timeout=10)
+        self.addCleanup(conn.close)
+        self.assertRaises(ConnectionRefusedError, conn.request, "POST", "/", b"{}")
+        page = browser.page(gui.url)
+        self.addCleanup(page.context.close)
+        session = page.evaluate("fetch('/api/session').then(r => r.json())")
+        self.assertEqual((session["server"], session["rpcport"]), (False, None))
+        # The GUI itself still reaches every RPC method in-process.
+        self.assertEqual(console(page, "getblockcount"), "0")
