@@ -142,5 +142,6 @@ def js_errors(page: Any) -> Dict[str, list]:
     """Collect the page's uncaught errors and console errors (CSP violations show there)."""
     seen: Dict[str, list] = {"pageerror": [], "console": []}
     page.on("pageerror", lambda error: seen["pageerror"].append(str(error)))
-    page.on("console", lambda msg: seen["console"].append(msg.text) if msg.type == "error" else None)
+    page.on("console", lambda msg: seen["console"].append("%s (%s)" % (msg.text, msg.location.get("url")))
+            if msg.type == "error" else None)
     return seen
