@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 from twisted.trial.unittest import TestCase
 
-from tests.guiharness import Browser, GuiProcess, playwright_api, screenshot
+from tests.guiharness import Browser, GuiProcess, js_errors, playwright_api, screenshot
 
 PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
          "settings"]
@@ -84,18 +84,29 @@ def settings_form(page: Any, field: str, value: str) -> None:
     page.press(field, "Enter")
 
 
-class BrowserFlowTests(TestCase):
-    """The issue's scenario: mine, second wallet, send, live balance, transactions, CSV, encrypt."""
+class BrowserTestCase(TestCase):
+    """Pages of the module's coin-qt; each fails its test on a script error or CSP violation."""
+
+    def open(self, gui: GuiProcess, **options: Any) -> Any:
+        """A page of ``gui`` in a fresh browser context (its own session), closed after the test."""
+        _, browser = shared_gui()
+        page = browser.page(gui.url, **options)
+        self.addCleanup(page.context.close)
+        self.addCleanup(self.assertNoScriptErrors, page)
+        return page
 
     def assertNoScriptErrors(self, page: Any) -> None:
         """No uncaught exception and no console error (a CSP violation is one)."""
         self.assertEqual(page.coin_errors, {"pageerror": [], "console": []})
 
+
+class BrowserFlowTests(BrowserTestCase):
+    """The issue's scenario: mine, second wallet, send, live balance, transactions, CSV, encrypt."""
+
     def test_send_to_second_wallet_live_balance_csv_encrypt(self) -> None:
-        gui, browser = shared_gui()
-        context = browser.context()
-        self.addCleanup(context.close)
-        page = browser.page(gui.url, context)
+        gui, _ = shared_gui()
+        page = self.open(gui)
+        context = page.context
         # The token is gone from the address bar after the first load (303 to /).
         self.assertNotIn("token", page.url)
 
@@ -120,8 +131,8 @@ class BrowserFlowTests(TestCase):
 
         # A second tab of the same session shows w2's Overview; it must update by itself.
         watcher = context.new_page()
-        watcher.coin_errors = {"pageerror": [], "console": []}
-        watcher.on("pageerror", lambda e: watcher.coin_errors["pageerror"].append(str(e)))
+        watcher.coin_errors = js_errors(watcher)
+        self.addCleanup(self.assertNoScriptErrors, watcher)
         watcher.goto(gui.url.split("?")[0] + "#overview")
         watcher.wait_for_selector("#status-live[data-state=open]")
         watcher.select_option("#wallet-select", "w2")
@@ -219,17 +230,14 @@ class BrowserFlowTests(TestCase):
         wait_text(message(watcher, "send"), r"^Sent: transaction [0-9a-f]{64}$")
         info = gui.rpc("getwalletinfo", path="/wallet/w2")
         self.assertEqual(info["unlocked_until"], 0)
-        self.assertNoScriptErrors(page)
-        self.assertNoScriptErrors(watcher)
 
 
-class BrowserPageTests(TestCase):
+class BrowserPageTests(BrowserTestCase):
     """Keyboard, layout, errors in words, exact amounts, and the RPC server switch."""
 
     def test_tabs_keyboard_and_dialog_keys(self) -> None:
-        gui, browser = shared_gui()
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        gui, _ = shared_gui()
+        page = self.open(gui)
         page.focus("#tab-overview")
         page.keyboard.press("ArrowRight")
         self.assertEqual(page.evaluate("document.activeElement.id"), "tab-send")
@@ -259,11 +267,10 @@ class BrowserPageTests(TestCase):
         self.assertTrue(page.locator("#wallet-lock-state").inner_text().endswith(": not encrypted"))
 
     def test_no_horizontal_overflow_at_1024x768_and_200_percent_zoom(self) -> None:
-        gui, browser = shared_gui()
+        gui, _ = shared_gui()
         # 200% zoom of a 1024x768 window: a 512x384 CSS pixel viewport at 2 device pixels each.
         for viewport, scale in (({"width": 1024, "height": 768}, 1), ({"width": 512, "height": 384}, 2)):
-            page = browser.page(gui.url, viewport=viewport, device_scale_factor=scale)
-            self.addCleanup(page.context.close)
+            page = self.open(gui, viewport=viewport, device_scale_factor=scale)
             for name in PAGES:
                 tab(page, name)
                 page.wait_for_load_state("networkidle")
@@ -277,9 +284,8 @@ class BrowserPageTests(TestCase):
                 screenshot(page, "zoom-200-send")
 
     def test_errors_in_words(self) -> None:
-        gui, browser = shared_gui()
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        gui, _ = shared_gui()
+        page = self.open(gui)
         answer = console(page, "getblock 00")
         self.assertEqual(answer, "Block not found (code -5)")
         self.assertEqual(console(page, "nosuchmethod"), "Method not found (code -32601)")
@@ -297,9 +303,8 @@ class BrowserPageTests(TestCase):
         wait_text(message(page, "send"), r"^Invalid amount: at most 8 decimal places in this unit$")
 
     def test_amounts_are_exact(self) -> None:
-        gui, browser = shared_gui()
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        gui, _ = shared_gui()
+        page = self.open(gui)
         result = page.evaluate("""async () => {
             const a = await import("/static/js/amount.js");
             return {
@@ -319,9 +324,8 @@ class BrowserPageTests(TestCase):
             "tooFine": "Invalid amount: at most 2 decimal places in this unit"})
 
     def test_unit_selector_rewrites_amounts(self) -> None:
-        gui, browser = shared_gui()
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        gui, _ = shared_gui()
+        page = self.open(gui)
         tab(page, "send")
         page.fill("#send-amount-1", "1.5")
         page.select_option("#unit-select", "mCOIN")
@@ -330,23 +334,25 @@ class BrowserPageTests(TestCase):
         self.assertEqual(page.input_value("#send-amount-1"), "1.50000000")
 
     def test_rpc_port_open_with_server(self) -> None:
-        gui, browser = shared_gui()
+        gui, _ = shared_gui()
         self.assertIsInstance(gui.rpc("getblockcount"), int)
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        page = self.open(gui)
         session = page.evaluate("fetch('/api/session').then(r => r.json())")
         self.assertEqual((session["server"], session["rpcport"]), (True, gui.rpcport))
+        tab(page, "settings")
+        wait_text(page.locator("#set-rpc"), "^JSON-RPC server: on, port %d$" % gui.rpcport)
 
     def test_rpc_port_closed_without_server(self) -> None:
-        _, browser = shared_gui()
+        shared_gui()
         gui = GuiProcess.start(self.mktemp())
         self.addCleanup(gui.stop)
         conn = http.client.HTTPConnection("127.0.0.1", gui.rpcport, timeout=10)
         self.addCleanup(conn.close)
         self.assertRaises(ConnectionRefusedError, conn.request, "POST", "/", b"{}")
-        page = browser.page(gui.url)
-        self.addCleanup(page.context.close)
+        page = self.open(gui)
         session = page.evaluate("fetch('/api/session').then(r => r.json())")
         self.assertEqual((session["server"], session["rpcport"]), (False, None))
+        tab(page, "settings")
+        wait_text(page.locator("#set-rpc"), "^JSON-RPC server: off")
         # The GUI itself still reaches every RPC method in-process.
         self.assertEqual(console(page, "getblockcount"), "0")

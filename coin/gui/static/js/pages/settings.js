@@ -111,6 +111,9 @@ async function show() {
         return "Unloaded " + walletLabel(name);
       })) },
   ], state.wallets, "No wallet is loaded."));
+  const session = state.session;
+  fill(els.rpc, session.server ? "JSON-RPC server: on, port " + session.rpcport
+    : "JSON-RPC server: off (start coin-qt with -server, or server=1 in coin.conf)");
   const network = await call("getnetworkinfo");
   els.active.checked = network.networkactive;
   await showSecurity();
@@ -125,6 +128,7 @@ export default {
       active: h("input", { id: "set-network-active", type: "checkbox" }),
       fee: h("input", { id: "set-txfee", inputmode: "decimal", autocomplete: "off" }),
       feeUnit: h("span", { class: "unit" }),
+      rpc: h("p", { id: "set-rpc" }),
     };
     els.active.addEventListener("change", () => busy(els.active, els.message, async () => {
       await call("setnetworkactive", [els.active.checked]);
@@ -161,7 +165,7 @@ export default {
             await walletCall("backupwallet", [path]);
             return "Wallet backed up to " + path;
           })),
-      h("section", { "aria-labelledby": "set-node" }, h("h3", { id: "set-node" }, "Node options"),
+      h("section", { "aria-labelledby": "set-node" }, h("h3", { id: "set-node" }, "Node options"), els.rpc,
         h("p", { class: "check" }, els.active, h("label", { for: "set-network-active" }, "Network active (P2P connections)")),
         feeForm));
   },
