@@ -8,7 +8,6 @@ exits 0.
 
 from __future__ import annotations
 
-import os
 import sys
 import webbrowser
 from typing import Any, List, Optional

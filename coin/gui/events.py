@@ -10,7 +10,7 @@ connect and then every STATUS_INTERVAL seconds when it changed.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from autobahn.twisted.websocket import WebSocketServerFactory, WebSocketServerProtocol
 from twisted.internet.defer import inlineCallbacks
@@ -37,6 +37,8 @@ class EventHub:
         self._user = user
         self.clients: Set["EventProtocol"] = set()
         self._status: Optional[Dict[str, Any]] = None
+        #: Transactions of the blocks (dis)connected since the last tip change.
+        self._block_txids: List[bytes] = []
         self._status_loop = LoopingCall(self._refresh_status)
         self._status_loop.clock = node.reactor
 
@@ -72,14 +74,17 @@ class EventHub:
 
     # ------------------------------------------------------------ node events
 
-    def tip_changed(self, entry: BlockIndexEntry) -> None:
-        self.broadcast({"event": "block", "height": entry.height, "hash": entry.hash[::-1].hex()})
-
     def block_connected(self, entry: BlockIndexEntry, block: Block) -> None:
-        self._wallet_changes(tx.txid for tx in block.txs)
+        self._block_txids.extend(tx.txid for tx in block.txs)
 
     def block_disconnected(self, entry: BlockIndexEntry, block: Block) -> None:
-        self._wallet_changes(tx.txid for tx in block.txs)
+        self._block_txids.extend(tx.txid for tx in block.txs)
+
+    def tip_changed(self, entry: BlockIndexEntry) -> None:
+        """The new tip first, then the wallet transactions its blocks (dis)connected."""
+        self.broadcast({"event": "block", "height": entry.height, "hash": entry.hash[::-1].hex()})
+        txids, self._block_txids = self._block_txids, []
+        self._wallet_changes(txids)
 
     def _pool_entry_on_worker(self, tx: Transaction) -> None:
         self._node.reactor.callFromThread(self._pool_entry, tx.txid)
@@ -91,7 +96,6 @@ class EventHub:
     def _wallet_changes(self, txids: Iterable[bytes]) -> None:
         if not self.clients or self._node.wallets is None:
             return
-        txids = list(txids)
         for name, wallet in list(self._node.wallets.wallets.items()):
             for txid in txids:
                 if txid in wallet.txs:
