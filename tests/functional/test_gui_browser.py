@@ -17,19 +17,42 @@ from typing import Any, Optional, Tuple
 
 from twisted.trial.unittest import TestCase
 
-from tests.guiharness import Browser, GuiProcess, js_errors, playwright_api, screenshot
+from tests.browserharness import Browser, js_errors, playwright_api, screenshot
+from tests.guiharness import GUIProcess
+from tests.nodeharness import PASSWORD, USER, NodeClient, free_port
 
 PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
          "settings"]
-_shared: Optional[Tuple[GuiProcess, Browser]] = None
+class RPCClient(NodeClient):
+    """JSON-RPC and coin-cli to a coin-qt's -rpcport (user and password of nodeharness)."""
+
+    def __init__(self, datadir: str, rpcport: int) -> None:
+        self.datadir = datadir
+        self._rpcport = rpcport
+        self.credentials = (USER, PASSWORD)
+
+    @property
+    def rpcport(self) -> int:
+        return self._rpcport
 
 
-def shared_gui() -> Tuple[GuiProcess, Browser]:
-    """The module's coin-qt (with -server) and browser."""
+def start_gui(datadir: str, server: bool) -> Tuple[GUIProcess, RPCClient]:
+    """coin-qt on a known -rpcport, its JSON-RPC server on (-server) or left off."""
+    port = free_port()
+    args = ["-rpcport=%d" % port, "-rpcuser=%s" % USER, "-rpcpassword=%s" % PASSWORD]
+    gui = GUIProcess.start(datadir, args + (["-server"] if server else []))
+    return gui, RPCClient(gui.datadir, port)
+
+
+_shared: Optional[Tuple[GUIProcess, RPCClient, Browser]] = None
+
+
+def shared_gui() -> Tuple[GUIProcess, RPCClient, Browser]:
+    """The module's coin-qt (with -server), a JSON-RPC client of it, and the browser."""
     global _shared
     if _shared is None:
         playwright_api()  # SkipTest before a node is started for nothing
-        gui = GuiProcess.start(tempfile.mkdtemp(prefix="coin-gui-"), ["-server"])
+        gui, rpc = start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True)
         atexit.register(gui.stop)
         try:
             browser = Browser.launch()
@@ -37,7 +60,7 @@ def shared_gui() -> Tuple[GuiProcess, Browser]:
             gui.stop()
             raise
         atexit.register(browser.close)
-        _shared = (gui, browser)
+        _shared = (gui, rpc, browser)
     return _shared
 
 
@@ -87,9 +110,9 @@ def settings_form(page: Any, field: str, value: str) -> None:
 class BrowserTestCase(TestCase):
     """Pages of the module's coin-qt; each fails its test on a script error or CSP violation."""
 
-    def open(self, gui: GuiProcess, **options: Any) -> Any:
+    def open(self, gui: GUIProcess, **options: Any) -> Any:
         """A page of ``gui`` in a fresh browser context (its own session), closed after the test."""
-        _, browser = shared_gui()
+        browser = shared_gui()[2]
         page = browser.page(gui.url, **options)
         self.addCleanup(page.context.close)
         self.addCleanup(self.assertNoScriptErrors, page)
@@ -104,7 +127,7 @@ class BrowserFlowTests(BrowserTestCase):
     """The issue's scenario: mine, second wallet, send, live balance, transactions, CSV, encrypt."""
 
     def test_send_to_second_wallet_live_balance_csv_encrypt(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         page = self.open(gui)
         context = page.context
         # The token is gone from the address bar after the first load (303 to /).
@@ -228,7 +251,7 @@ class BrowserFlowTests(BrowserTestCase):
         watcher.fill("dialog[open] input[name=passphrase]", "correct horse")
         watcher.press("dialog[open] input[name=passphrase]", "Enter")
         wait_text(message(watcher, "send"), r"^Sent: transaction [0-9a-f]{64}$")
-        info = gui.rpc("getwalletinfo", path="/wallet/w2")
+        info = shared_gui()[1].rpc("getwalletinfo", path="/wallet/w2")
         self.assertEqual(info["unlocked_until"], 0)
 
 
@@ -236,7 +259,7 @@ class BrowserPageTests(BrowserTestCase):
     """Keyboard, layout, errors in words, exact amounts, and the RPC server switch."""
 
     def test_tabs_keyboard_and_dialog_keys(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         page = self.open(gui)
         page.focus("#tab-overview")
         page.keyboard.press("ArrowRight")
@@ -267,7 +290,7 @@ class BrowserPageTests(BrowserTestCase):
         self.assertTrue(page.locator("#wallet-lock-state").inner_text().endswith(": not encrypted"))
 
     def test_no_horizontal_overflow_at_1024x768_and_200_percent_zoom(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         # 200% zoom of a 1024x768 window: a 512x384 CSS pixel viewport at 2 device pixels each.
         for viewport, scale in (({"width": 1024, "height": 768}, 1), ({"width": 512, "height": 384}, 2)):
             page = self.open(gui, viewport=viewport, device_scale_factor=scale)
@@ -284,7 +307,7 @@ class BrowserPageTests(BrowserTestCase):
                 screenshot(page, "zoom-200-send")
 
     def test_errors_in_words(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         page = self.open(gui)
         answer = console(page, "getblock 00")
         self.assertEqual(answer, "Block not found (code -5)")
@@ -303,7 +326,7 @@ class BrowserPageTests(BrowserTestCase):
         wait_text(message(page, "send"), r"^Invalid amount: at most 8 decimal places in this unit$")
 
     def test_amounts_are_exact(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         page = self.open(gui)
         result = page.evaluate("""async () => {
             const a = await import("/static/js/amount.js");
@@ -324,7 +347,7 @@ class BrowserPageTests(BrowserTestCase):
             "tooFine": "Invalid amount: at most 2 decimal places in this unit"})
 
     def test_unit_selector_rewrites_amounts(self) -> None:
-        gui, _ = shared_gui()
+        gui = shared_gui()[0]
         page = self.open(gui)
         tab(page, "send")
         page.fill("#send-amount-1", "1.5")
@@ -334,19 +357,20 @@ class BrowserPageTests(BrowserTestCase):
         self.assertEqual(page.input_value("#send-amount-1"), "1.50000000")
 
     def test_rpc_port_open_with_server(self) -> None:
-        gui, _ = shared_gui()
-        self.assertIsInstance(gui.rpc("getblockcount"), int)
+        gui, rpc, _ = shared_gui()
+        self.assertIsInstance(rpc.rpc("getblockcount"), int)
+        self.assertEqual(rpc.cli("getblockcount").returncode, 0)
         page = self.open(gui)
         session = page.evaluate("fetch('/api/session').then(r => r.json())")
-        self.assertEqual((session["server"], session["rpcport"]), (True, gui.rpcport))
+        self.assertEqual((session["server"], session["rpcport"]), (True, rpc.rpcport))
         tab(page, "settings")
-        wait_text(page.locator("#set-rpc"), "^JSON-RPC server: on, port %d$" % gui.rpcport)
+        wait_text(page.locator("#set-rpc"), "^JSON-RPC server: on, port %d$" % rpc.rpcport)
 
     def test_rpc_port_closed_without_server(self) -> None:
-        shared_gui()
-        gui = GuiProcess.start(self.mktemp())
+        playwright_api()
+        gui, rpc = start_gui(self.mktemp(), server=False)
         self.addCleanup(gui.stop)
-        conn = http.client.HTTPConnection("127.0.0.1", gui.rpcport, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", rpc.rpcport, timeout=10)
         self.addCleanup(conn.close)
         self.assertRaises(ConnectionRefusedError, conn.request, "POST", "/", b"{}")
         page = self.open(gui)
