@@ -19,7 +19,7 @@ from twisted.trial.unittest import TestCase
 
 from tests.browserharness import Browser, js_errors, playwright_api, screenshot
 from tests.guiharness import GUIProcess
-from tests.nodeharness import PASSWORD, USER, NodeClient, free_port
+from tests.nodeharness import PASSWORD, USER, NodeClient, NodeProcess, free_port
 
 PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
          "settings"]
@@ -67,7 +67,7 @@ def shared_gui() -> Tuple[GUIProcess, RPCClient, Browser]:
 def tab(page: Any, name: str) -> None:
     """Open a page by its tab, as a user clicks it."""
     page.click("#tab-" + name)
-    page.wait_for_selector("#page-%s:not([hidden])" % name)
+    page.wait_for_selector("#page-%s:not([hidden]):not([aria-busy])" % name)
 
 
 def console(page: Any, command: str) -> str:
@@ -290,13 +290,16 @@ class BrowserPageTests(BrowserTestCase):
         self.assertTrue(page.locator("#wallet-lock-state").inner_text().endswith(": not encrypted"))
 
     def test_no_horizontal_overflow_at_1024x768_and_200_percent_zoom(self) -> None:
-        gui = shared_gui()[0]
+        gui, rpc, _ = shared_gui()
+        # A peer, so that the Peers page has a row to lay out.
+        peer = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=1"])
+        self.addCleanup(peer.stop)
+        rpc.rpc("addnode", "127.0.0.1:%d" % peer.p2p_port, "onetry")
         # 200% zoom of a 1024x768 window: a 512x384 CSS pixel viewport at 2 device pixels each.
         for viewport, scale in (({"width": 1024, "height": 768}, 1), ({"width": 512, "height": 384}, 2)):
             page = self.open(gui, viewport=viewport, device_scale_factor=scale)
             for name in PAGES:
                 tab(page, name)
-                page.wait_for_load_state("networkidle")
                 overflow = page.evaluate(
                     "document.documentElement.scrollWidth - document.documentElement.clientWidth")
                 self.assertEqual(overflow, 0, "%s overflows by %d px at %r" % (name, overflow, viewport))

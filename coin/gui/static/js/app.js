@@ -35,13 +35,19 @@ function select(name, focus = false) {
   refresh();
 }
 
-/** Refresh the visible page soon; events arriving in a burst (generate 100) make one refresh. */
+/**
+ * Refresh the visible page soon; events arriving in a burst (generate 100) make one refresh.
+ * The panel is aria-busy until the page has shown what it fetched.
+ */
 function refresh() {
+  $("page-" + current).setAttribute("aria-busy", "true");
   if (pending !== null) return;
   pending = setTimeout(() => {
     pending = null;
-    const page = PAGES[current];
-    Promise.resolve(page.show()).catch((e) => showError($("app-error"), e));
+    const panel = $("page-" + current);
+    Promise.resolve(PAGES[current].show())
+      .catch((e) => showError($("app-error"), e))
+      .finally(() => panel.removeAttribute("aria-busy"));
   }, 50);
 }
 

@@ -83,7 +83,7 @@ async function refresh() {
     { label: "User agent", cell: (p) => p.subver },
     { label: "Ping", num: true, cell: (p) => (p.pingtime !== undefined ? Math.round(p.pingtime * 1000) + " ms" : "") },
     { label: "Sent / received", num: true, cell: (p) => bytes(p.bytessent) + " / " + bytes(p.bytesrecv) },
-    { label: "Height", num: true, cell: (p) => (p.synced_blocks !== undefined ? p.synced_blocks : "") },
+    { label: "Height", num: true, cell: (p) => (p.synced_blocks >= 0 ? p.synced_blocks : "") },
     { label: "", cell: (p) => action("Ban " + host(p.addr), () => call("setban", [host(p.addr), "add", BAN_SECONDS])) },
   ], peers, "No peer connected."));
   fill(els.banned, table("Banned", [
