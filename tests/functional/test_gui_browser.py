@@ -9,6 +9,7 @@ the tests save the screenshots of doc/gui.md to doc/gui/*.png.
 from __future__ import annotations
 
 import atexit
+from decimal import Decimal
 import http.client
 import re
 import tempfile
@@ -161,8 +162,10 @@ class BrowserFlowTests(BrowserTestCase):
         watcher.select_option("#wallet-select", "w2")
         wait_text(watcher.locator("#ov-total"), r"^0\.00000000 COIN$")
 
-        # Send 12.5 COIN from the default wallet to w2's address.
+        # Send 12.5 COIN from the default wallet to w2's address, and 1 COIN less the fee to one
+        # of its own.
         page.select_option("#wallet-select", "")
+        own = console(page, "getnewaddress")
         tab(page, "send")
         page.fill("#send-address-1", address[:-1] + ("1" if address[-1] != "1" else "2"))
         wait_text(page.locator("#send-hint-1"), "Not a valid address")
@@ -170,12 +173,20 @@ class BrowserFlowTests(BrowserTestCase):
         wait_text(page.locator("#send-hint-1"), "^Valid address$")
         page.fill("#send-label-1", "w2 savings")
         page.fill("#send-amount-1", "12.5")
+        page.click("text=Add recipient")
+        self.assertEqual(page.evaluate("document.activeElement.id"), "send-address-2")
+        page.fill("#send-address-2", own)
+        page.fill("#send-amount-2", "1")
+        page.check("#send-subtract-2")
         page.click("#send-button")
         dialog = page.locator("dialog[open]")
         dialog.wait_for()
         fee = dialog.locator(".fee").inner_text()
         self.assertRegex(fee, r"^0\.0000\d{4} COIN$")
-        self.assertIn("12.50000000 COIN to w2 savings (%s)" % address, dialog.inner_text())
+        lines = dialog.locator("li").all_inner_texts()
+        self.assertIn("12.50000000 COIN to w2 savings (%s)" % address, lines)
+        self.assertIn("%s COIN to %s" % (Decimal(1) - Decimal(fee.split()[0]), own), lines)
+        self.assertIn("Total: 13.50000000 COIN", dialog.inner_text())
         screenshot(page, "send-confirm")
         dialog.locator("button[type=submit]").click()
         sent = wait_text(message(page, "send"), r"^Sent: transaction [0-9a-f]{64}$")
@@ -244,7 +255,12 @@ class BrowserFlowTests(BrowserTestCase):
         wait_text(message(watcher, "send"), "Insufficient funds")
         watcher.fill("#send-amount-1", "2")
         watcher.check("#send-subtract-1")
+        watcher.check("#send-fee-custom")
+        watcher.fill("#send-fee-rate", "0.001")
         watcher.click("#send-button")
+        fee = Decimal(watcher.locator("dialog[open] .fee").inner_text().split()[0])
+        self.assertGreaterEqual(fee, Decimal("0.0001"))  # 0.001 per kB, 100 bytes at least
+        self.assertIn("%s COIN to %s" % (2 - fee, home), watcher.locator("dialog[open] li").inner_text())
         watcher.locator("dialog[open] button[type=submit]").click()  # confirm
         unlock = watcher.locator("dialog[open]")
         wait_text(unlock.locator("h2"), "^Unlock wallet$")
