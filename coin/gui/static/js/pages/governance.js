@@ -23,7 +23,7 @@ function voteButton(hash, outcome) {
   button.addEventListener("click", () => busy(button, els.error, async () => {
     const answer = await call("gobject", ["vote-many", hash, "funding", outcome]);
     const failed = Object.entries(answer.detail || {}).filter(([, d]) => d.result !== "success");
-    const text = answer.overall + failed.map(([alias, d]) => "; " + alias + ": " + d.errorMessage).join("");
+    const text = [answer.overall, ...failed.map(([alias, d]) => alias + ": " + d.errorMessage)].join(" ");
     if (failed.length) showError(els.error, new Error(text));
     else showOk(els.error, text);
     await show();
