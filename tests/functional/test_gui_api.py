@@ -374,6 +374,21 @@ class ProcessTests(TestCase):
                          "coin-qt is already running on this datadir: %s\n" % gui.url)
         self.assertEqual(gui.call("getblockcount") >= 101, True)
 
+    def test_a_taken_guiport_stops_start_up(self) -> None:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            datadir = os.path.abspath(self.mktemp())
+            os.makedirs(datadir)
+            result = subprocess.run(coin_qt_command(datadir, ["-guiport=%d" % port]),
+                                    capture_output=True, text=True, cwd=ROOT, env=_env(),
+                                    timeout=120)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Error: Unable to bind the GUI to 127.0.0.1:%d" % port, result.stderr)
+        self.assertEqual(result.stdout, "")
+        self.assertFalse(os.path.exists(os.path.join(datadir, "regtest", "coin-qt.url")))
+
     def test_coind_refuses_gui_options(self) -> None:
         result = subprocess.run(
             [sys.executable, "-m", "coin.tap", "-regtest", "-guiport=1"],
