@@ -31,11 +31,16 @@ URL_LINE = re.compile(rb"coin-qt: open (http://127\.0\.0\.1:(\d+)/\?token=(\S+))
 Response = Tuple[int, Dict[str, str], bytes]
 
 
-def coin_qt_command(datadir: str, args: Sequence[str]) -> List[str]:
+#: How tests start coin-qt (the console script's module).
+COIN_QT = (sys.executable, "-m", "coin.gui")
+
+
+def coin_qt_command(datadir: str, args: Sequence[str],
+                    launcher: Sequence[str] = COIN_QT) -> List[str]:
     """``coin-qt -regtest`` on ``datadir`` (console output only, no browser, P2P on a test
-    port unless ``args`` name one)."""
-    command = [sys.executable, "-m", "coin.gui", "-regtest", "-datadir=%s" % datadir,
-               "-nobrowser", "-printtoconsole=0"]
+    port unless ``args`` name one); ``launcher`` is what runs coin-qt."""
+    command = list(launcher) + ["-regtest", "-datadir=%s" % datadir, "-nobrowser",
+                                "-printtoconsole=0"]
     if not any(a.startswith("-port=") for a in args):
         command.append("-port=%d" % free_port())
     return command + list(args)
@@ -55,11 +60,12 @@ class GUIProcess:
         self.csrf = ""
 
     @classmethod
-    def start(cls, datadir: str, args: Sequence[str] = (), sign_in: bool = True) -> "GUIProcess":
+    def start(cls, datadir: str, args: Sequence[str] = (), sign_in: bool = True,
+              launcher: Sequence[str] = COIN_QT) -> "GUIProcess":
         os.makedirs(datadir, exist_ok=True)
         gui = cls(datadir, args)
         gui.process = subprocess.Popen(
-            coin_qt_command(gui.datadir, args), cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
+            coin_qt_command(gui.datadir, args, launcher), cwd=ROOT, env=_env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=open(os.path.join(gui.datadir, "stderr.txt"), "w"),
             preexec_fn=_default_sigint)
         gui._read_url()
@@ -86,7 +92,7 @@ class GUIProcess:
             ready, _, _ = select.select([self.process.stdout], [], [], 0.2)
             if ready:
                 line = self.process.stdout.readline()
-                match = URL_LINE.match(line)
+                match = URL_LINE.search(line)
                 if match:
                     self.url = match.group(1).decode()
                     self.port = int(match.group(2))

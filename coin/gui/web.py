@@ -269,22 +269,20 @@ def _deferred_answer(request: server.Request, answer: Deferred,
 
     request.notifyFinish().addErrback(connection_lost)
 
-    def done(result: Any) -> None:
-        if lost:
-            return
-        status, body, content_type = write(result)
-        request.setHeader(b"Content-Length", b"%d" % len(body))
-        request.write(_answer(request, status, body, content_type))
-        request.finish()
-
-    def failed(reason: Failure) -> None:
-        if reason.check(CancelledError) or lost:
-            return
-        _, error = map_exception(reason)
-        body = json_error(request, HTTP_BAD_REQUEST, error["code"], error["message"])
+    def send(body: bytes) -> None:
         request.setHeader(b"Content-Length", b"%d" % len(body))
         request.write(body)
         request.finish()
+
+    def done(result: Any) -> None:
+        if not lost:
+            status, body, content_type = write(result)
+            send(_answer(request, status, body, content_type))
+
+    def failed(reason: Failure) -> None:
+        if not (reason.check(CancelledError) or lost):
+            error = map_exception(reason)[1]
+            send(json_error(request, HTTP_BAD_REQUEST, error["code"], error["message"]))
 
     answer.addCallbacks(done, failed)
     return server.NOT_DONE_YET

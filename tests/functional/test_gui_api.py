@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -19,6 +20,7 @@ from typing import Optional
 from twisted.trial.unittest import TestCase
 
 from coin.gui.web import STATIC_DIR
+from tests.functional.test_twistd import twistd_script
 from tests.guiharness import GUIProcess, WebSocketClient, coin_qt_command
 from tests.nodeharness import ROOT, RPCFailure, _env, free_port
 
@@ -372,9 +374,35 @@ class ProcessTests(TestCase):
                          "coin-qt is already running on this datadir: %s\n" % gui.url)
         self.assertEqual(gui.call("getblockcount") >= 101, True)
 
-    def test_coind_refuses_gui_options_and_keeps_its_server_default(self) -> None:
+    def test_a_taken_guiport_stops_start_up(self) -> None:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            datadir = os.path.abspath(self.mktemp())
+            os.makedirs(datadir)
+            result = subprocess.run(coin_qt_command(datadir, ["-guiport=%d" % port]),
+                                    capture_output=True, text=True, cwd=ROOT, env=_env(),
+                                    timeout=120)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("Error: Unable to bind the GUI to 127.0.0.1:%d" % port, result.stderr)
+        self.assertEqual(result.stdout, "")
+        self.assertFalse(os.path.exists(os.path.join(datadir, "regtest", "coin-qt.url")))
+
+    def test_coind_refuses_gui_options(self) -> None:
         result = subprocess.run(
             [sys.executable, "-m", "coin.tap", "-regtest", "-guiport=1"],
             capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=60)
         self.assertEqual(result.returncode, 1)
         self.assertIn("guiport", result.stderr)
+
+    def test_twistd_n_coin_qt_serves_the_gui(self) -> None:
+        """``twistd -n coin-qt``: the plugin is found and runs the same GUI."""
+        gui = GUIProcess.start(self.mktemp(), launcher=(sys.executable, twistd_script(), "-n",
+                                                        "--pidfile=", "coin-qt"))
+        self.addCleanup(gui.stop)
+        self.assertEqual(json.loads(gui.request("GET", "/api/session")[2])["csrf"], gui.csrf)
+        self.assertEqual(gui.call("getblockcount"), 0)
+        gui.process.send_signal(signal.SIGTERM)
+        self.assertIn(gui.process.wait(60), (0, -signal.SIGTERM))
+        self.assertFalse(os.path.exists(os.path.join(gui.net_datadir, "coin-qt.url")))
