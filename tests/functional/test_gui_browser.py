@@ -274,6 +274,18 @@ class BrowserFlowTests(BrowserTestCase):
         info = shared_gui()[1].rpc("getwalletinfo", path="/wallet/w2")
         self.assertEqual(info["unlocked_until"], 0)
 
+        # Back up, unload and load w2 from Settings.
+        backup = os.path.abspath(self.mktemp())
+        settings_form(watcher, "#set-backup-path", backup)
+        wait_text(message(watcher, "settings"), "^Wallet backed up to ")
+        self.assertTrue(os.path.isfile(backup))
+        watcher.click("text=Unload w2")
+        wait_text(message(watcher, "settings"), "^Unloaded w2$")
+        self.assertEqual(watcher.locator("#wallet-select option").all_inner_texts(), ["(default wallet)"])
+        settings_form(watcher, "#set-load", "w2")
+        wait_text(message(watcher, "settings"), "^Loaded and selected w2$")
+        self.assertEqual(watcher.input_value("#wallet-select"), "w2")
+
 
 class BrowserPageTests(BrowserTestCase):
     """Keyboard, layout, errors in words, exact amounts, and the RPC server switch."""
@@ -329,6 +341,17 @@ class BrowserPageTests(BrowserTestCase):
                          ["tab-settings"])
         page.keyboard.press("Tab")
         self.assertEqual(page.evaluate("document.activeElement.id"), "page-settings")
+        # The console: Tab completes a method name, Up brings the last command back.
+        console(page, "getblockcount")
+        page.fill("#console-input", "getblockco")
+        page.press("#console-input", "Tab")
+        playwright_api().expect(page.locator("#console-input")).to_have_value("getblockcount ")
+        page.fill("#console-input", "getblock")
+        page.press("#console-input", "Tab")  # several: the common prefix stays, the names are listed
+        wait_text(page.locator("#console-hint"), "getblockchaininfo")
+        page.press("#console-input", "ArrowUp")
+        self.assertEqual(page.input_value("#console-input"), "getblockcount")
+        tab(page, "settings")
         # A dialog: Enter submits (the check keeps it open), Escape cancels; focus comes back.
         page.wait_for_selector("#wallet-lock-state")
         page.click("text=Encrypt wallet…")
