@@ -195,6 +195,13 @@ class BrowserFlowTests(BrowserTestCase):
         dialog.locator("button[type=submit]").click()
         sent = wait_text(message(page, "send"), r"^Sent: transaction [0-9a-f]{64}$")
         txid = sent.split()[-1]
+        # The label given is in the address book now: typing the address again brings it back.
+        tab(page, "overview")
+        tab(page, "send")
+        page.fill("#send-address-3", address)  # the form's third row: the send cleared rows 1 and 2
+        wait_text(page.locator("#send-hint-3"), "^Valid address$")
+        playwright_api().expect(page.locator("#send-label-3")).to_have_value("w2 savings")
+        page.click("text=Clear all")
 
         # Live: the watcher's Overview shows it pending, then available once a block is mined.
         wait_text(watcher.locator("#ov-pending"), r"^12\.50000000 COIN$")
