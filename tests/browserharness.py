@@ -70,7 +70,7 @@ class Browser:
     def context(self, **options: Any) -> Any:
         options.setdefault("viewport", {"width": 1024, "height": 768})
         context = self.browser.new_context(accept_downloads=True, **options)
-        context.set_default_timeout(20000)
+        context.set_default_timeout(30000)
         return context
 
     def page(self, url: str, context: Any = None, **options: Any) -> Any:

@@ -95,7 +95,7 @@ def wait_until(page: Any, expression: str, timeout: float = 20.0) -> None:
         page.wait_for_timeout(100)
 
 
-def wait_text(locator: Any, pattern: str, timeout: float = 20000) -> str:
+def wait_text(locator: Any, pattern: str, timeout: float = 30000) -> str:
     """Until the element's text matches ``pattern`` (a regular expression); returns it."""
     playwright_api().expect(locator).to_have_text(re.compile(pattern), timeout=timeout)
     return locator.inner_text()
