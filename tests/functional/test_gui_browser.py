@@ -1,7 +1,8 @@
 """coin-qt in a real browser (headless Chromium driven by Playwright), as a user works with it.
 
-One ``coin-qt -regtest -server -nobrowser`` and one Chromium serve the tests of this module
-(started on first use, stopped at exit); a test that needs RPC off starts its own coin-qt.
+One ``coin-qt -regtest -server -nobrowser`` serves the tests of this module (started on first
+use, stopped at exit; a test that needs RPC off or a masternode.conf starts its own); each test
+launches and closes its own Chromium.
 Skipped, with the reason, when playwright or Chromium is missing. With COIN_GUI_SCREENSHOTS=1
 the tests save the screenshots of doc/gui.md to doc/gui/*.png.
 """
@@ -49,23 +50,16 @@ def start_gui(datadir: str, server: bool) -> Tuple[GUIProcess, RPCClient]:
 
 #: The key field of the tests' masternode.conf line (never used: its collateral is missing first).
 MASTERNODE_KEY = "93HaYBVUCYjEMeeH1Y4sBGLALQZE1Yc1K64xiqgX37tGBDQL8Xg"
-_shared: Optional[Tuple[GUIProcess, RPCClient, Browser]] = None
+_shared: Optional[Tuple[GUIProcess, RPCClient]] = None
 
 
-def shared_gui() -> Tuple[GUIProcess, RPCClient, Browser]:
-    """The module's coin-qt (with -server), a JSON-RPC client of it, and the browser."""
+def shared_gui() -> Tuple[GUIProcess, RPCClient]:
+    """The module's coin-qt (with -server) and a JSON-RPC client of it; stopped at exit."""
     global _shared
     if _shared is None:
-        playwright_api()  # SkipTest before a node is started for nothing
         gui, rpc = start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True)
         atexit.register(gui.stop)
-        try:
-            browser = Browser.launch()
-        except BaseException:
-            gui.stop()
-            raise
-        atexit.register(browser.close)
-        _shared = (gui, rpc, browser)
+        _shared = (gui, rpc)
     return _shared
 
 
@@ -113,12 +107,16 @@ def settings_form(page: Any, field: str, value: str) -> None:
 
 
 class BrowserTestCase(TestCase):
-    """Pages of the module's coin-qt; each fails its test on a script error or CSP violation."""
+    """Pages of coin-qt in a Chromium of the test's own (no browser outlives a test: other tests
+    run in the same process); each fails its test on a script error or CSP violation."""
+
+    def setUp(self) -> None:
+        self.browser = Browser.launch()  # SkipTest without playwright or Chromium
+        self.addCleanup(self.browser.close)
 
     def open(self, gui: GUIProcess, **options: Any) -> Any:
         """A page of ``gui`` in a fresh browser context (its own session), closed after the test."""
-        browser = shared_gui()[2]
-        page = browser.page(gui.url, **options)
+        page = self.browser.page(gui.url, **options)
         self.addCleanup(page.context.close)
         self.addCleanup(self.assertNoScriptErrors, page)
         return page
@@ -303,7 +301,6 @@ class BrowserPageTests(BrowserTestCase):
         os.makedirs(os.path.join(datadir, "regtest"))
         with open(os.path.join(datadir, "regtest", "masternode.conf"), "w") as f:
             f.write("mn1 127.0.0.1:19999 %s %s 0\n" % (MASTERNODE_KEY, "ab" * 32))
-        playwright_api()
         gui, _ = start_gui(datadir, server=False)
         self.addCleanup(gui.stop)
         gui.call("generate", 101)
@@ -371,7 +368,7 @@ class BrowserPageTests(BrowserTestCase):
         self.assertTrue(page.locator("#wallet-lock-state").inner_text().endswith(": not encrypted"))
 
     def test_no_horizontal_overflow_at_1024x768_and_200_percent_zoom(self) -> None:
-        gui, rpc, _ = shared_gui()
+        gui, rpc = shared_gui()
         # A peer, so that the Peers page has a row to lay out.
         peer = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=1"])
         self.addCleanup(peer.stop)
@@ -441,7 +438,7 @@ class BrowserPageTests(BrowserTestCase):
         self.assertEqual(page.input_value("#send-amount-1"), "1.50000000")
 
     def test_rpc_port_open_with_server(self) -> None:
-        gui, rpc, _ = shared_gui()
+        gui, rpc = shared_gui()
         self.assertIsInstance(rpc.rpc("getblockcount"), int)
         self.assertEqual(rpc.cli("getblockcount").returncode, 0)
         page = self.open(gui)
@@ -451,7 +448,6 @@ class BrowserPageTests(BrowserTestCase):
         wait_text(page.locator("#set-rpc"), "^JSON-RPC server: on, port %d$" % rpc.rpcport)
 
     def test_rpc_port_closed_without_server(self) -> None:
-        playwright_api()
         gui, rpc = start_gui(self.mktemp(), server=False)
         self.addCleanup(gui.stop)
         conn = http.client.HTTPConnection("127.0.0.1", rpc.rpcport, timeout=10)
