@@ -8,7 +8,8 @@
 Playwright's sync API runs its own event loop in the calling thread: these helpers are for
 process-based tests (tests/guiharness.py starts coin-qt), whose bodies run on trial's main
 thread with no asyncio loop running. Close the browser in the test that launched it: its loop
-and driver process should not outlive the test in a trial worker that runs other tests next. Playwright's own browser builds are never downloaded:
+and driver process should not outlive the test in a trial worker that runs other tests next.
+Playwright's own browser builds are never downloaded:
 Debian's Chromium is launched (``COIN_CHROMIUM`` names another).
 """
 
