@@ -85,6 +85,10 @@ class StartupError(Exception):
     """A fatal problem found while starting; the message is shown to the user."""
 
 
+class DatadirLocked(StartupError):
+    """Another process holds the data directory (coin-qt then points to the running one)."""
+
+
 class NodeFacade:
     """What RPC method handlers see of the node (coin.rpc.context.NodeFacade)."""
 
@@ -464,7 +468,7 @@ class NodeService(service.MultiService):
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.close()
-            raise StartupError("Cannot obtain a lock on data directory %s. Coin is probably "
+            raise DatadirLocked("Cannot obtain a lock on data directory %s. Coin is probably "
                                "already running." % self.datadir) from None
         self._lock_file = handle
 

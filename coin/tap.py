@@ -17,6 +17,7 @@ from twisted.python import usage
 from coin import __version__
 from coin.config import Config, ConfigError
 from coin.config.node import NodeConfig, check_node_values, node_options
+from coin.config.options import OptionRegistry
 from coin.service import NodeService, StartupError
 
 USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
@@ -37,23 +38,49 @@ def restrict_file_permissions(config: Config) -> None:
                            "functionality")
 
 
-def load_config(argv: List[str], out=sys.stdout) -> Optional[Config]:
+class Program:
+    """What differs between the programs that run a node (``coind``, ``coin-qt``)."""
+
+    name = "coind"
+    title = "Coin Daemon"
+    usage = USAGE
+
+    def options(self) -> OptionRegistry:
+        return node_options()
+
+    def configure(self, config: Config) -> None:
+        """Program defaults, once the arguments and coin.conf are read."""
+
+    def build(self, config: Config, reactor: Any) -> NodeService:
+        return build_node(config, reactor)
+
+    def start_refused(self, config: Config, error: StartupError) -> int:
+        """Exit status when opening the node failed (the datadir lock, a port)."""
+        _refuse(error)
+        return 1
+
+
+def load_config(argv: List[str], out=sys.stdout, program: Optional[Program] = None
+                ) -> Optional[Config]:
     """Parse arguments and coin.conf; None when a help/version request was answered."""
-    config = Config(node_options())
+    program = program if program is not None else COIND
+    config = Config(program.options())
     config.parse_command_line(argv)
     if config.get_bool("version", False):
-        out.write("Coin Daemon version v%s\n" % __version__)
+        out.write("%s version v%s\n" % (program.title, __version__))
         return None
     if any(config.is_set(name) for name in ("?", "h", "help", "help-debug")):
         # help_text() begins with the first category's heading, "Options:".
-        out.write("Coin Daemon version v%s\n\n%s\n%s\n" % (
-            __version__, USAGE, config.registry.help_text(config.is_set("help-debug"))))
+        out.write("%s version v%s\n\n%s\n%s\n" % (
+            program.title, __version__, program.usage,
+            config.registry.help_text(config.is_set("help-debug"))))
         return None
     if config.args:
-        raise ConfigError("Error: Command line contains unexpected token '%s', see coind -h "
-                          "for a list of options." % config.args[0])
+        raise ConfigError("Error: Command line contains unexpected token '%s', see %s -h "
+                          "for a list of options." % (config.args[0], program.name))
     config.read_config_files()
     check_node_values(config)
+    program.configure(config)
     return config
 
 
@@ -62,11 +89,12 @@ class Options(usage.Options):
 
     synopsis = "[coind options]"
     longdesc = "Run a coin node. Arguments are Core-style: -regtest -rpcport=31931 ..."
+    program: Optional[Program] = None
 
     def parseOptions(self, options: Optional[List[str]] = None) -> None:
         argv = sys.argv[1:] if options is None else list(options)
         try:
-            self.config = load_config(argv)
+            self.config = load_config(argv, program=self.program)
         except ConfigError as e:
             raise usage.UsageError(str(e)) from None
         if self.config is None:
@@ -90,7 +118,7 @@ def makeService(options: Options) -> NodeService:
     from twisted.internet import reactor
 
     try:
-        return build_node(options.config, reactor)
+        return (options.program or COIND).build(options.config, reactor)
     except (ConfigError, StartupError) as e:
         _refuse(e)
         raise SystemExit(1) from None
@@ -109,11 +137,12 @@ def _daemonize() -> None:
     os.close(devnull)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """The ``coind`` console script."""
+def main(argv: Optional[List[str]] = None, program: Optional[Program] = None) -> int:
+    """The ``coind`` console script (and, given its Program, ``coin-qt``'s)."""
+    program = program if program is not None else COIND
     argv = sys.argv[1:] if argv is None else argv
     try:
-        config = load_config(argv)
+        config = load_config(argv, program=program)
     except ConfigError as e:
         _refuse(e)
         return 1
@@ -123,7 +152,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from twisted.logger import globalLogBeginner
 
     try:
-        node = build_node(config, reactor)
+        node = program.build(config, reactor)
     except (ConfigError, StartupError) as e:
         _refuse(e)
         return 1
@@ -136,12 +165,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         node.privilegedStartService()
     except StartupError as e:
-        _refuse(e)
-        return 1
+        return program.start_refused(config, e)
     reactor.callWhenRunning(node.startService)
     reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
     reactor.run()
     return node.exit_code
+
+
+COIND = Program()
 
 
 if __name__ == "__main__":

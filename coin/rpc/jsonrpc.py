@@ -20,7 +20,9 @@ import simplejson
 from simplejson.decoder import scanstring
 from simplejson.errors import JSONDecodeError
 from simplejson.scanner import py_make_scanner
-from twisted.internet.defer import CancelledError, Deferred, DeferredLock, fail, succeed
+from twisted.internet.defer import (
+    CancelledError, Deferred, DeferredLock, fail, maybeDeferred, succeed,
+)
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
@@ -365,6 +367,24 @@ class JSONRPCCore:
         except RPCError as exc:
             return succeed(self._error_reply(exc, None))
         return self._dispatch(request, user, wallet_name)
+
+    def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
+               wallet_name: str | None = None) -> Deferred[bytes]:
+        """One parsed call's response object (``{"result":..,"error":..,"id":null}``), as
+        JSON-RPC would send it: for in-process front ends (coin-qt's /api/call)."""
+        answer = self._answer(None, method, params, user, wallet_name)
+        if isinstance(answer, tuple):
+            return succeed(answer[1])
+        return answer.addCallback(lambda reply: reply[1])
+
+    def call(self, method: str, params: list[Any] | dict[str, Any], user: str,
+             wallet_name: str | None = None) -> Deferred[Any]:
+        """One call's result as Python values (failing with the method's error), for
+        in-process readers that build their own view from RPC results (coin-qt's status)."""
+        def run() -> Any:
+            result = self._invoke(method, params, user, wallet_name)
+            return Deferred.fromCoroutine(result) if isinstance(result, Coroutine) else result
+        return maybeDeferred(run)
 
     def _parse_in_thread(self, _: Any, body: bytes) -> Deferred[Any]:
         """Parse holding the slot until the thread is done, even if the client has left
