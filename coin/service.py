@@ -26,6 +26,7 @@ from coin import __version__
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
+from coin.chain.events import ChainEvent, TipChanged
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
@@ -40,6 +41,7 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
 from coin.config.node import NodeConfig
 from coin.config.rpcauth import parse_rpcauth
+from coin.frontend.workers import WorkerPool
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.listeners import ListenerGroup
 from coin.logs import DebugCategories, build_observers
@@ -111,6 +113,30 @@ class NodeFacade:
 
     def uptime(self) -> int:
         return self._node.uptime()
+
+
+def rpc_access(config: Any) -> Tuple[Authenticator, AllowList, Whitelist]:
+    """Who may call RPC, from where, and which methods: -rpcuser/-rpcpassword and -rpcauth
+    (no cookie yet), -rpcallowip, -rpcwhitelist; StartupError for a malformed entry."""
+    try:
+        rpcauth = [parse_rpcauth(entry) for entry in config.get_all("rpcauth")]
+        allow = AllowList(config.get_all("rpcallowip"))
+    except (ConfigError, ValueError) as e:
+        # ConfigError texts carry Core's "Error: " already; main() adds it once.
+        raise StartupError(str(e).removeprefix("Error: ")) from None
+    password = config.get("rpcpassword", "") or ""
+    authenticator = Authenticator(
+        (config.get("rpcuser", "") or "", password) if password else None, rpcauth)
+    default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
+        else None
+    return authenticator, allow, Whitelist(config.get_all("rpcwhitelist"), default)
+
+
+def commit_new_tip(chainstate: ChainState, events: List[ChainEvent]) -> None:
+    """-servefrontends: commit each new tip at once (a worker hook, on the writer thread),
+    so front ends, which read only what is committed, see it without waiting for a flush."""
+    if any(isinstance(event, TipChanged) for event in events):
+        chainstate.flush()
 
 
 class NodeService(service.MultiService):
@@ -242,6 +268,8 @@ class NodeService(service.MultiService):
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
+        if settings.serve_frontends:
+            self.validation.add_worker_hook(commit_new_tip)
         self.validation.add_worker_hook(ChainWarningMonitor(
             self.chain.warnings, chainstate, self.block_sync.is_initial_block_download))
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
@@ -292,6 +320,13 @@ class NodeService(service.MultiService):
                 p2p_settings.binds or [("::", p2p_settings.port), ("0.0.0.0", p2p_settings.port)],
                 explicit=bool(p2p_settings.binds))
             self.p2p_listeners.setServiceParent(self)
+        self.rpc_workers: Optional[WorkerPool] = None
+        if settings.rpc_workers and self.rpc_listeners is not None:
+            # Last, so stopped first: no worker forwards to a node that is closing.
+            self.rpc_workers = WorkerPool(
+                self.reactor, settings.rpc_workers, self.config.command_line,
+                self._writer_address, self.authenticator.add_credential)
+            self.rpc_workers.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
         """Check -walletdir and every -wallet name before anything is opened (Core's
@@ -458,19 +493,8 @@ class NodeService(service.MultiService):
         """The JSON-RPC and REST server on its -rpcbind addresses (bound at start)."""
         config = self.config
         settings = self.settings
-        try:
-            rpcauth = [parse_rpcauth(entry) for entry in config.get_all("rpcauth")]
-            allow = AllowList(config.get_all("rpcallowip"))
-        except (ConfigError, ValueError) as e:
-            # ConfigError texts carry Core's "Error: " already; main() adds it once.
-            raise StartupError(str(e).removeprefix("Error: ")) from None
-        password = config.get("rpcpassword", "") or ""
         # Without -rpcpassword the cookie is written at start (privilegedStartService).
-        self.authenticator = Authenticator(
-            (config.get("rpcuser", "") or "", password) if password else None, rpcauth)
-        default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
-            else None
-        whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
+        self.authenticator, allow, whitelist = rpc_access(config)
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor, in_thread=self.in_thread)
@@ -484,7 +508,11 @@ class NodeService(service.MultiService):
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
-        return RPCListeners(self.reactor, site, endpoints)
+        return RPCListeners(self.reactor, site, endpoints, reuse_port=settings.rpc_workers > 0)
+
+    def _writer_address(self) -> Tuple[str, int]:
+        """Where the -rpcworkers forward to: a bound RPC address, IPv4 first."""
+        return min(self.rpc_listeners.addresses, key=lambda address: ":" in address[0])
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -570,6 +598,8 @@ class NodeService(service.MultiService):
                 self._shut_down()
                 return
         self.warmup.finish()
+        if self.rpc_workers is not None:
+            self.rpc_workers.launch()
         self.p2p.start_connections()
         if self.txindex is None:
             drop_txindex(self.validation).addErrback(

@@ -84,6 +84,7 @@ class Authenticator:
         self._userpass = (None if userpass is None
                           else ":".join(userpass).encode("utf-8", "surrogateescape"))
         self._rpcauth = list(rpcauth)
+        self._extra: list[bytes] = []
         #: The cookie file this authenticator created, to delete at shutdown.
         self.cookie_path = cookie_path
 
@@ -109,6 +110,17 @@ class Authenticator:
         self._userpass = ("%s:%s" % (COOKIE_USER, password)).encode("ascii")
         self.cookie_path = Path(path)
 
+    def read_cookie(self, path: str | os.PathLike[str]) -> None:
+        """Accept the cookie another process (a front end's writer) wrote at ``path``;
+        OSError if there is none.  Not deleted at shutdown: it is not this one's."""
+        with open(path, "rb") as f:
+            self._userpass = f.read().strip()
+
+    def add_credential(self, user: str, password: str) -> None:
+        """Accept one more ``user``:``password`` (a node's internal credential for its
+        -rpcworkers), checked like the others."""
+        self._extra.append(("%s:%s" % (user, password)).encode("utf-8", "surrogateescape"))
+
     def authenticate(self, authorization: bytes) -> str | None:
         """The user of an ``Authorization`` header value, or None if it is not valid."""
         if not authorization.startswith(b"Basic "):
@@ -125,6 +137,8 @@ class Authenticator:
         valid = False
         if self._userpass is not None:
             valid |= hmac.compare_digest(userpass, self._userpass)
+        for extra in self._extra:
+            valid |= hmac.compare_digest(userpass, extra)
         for entry in self._rpcauth:
             same_user = hmac.compare_digest(user, entry.user.encode("utf-8", "surrogateescape"))
             same_hash = hmac.compare_digest(password_hmac(entry.salt, secret).encode("ascii"),

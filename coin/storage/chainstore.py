@@ -35,7 +35,8 @@ from coin.storage.blockfiles import BlockFiles
 from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
-from coin.storage.database import open_database
+from coin.storage.commits import CommitWatch
+from coin.storage.database import create_engine, ensure_schema, open_database
 from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
@@ -109,6 +110,43 @@ class ChainStore:
         self.coins.clear()
         if self.have_pruned():
             self._remove_pruned_leftovers()
+
+    @_storage_errors
+    def open_read_only(self) -> None:
+        """Open a writer's data directory to read only (a front end): nothing is created,
+        recovered or migrated; :meth:`read_committed` then loads what the writer committed."""
+        if self._engine is not None:
+            raise StorageError("chain store is already open")
+        if not os.path.exists(self.db_path):
+            raise StorageError("no chain database at %s (start the writer first)" % self.db_path)
+        engine = create_engine(self.db_path)
+        try:
+            self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
+            ensure_schema(engine, self.db_path)
+            self._utxos = UtxoTable(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        self._engine = engine
+        self._files = BlockFiles(self.blocks_dir, self.params.message_start,
+                                 self.max_blockfile_size)
+
+    @_storage_errors
+    def read_committed(self) -> Tuple[List[IndexRow], Optional[bytes]]:
+        """The block index and best block as of the writer's last commit, read in one
+        transaction (so the marker always names a loaded row); file statistics refreshed."""
+        with self.engine.begin() as conn:
+            rows = blockindex.load_block_index_txn(conn)
+            best = chainmeta.get_best_block_txn(conn)
+            infos = fileinfo.load_file_info_txn(conn)
+            self._have_pruned = chainmeta.get_have_pruned_txn(conn)
+        self._open_files().adopt_infos(infos)
+        self.coins.clear()
+        return rows, best
+
+    def commit_watch(self) -> CommitWatch:
+        """A cheap test of whether another process committed since the last look."""
+        return CommitWatch(self.engine)
 
     @_storage_errors
     def close(self) -> None:

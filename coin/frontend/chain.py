@@ -1,0 +1,149 @@
+"""The writer's committed chain, as a front end sees it.
+
+:class:`CommittedChain` stands where the validation service stands in a node (what
+:class:`~coin.chain.access.ChainAccess` reads through), but it never validates or writes:
+it loads the block index and best block that the writer last committed, in one read
+transaction, into a fresh :class:`~coin.chain.chainstate.ChainState`, and replaces it whole
+when the database changes.  A reader therefore never sees an uncommitted block, and the tip
+only moves back when the writer committed a reorg.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from twisted.application import service
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
+from twisted.internet.threads import deferToThreadPool
+from twisted.logger import Logger
+from twisted.python.threadpool import ThreadPool
+
+from coin.chain.chainstate import ChainState, deliver
+from coin.chain.clock import NodeClock
+from coin.chain.events import TipChanged
+from coin.chainparams import ChainParams
+from coin.storage.chainstore import ChainStore
+from coin.storage.commits import CommitWatch
+from coin.threads import ThreadRunner
+
+log = Logger()
+
+#: Seconds between looks for a new commit of the writer (one ``PRAGMA data_version`` each).
+POLL_INTERVAL = 0.005
+
+
+class CommittedChain(service.Service):
+    """A read-only stand-in for the validation service, following the writer's commits."""
+
+    name = "committed-chain"
+
+    def __init__(self, params: ChainParams, store: ChainStore, reactor: Any, clock: NodeClock,
+                 in_thread: ThreadRunner, prune_mode: bool = False,
+                 interval: float = POLL_INTERVAL) -> None:
+        self._params = params
+        self._store = store
+        self._reactor = reactor
+        self._clock = clock
+        self._in_thread = in_thread
+        self._prune_mode = prune_mode
+        self._interval = interval
+        #: The chain as last committed (replaced, never changed, on a new commit).
+        self.chainstate = self._new_chainstate()
+        #: Fires with the chain state once the first commit is loaded.
+        self.ready: Deferred = Deferred()
+        self._listeners: List[object] = []
+        #: Reloads and UTXO reads run here, one at a time (the coins cache is not shared).
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="frontend-chain")
+        self._watch: Optional[CommitWatch] = None
+        self._loop = LoopingCall(self._poll)
+        self._loop.clock = reactor
+        self._loading = False
+        #: How many commits were loaded (tests and metrics).
+        self.reloads = 0
+
+    def _new_chainstate(self) -> ChainState:
+        chainstate = ChainState(self._params, self._store, clock=self._clock,
+                                in_thread=self._in_thread)
+        chainstate.configure_pruning(self._prune_mode)
+        return chainstate
+
+    def startService(self) -> None:
+        super().startService()
+        self._pool.start()
+        self._watch = self._store.commit_watch()
+        self._watch.changed()  # the load below sees at least this commit
+        d = self._reload()
+        d.addCallbacks(self._first_loaded, self._first_failed)
+
+    def _first_loaded(self, _: object) -> None:
+        self._loop.start(self._interval, now=False)
+        self.ready.callback(self.chainstate)
+
+    def _first_failed(self, failure: Any) -> None:
+        log.failure("Loading the committed chain failed", failure)
+        self.ready.errback(failure)
+
+    def stopService(self) -> Deferred:
+        super().stopService()
+        if self._loop.running:
+            self._loop.stop()
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        d = self._run(lambda: None)  # let a reload in progress finish
+        d.addBoth(lambda _: self._pool.stop())
+        return d
+
+    def _run(self, f: Callable, *args: Any) -> Deferred:
+        return deferToThreadPool(self._reactor, self._pool, f, *args)
+
+    def _poll(self) -> None:
+        if self._loading or self._watch is None:
+            return
+        try:
+            changed = self._watch.changed()
+        except Exception:
+            log.failure("Checking the chain database for commits failed")
+            return
+        if changed:
+            self._reload().addErrback(
+                lambda f: log.failure("Loading the committed chain failed", f))
+
+    def _reload(self) -> Deferred:
+        self._loading = True
+        d = self._run(self._load)
+        d.addCallback(self._swap)
+
+        def done(result: Any) -> Any:
+            self._loading = False
+            return result
+        return d.addBoth(done)
+
+    def _load(self) -> ChainState:
+        chainstate = self._new_chainstate()
+        chainstate.load_committed()
+        return chainstate
+
+    def _swap(self, chainstate: ChainState) -> None:
+        old_tip = self.chainstate.tip
+        self.chainstate = chainstate
+        self.reloads += 1
+        tip = chainstate.tip
+        if tip is not None and tip is not old_tip and (old_tip is None or tip.hash != old_tip.hash):
+            deliver(self._listeners, [TipChanged(tip)])
+
+    # -- what ChainAccess uses of the validation service ---------------------------
+
+    def subscribe(self, listener: object) -> None:
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: object) -> None:
+        self._listeners.remove(listener)
+
+    def call(self, f: Callable, *args: Any) -> Deferred:
+        """Run ``f(chainstate, *args)`` against the current commit, off the reactor."""
+        return self._run(f, self.chainstate, *args)
+
+    def sync_listeners(self) -> Deferred:
+        return self._run(lambda: None)
