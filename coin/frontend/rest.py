@@ -3,17 +3,19 @@
 ``mempool/*`` and ``getutxos`` with ``checkmempool`` (or a POSTed request, whose flag is
 in the body) depend on the writer's memory pool and are forwarded; ``tx/<txid>`` not found
 here (in the mempool, or not indexed yet) is asked of the writer too.  The writer's
-errors come back with their status and text.
+errors come back with their status and text.  ``chaininfo.json`` carries the front-end
+field of getblockchaininfo.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Tuple
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from coin.frontend.forward import Answer, WriterClient, WriterUnavailable
+from coin.frontend.rpc import FRONTEND_FIELD
 from coin.rest.resource import NoSuchPath, RESTError, RESTResource, _is_getutxos
 from coin.rpc.errors import HTTP_NOT_FOUND
 
@@ -35,6 +37,8 @@ class FrontendREST(RESTResource):
         answer = super().route(path, body)
         if path.startswith("tx/"):
             answer.addErrback(self._tx_not_found, path)
+        elif path.startswith("chaininfo"):
+            answer.addCallback(_marked)
         return answer
 
     def _tx_not_found(self, reason: Failure, path: str) -> Deferred:
@@ -47,6 +51,12 @@ class FrontendREST(RESTResource):
         target = b"/rest/" + path.encode("utf-8", "surrogateescape")
         d = self._writer.request(b"POST" if body else b"GET", target, body, authenticate=False)
         return d.addCallbacks(_body_of, _unavailable)
+
+
+def _marked(body: Tuple[bytes, bytes]) -> Tuple[bytes, bytes]:
+    """chaininfo.json is getblockchaininfo's object: on a front end, with its field too."""
+    content_type, data = body
+    return content_type, data[:data.rindex(b"}")] + b',"%s":true}\n' % FRONTEND_FIELD.encode()
 
 
 def _body_of(answer: Answer) -> Any:

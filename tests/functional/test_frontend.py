@@ -14,6 +14,7 @@ from typing import List, Tuple
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.frontendharness import FrontendProcess, alive, children, wait_for
+from tests.functional import test_rest, test_rpc
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
 
 #: The writer's options: a transaction index, and a commit at every new tip.
@@ -36,7 +37,7 @@ def call(method: str, *params) -> bytes:
 
 def without_frontend_field(body: bytes) -> dict:
     reply = json.loads(body)
-    reply["result"].pop("frontend")
+    assert reply["result"].pop("frontend") is True
     return reply
 
 
@@ -86,7 +87,7 @@ class AnswersTests(FrontendTestCase):
                  "/rest/headers/5/%s.json" % h2, "/rest/headers/1/%s.hex" % h2,
                  "/rest/tx/%s.json" % coinbase, "/rest/tx/%s.hex" % pooled,
                  "/rest/tx/%s.json" % ("11" * 32), "/rest/blockhashbyheight/2.json",
-                 "/rest/blockhashbyheight/9999.json", "/rest/chaininfo.json",
+                 "/rest/blockhashbyheight/9999.json",
                  "/rest/getutxos/%s-0.json" % coinbase,
                  "/rest/getutxos/checkmempool/%s-0.json" % pooled,
                  "/rest/mempool/info.json", "/rest/mempool/contents.json", "/rest/nosuchpath"]
@@ -95,6 +96,9 @@ class AnswersTests(FrontendTestCase):
         info = call("getblockchaininfo")
         self.assertEqual(without_frontend_field(rpc_raw(frontend, info)[1]),
                          json.loads(rpc_raw(writer, info)[1]))
+        frontend_info = json.loads(rest(frontend, "/rest/chaininfo.json")[2])
+        self.assertIs(frontend_info.pop("frontend"), True)
+        self.assertEqual(frontend_info, json.loads(rest(writer, "/rest/chaininfo.json")[2]))
 
 
 class CommitTests(FrontendTestCase):
@@ -208,3 +212,32 @@ class WorkerTests(SynchronousTestCase):
         node.process.send_signal(signal.SIGKILL)
         node.process.wait()
         wait_for(lambda: not any(alive(pid) for pid in workers), 15, "workers gone")
+
+
+# ------------------------------------------------------------------ the recordings, again
+
+
+class FrontendReplayTests(test_rpc.RecordingReplayTests):
+    """The reference recordings replayed on a front end of the replay tests' node: local
+    calls, forwarded ones (help, uptime, wallets) and the HTTP and credential rules."""
+
+    def replayer(self) -> test_rpc.Replayer:
+        if self._replayer is None:
+            frontend = FrontendProcess.start_for(self.main_node(), test_rpc.MAIN_ARGS)
+            self.addCleanup(frontend.kill)
+            self._replayer = test_rpc.Replayer(frontend)
+        return self._replayer
+
+
+class FrontendRESTTests(test_rest.RESTNodeTests):
+    """The REST integration tests, each request sent to a front end of their node."""
+
+    def setUp(self) -> None:
+        writer = self.start_node("-servefrontends=1", chain=test_rest.chain)
+        frontend = FrontendProcess.start_for(writer)
+        self.addCleanup(frontend.kill)
+        s = writer.state
+        self.spend, self.spent, self.block = s["spend"], s["spent"], s["block"]
+        self.hashes = s["hashes"]
+        self.pooled, self.pool_spent = s["pooled"], s["pool_spent"]
+        self.node = frontend
