@@ -1,6 +1,7 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
-Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]``
+Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]
+[--rpcworkers N]``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -24,6 +25,9 @@ JSON says which was used). Prints one JSON object; about 2 minutes with the defa
 see the same machine load (``getblockhash`` heights cycle over the blocks both chains have),
 times the batch on it too, and prints coind/other ratios (requests/s; batch time other/coind,
 so above 1 means coind is faster everywhere).
+
+``--rpcworkers N`` runs coind with ``-rpcworkers=N`` (N read-only front-end processes on its
+RPC port, doc/frontend.md) and measures once they all answer.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import MINER_ADDRESS, PASSWORD, USER, NodeProcess  # noqa: E402
 
 BLOCKS = 1000
@@ -88,10 +93,12 @@ def rpc_call(target: Target, method: str, *params: Any) -> Any:
         connection.close()
 
 
-def start_coind(workdir: str) -> tuple[NodeProcess, Dict[str, Any]]:
-    """A node with BLOCKS blocks: mined over RPC if it can, else prepared on disk."""
+def start_coind(workdir: str, workers: int = 0) -> tuple[NodeProcess, Dict[str, Any]]:
+    """A node with BLOCKS blocks: mined over RPC if it can, else prepared on disk; with
+    ``workers`` -rpcworkers, once they answer."""
     datadir = os.path.join(workdir, "coind")
-    node = NodeProcess.start(datadir)
+    args = ("-rpcworkers=%d" % workers,) if workers else ()
+    node = NodeProcess.start(datadir, args)
     chain: Dict[str, Any] = {"blocks": BLOCKS}
     if not node.rpc("help", "generatetoaddress").startswith("help: unknown command"):
         started = time.perf_counter()
@@ -105,10 +112,11 @@ def start_coind(workdir: str) -> tuple[NodeProcess, Dict[str, Any]]:
         state = open_chain(os.path.join(datadir, "regtest"))
         ChainBuilder(state).mine(BLOCKS)
         state.close()
-        node = NodeProcess.start(datadir)
+        node = NodeProcess.start(datadir, args)
         chain["mined_with"] = "ChainBuilder before start-up"
         chain["missing"] = "generatetoaddress is not registered on this node"
     assert node.rpc("getblockcount") == BLOCKS
+    wait_for_workers(node, workers, lambda: node.rpc("getblockcount") == BLOCKS)
     return node, chain
 
 
@@ -268,6 +276,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="load generator (default: wrk if installed)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
+                        help="run coind with -rpcworkers=N (default: 0)")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
@@ -277,7 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     node: Optional[NodeProcess] = None
     constants: List[subprocess.Popen] = []
     try:
-        node, chain = start_coind(workdir)
+        node, chain = start_coind(workdir, args.rpcworkers)
         web, web_port = start_constant("web")
         raw, raw_port = start_constant("raw")
         constants += [web, raw]
@@ -315,6 +325,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 "install it with: %s)" % INSTALL_WRK),
         "install_wrk": INSTALL_WRK,
         "cpus": os.cpu_count(),
+        "rpcworkers": args.rpcworkers,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,
         "point": "median of runs: requests/s, p50/p99 latency (ms); non200 and socket_errors "

@@ -78,6 +78,23 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, what: str =
     raise AssertionError("timed out waiting for %s" % (what or condition))
 
 
+def wait_for_workers(node: NodeProcess, count: int, current: Callable[[], bool],
+                     timeout: float = 60.0) -> None:
+    """Until ``node`` runs ``count`` -rpcworkers and 50 fresh connections in a row (spread
+    over every process on the port) see ``current()`` hold."""
+    if not count:
+        return
+    wait_for(lambda: len(children(node.process.pid)) >= count, timeout, "-rpcworkers")
+    wait_for(lambda: all(_try(current) for _ in range(50)), timeout, "workers current")
+
+
+def _try(condition: Callable[[], bool]) -> bool:
+    try:
+        return bool(condition())
+    except (OSError, ValueError):
+        return False
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a running process (a zombie counts as gone)."""
     try:
