@@ -81,8 +81,8 @@ class FrontendCore:
         self._names = frozenset(method.name for method in local.methods)
 
     def handle(self, body: bytes, user: str, wallet_name: Optional[str] = None) -> Deferred:
-        names = called_methods(body) if wallet_name is None else ()
-        if names is None or (names and all(name in self._names for name in names)):
+        names = called_methods(body)
+        if wallet_name is None and (names is None or all(name in self._names for name in names)):
             answer = self._local.handle(body, user, None)
             if names == ["getrawtransaction"]:
                 answer.addCallback(self._or_writer, body)
