@@ -324,7 +324,7 @@ class NodeService(service.MultiService):
         if settings.rpc_workers and self.rpc_listeners is not None:
             # Last, so stopped first: no worker forwards to a node that is closing.
             self.rpc_workers = WorkerPool(
-                self.reactor, settings.rpc_workers, self.config.command_line,
+                self.reactor, settings.rpc_workers, self._worker_arguments,
                 self._writer_address, self.authenticator.add_credential)
             self.rpc_workers.setServiceParent(self)
 
@@ -513,6 +513,12 @@ class NodeService(service.MultiService):
     def _writer_address(self) -> Tuple[str, int]:
         """Where the -rpcworkers forward to: a bound RPC address, IPv4 first."""
         return min(self.rpc_listeners.addresses, key=lambda address: ":" in address[0])
+
+    def _worker_arguments(self) -> List[str]:
+        """The node's own arguments; with -rpcport=0, the port it got (the workers share it)."""
+        if self.settings.rpc_port:
+            return list(self.config.command_line)
+        return self.config.command_line + ["-rpcport=%d" % self._writer_address()[1]]
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:

@@ -64,7 +64,8 @@ def parse_writer_url(url: str) -> Tuple[bytes, Optional[Tuple[str, str]]]:
     """``(base URL without credentials, (user, password) or None)``; ValueError if bad."""
     parts = urlsplit(url)
     if parts.scheme != "http" or not parts.hostname or parts.port is None:
-        raise ValueError("-writer must be http://[user:password@]host:port/, not %r" % url)
+        # Not the URL itself in the message: it may hold a password.
+        raise ValueError("-writer must be http://[user:password@]host:port/")
     host = "[%s]" % parts.hostname if ":" in parts.hostname else parts.hostname
     base = ("http://%s:%d" % (host, parts.port)).encode("ascii")
     credentials = None

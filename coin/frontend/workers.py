@@ -23,6 +23,7 @@ from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+import coin
 from coin.frontend.forward import WRITER_AUTH_ENV
 
 log = Logger()
@@ -71,16 +72,17 @@ class _Worker(ProcessProtocol):
 
 
 class WorkerPool(service.Service):
-    """Runs ``count`` front-end workers of this node (see the module docstring)."""
+    """Runs ``count`` front-end workers of this node (see the module docstring):
+    ``arguments()`` gives their command line, ``writer_address()`` the node's RPC address."""
 
     name = "rpc-workers"
 
-    def __init__(self, reactor: Any, count: int, argv: Sequence[str],
+    def __init__(self, reactor: Any, count: int, arguments: Callable[[], Sequence[str]],
                  writer_address: Callable[[], Tuple[str, int]],
                  add_credential: Callable[[str, str], None]) -> None:
         self._reactor = reactor
         self.count = count
-        self._argv = list(argv)
+        self._arguments = arguments
         self._writer_address = writer_address
         self._add_credential = add_credential
         self._env: Dict[str, str] = {}
@@ -95,8 +97,11 @@ class WorkerPool(service.Service):
         self._launched = True
         token = secrets.token_hex(32)
         self._add_credential(WORKER_USER, token)
+        # The workers import the node's own copy of the code, wherever the cwd is.
+        source = os.path.dirname(os.path.dirname(os.path.abspath(coin.__file__)))
+        path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
         self._env = dict(os.environ, **{WRITER_AUTH_ENV: "%s:%s" % (WORKER_USER, token),
-                                        WORKER_OF_ENV: str(os.getpid())})
+                                        WORKER_OF_ENV: str(os.getpid()), "PYTHONPATH": path})
         for slot in range(self.count):
             self._spawn(slot)
 
@@ -104,7 +109,7 @@ class WorkerPool(service.Service):
         host, port = self._writer_address()
         if ":" in host:
             host = "[%s]" % host
-        return [sys.executable, "-m", "coin.tap", *self._argv, "-frontend", "-rpcworkers=0",
+        return [sys.executable, "-m", "coin.tap", *self._arguments(), "-frontend", "-rpcworkers=0",
                 "-daemon=0", "-printtoconsole=0", "-writer=http://%s:%d/" % (host, port)]
 
     def _spawn(self, slot: int) -> None:

@@ -15,6 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests.frontendharness import FrontendProcess, alive, children, wait_for
 from tests.functional import test_rest, test_rpc
+from tests.inprocess import NodeTestCase
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
 
 #: The writer's options: a transaction index, and a commit at every new tip.
@@ -241,3 +242,22 @@ class FrontendRESTTests(test_rest.RESTNodeTests):
         self.hashes = s["hashes"]
         self.pooled, self.pool_spent = s["pooled"], s["pool_spent"]
         self.node = frontend
+
+
+class InProcessWorkerTests(NodeTestCase):
+    def test_workers_of_a_node_on_port_0_share_the_port_it_got(self) -> None:
+        before = set(children(os.getpid()))
+        node = self.start_node("-rpcworkers=1", chain=True)
+        wait_for(lambda: set(children(os.getpid())) - before, what="worker")
+        worker = sorted(set(children(os.getpid())) - before)
+        # The worker answers on the node's port once it is up (its answers carry the mark):
+        # some fresh connections reach it, some the node, all with the node's tip.
+        tip = node.rpc("getbestblockhash").encode()
+        answers: List[bytes] = []
+        wait_for(lambda: answers.append(rest(node, "/rest/chaininfo.json")[2])
+                 or b'"frontend":true' in answers[-1], 60, "an answer from the worker")
+        answers += [rest(node, "/rest/chaininfo.json")[2] for _ in range(60)]
+        self.assertEqual({b'"frontend":true' in body for body in answers}, {True, False})
+        self.assertTrue(all(tip in body for body in answers))
+        self.assertEqual(node.stop(), 0)
+        wait_for(lambda: not any(alive(p) for p in worker), 15, "worker stopped")
