@@ -94,6 +94,8 @@ class ListenerGroup(service.MultiService):
                  addresses: Sequence[Tuple[str, int]], reuse_port: bool = False) -> None:
         super().__init__()
         self._closed = False
+        #: What the sockets serve.
+        self.factory = factory
         for host, port in addresses:
             Listener(reactor, host, port, factory, reuse_port).setServiceParent(self)
 

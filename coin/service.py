@@ -184,6 +184,9 @@ class NodeService(service.MultiService):
         self.txindex: Optional[TxIndex] = None
         self.wallets: Optional[WalletService] = None
         self.rpc_listeners: Optional[ListenerGroup] = None
+        #: With -rpcworkers: the node's own loopback socket the workers forward to (the
+        #: shared port would hand a forwarded call to a worker again).
+        self.worker_listener: Optional[ListenerGroup] = None
         self.p2p_listeners: Optional[ListenerGroup] = None
         self._build()
 
@@ -322,6 +325,9 @@ class NodeService(service.MultiService):
             self.p2p_listeners.setServiceParent(self)
         self.rpc_workers: Optional[WorkerPool] = None
         if settings.rpc_workers and self.rpc_listeners is not None:
+            self.worker_listener = RPCListeners(self.reactor, self.rpc_listeners.factory,
+                                                [("127.0.0.1", 0)])
+            self.worker_listener.setServiceParent(self)
             # Last, so stopped first: no worker forwards to a node that is closing.
             self.rpc_workers = WorkerPool(
                 self.reactor, settings.rpc_workers, self._worker_arguments,
@@ -511,14 +517,15 @@ class NodeService(service.MultiService):
         return RPCListeners(self.reactor, site, endpoints, reuse_port=settings.rpc_workers > 0)
 
     def _writer_address(self) -> Tuple[str, int]:
-        """Where the -rpcworkers forward to: a bound RPC address, IPv4 first."""
-        return min(self.rpc_listeners.addresses, key=lambda address: ":" in address[0])
+        """Where the -rpcworkers forward to: the node's own loopback socket."""
+        return self.worker_listener.addresses[0]
 
     def _worker_arguments(self) -> List[str]:
         """The node's own arguments; with -rpcport=0, the port it got (the workers share it)."""
         if self.settings.rpc_port:
             return list(self.config.command_line)
-        return self.config.command_line + ["-rpcport=%d" % self._writer_address()[1]]
+        port = min(self.rpc_listeners.addresses, key=lambda address: ":" in address[0])[1]
+        return self.config.command_line + ["-rpcport=%d" % port]
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -537,7 +544,7 @@ class NodeService(service.MultiService):
             super().privilegedStartService()  # binds the listeners
             self._write_pid_file()
         except BaseException:
-            for group in (self.rpc_listeners, self.p2p_listeners):
+            for group in (self.rpc_listeners, self.worker_listener, self.p2p_listeners):
                 if group is not None:
                     group.close()
             self._release()

@@ -68,6 +68,10 @@ class FrontendProcess(NodeProcess):
             return False
 
 
+#: What a front end's REST chaininfo.json (and getblockchaininfo) has that a node's has not.
+FRONTEND_MARK = b'"frontend":true'
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
     """Poll ``condition`` every 20 ms until it is true; AssertionError after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -80,11 +84,15 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0, what: str =
 
 def wait_for_workers(node: NodeProcess, count: int, current: Callable[[], bool],
                      timeout: float = 60.0) -> None:
-    """Until ``node`` runs ``count`` -rpcworkers and 50 fresh connections in a row (spread
-    over every process on the port) see ``current()`` hold."""
+    """Until ``node`` runs ``count`` -rpcworkers, one of them answers on the port (its REST
+    chaininfo carries the front-end mark) and 50 fresh connections in a row (spread over
+    every process on the port) see ``current()`` hold."""
     if not count:
         return
     wait_for(lambda: len(children(node.process.pid)) >= count, timeout, "-rpcworkers")
+    wait_for(lambda: _try(lambda: FRONTEND_MARK in node.post(
+        b"", path="/rest/chaininfo.json", method="GET", auth=False)[2]), timeout,
+        "an answer from a worker")
     wait_for(lambda: all(_try(current) for _ in range(50)), timeout, "workers current")
 
 

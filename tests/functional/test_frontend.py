@@ -13,7 +13,9 @@ from typing import List, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.frontendharness import FrontendProcess, alive, children, wait_for
+from tests.frontendharness import (
+    FRONTEND_MARK, FrontendProcess, alive, children, wait_for, wait_for_workers,
+)
 from tests.functional import test_rest, test_rpc
 from tests.inprocess import NodeTestCase
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
@@ -188,7 +190,7 @@ class WorkerTests(SynchronousTestCase):
         node = NodeProcess.start(self.mktemp(), ("-rpcworkers=%d" % workers, "-listen=0",
                                                  "-txindex"))
         self.addCleanup(node.kill)
-        wait_for(lambda: len(children(node.process.pid)) == workers, what="workers")
+        wait_for_workers(node, workers, lambda: True)
         return node, children(node.process.pid)
 
     def test_shared_port_answers_and_restart_and_stop(self) -> None:
@@ -196,11 +198,17 @@ class WorkerTests(SynchronousTestCase):
         for pid in workers:
             self.addCleanup(lambda pid=pid: alive(pid) and os.kill(pid, signal.SIGKILL))
         hashes = node.rpc("generatetoaddress", 2, MINER_ADDRESS)
+        wait_for(lambda: all(hashes[-1].encode() in rest(node, "/rest/chaininfo.json")[2]
+                             for _ in range(20)), what="workers at the tip")
         # Every process on the port answers the same (fresh connections spread over them).
-        answers = {rest(node, "/rest/chaininfo.json")[2] for _ in range(40)}
-        self.assertEqual(len(answers), 1)
-        self.assertEqual(json.loads(answers.pop())["bestblockhash"], hashes[-1])
+        answers = [json.loads(rest(node, "/rest/chaininfo.json")[2]) for _ in range(40)]
+        self.assertEqual({answer.pop("frontend", False) for answer in answers}, {True, False})
+        self.assertEqual({json.dumps(answer) for answer in answers}, {json.dumps(answers[0])})
+        self.assertEqual(answers[0]["bestblockhash"], hashes[-1])
         self.assertEqual({node.rpc("getbestblockhash") for _ in range(40)}, {hashes[-1]})
+        # Forwarded calls reach the node itself (its own loopback socket: through the shared
+        # port a worker's call could land on a worker, which refuses the internal credential).
+        self.assertEqual({node.rpc("getmempoolinfo")["size"] for _ in range(40)}, {0})
         os.kill(workers[0], signal.SIGKILL)
         wait_for(lambda: len(children(node.process.pid)) == 2
                  and workers[0] not in children(node.process.pid), what="restart")
@@ -255,9 +263,10 @@ class InProcessWorkerTests(NodeTestCase):
         tip = node.rpc("getbestblockhash").encode()
         answers: List[bytes] = []
         wait_for(lambda: answers.append(rest(node, "/rest/chaininfo.json")[2])
-                 or b'"frontend":true' in answers[-1], 60, "an answer from the worker")
+                 or FRONTEND_MARK in answers[-1], 60, "an answer from the worker")
         answers += [rest(node, "/rest/chaininfo.json")[2] for _ in range(60)]
-        self.assertEqual({b'"frontend":true' in body for body in answers}, {True, False})
+        self.assertEqual({FRONTEND_MARK in body for body in answers}, {True, False})
         self.assertTrue(all(tip in body for body in answers))
+        self.assertEqual({node.rpc("getmempoolinfo")["size"] for _ in range(30)}, {0})
         self.assertEqual(node.stop(), 0)
         wait_for(lambda: not any(alive(p) for p in worker), 15, "worker stopped")
