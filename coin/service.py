@@ -331,7 +331,7 @@ class NodeService(service.MultiService):
             # Last, so stopped first: no worker forwards to a node that is closing.
             self.rpc_workers = WorkerPool(
                 self.reactor, settings.rpc_workers, self._worker_arguments,
-                self._writer_address, self.authenticator.add_credential)
+                self._writer_address, self._add_worker_credential)
             self.rpc_workers.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
@@ -501,6 +501,7 @@ class NodeService(service.MultiService):
         settings = self.settings
         # Without -rpcpassword the cookie is written at start (privilegedStartService).
         self.authenticator, allow, whitelist = rpc_access(config)
+        self._whitelist = whitelist
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor, in_thread=self.in_thread)
@@ -515,6 +516,12 @@ class NodeService(service.MultiService):
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
         return RPCListeners(self.reactor, site, endpoints, reuse_port=settings.rpc_workers > 0)
+
+    def _add_worker_credential(self, user: str, password: str) -> None:
+        """Accept the workers' internal credential, for every method (they checked the
+        caller's -rpcwhitelist before forwarding)."""
+        self.authenticator.add_credential(user, password)
+        self._whitelist.unrestrict(user)
 
     def _writer_address(self) -> Tuple[str, int]:
         """Where the -rpcworkers forward to: the node's own loopback socket."""

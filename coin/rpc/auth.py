@@ -360,13 +360,21 @@ class Whitelist:
             listed = frozenset(re.split("[, ]", methods))
             self._allowed[user] = listed if previous is None else listed & previous
         self._default = bool(self._allowed) if default is None else default
+        self._unrestricted: set[str] = set()
+
+    def unrestrict(self, user: str) -> None:
+        """Let ``user`` call anything whatever the entries (a node's internal credential for
+        its -rpcworkers, which checked their callers' whitelist already)."""
+        self._unrestricted.add(user)
 
     def denies_all(self, user: str) -> bool:
         """Whether ``user`` has no entry while the default whitelist (empty) applies."""
-        return self._default and user not in self._allowed
+        return self._default and user not in self._allowed and user not in self._unrestricted
 
     def allowed_methods(self, user: str) -> frozenset[str] | None:
         """The methods ``user`` may call, or None for all of them."""
+        if user in self._unrestricted:
+            return None
         if user in self._allowed:
             return self._allowed[user]
         return frozenset() if self._default else None

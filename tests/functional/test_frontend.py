@@ -186,9 +186,9 @@ class ForwardingTests(FrontendTestCase):
 
 
 class WorkerTests(SynchronousTestCase):
-    def start_node(self, workers: int = 2) -> Tuple[NodeProcess, List[int]]:
+    def start_node(self, workers: int = 2, *args: str) -> Tuple[NodeProcess, List[int]]:
         node = NodeProcess.start(self.mktemp(), ("-rpcworkers=%d" % workers, "-listen=0",
-                                                 "-txindex"))
+                                                 "-txindex") + args)
         self.addCleanup(node.kill)
         wait_for_workers(node, workers, lambda: True)
         return node, children(node.process.pid)
@@ -215,6 +215,14 @@ class WorkerTests(SynchronousTestCase):
         current = children(node.process.pid)
         self.assertEqual(node.stop(), 0)
         wait_for(lambda: not any(alive(pid) for pid in current), 15, "workers stopped")
+
+    def test_whitelisted_users_through_workers(self) -> None:
+        # The workers check the caller's whitelist; the node lets their credential through.
+        node, _ = self.start_node(1, "-rpcwhitelist=u:uptime,getmempoolinfo,stop")
+        for _ in range(30):  # fresh connections: the node and the worker both answer
+            self.assertEqual(node.rpc("getmempoolinfo")["size"], 0)
+            self.assertEqual(node.post(call("getnetworkinfo"))[0], 403)
+            self.assertEqual(node.post(call("getblockcount"))[0], 403)
 
     def test_kill_9_of_the_node_leaves_no_worker(self) -> None:
         node, workers = self.start_node()
