@@ -102,7 +102,8 @@ def start_coind(workdir: str, workers: int = 0) -> tuple[NodeProcess, Dict[str, 
     chain: Dict[str, Any] = {"blocks": BLOCKS}
     if not node.rpc("help", "generatetoaddress").startswith("help: unknown command"):
         started = time.perf_counter()
-        node.rpc("generatetoaddress", BLOCKS, MINER_ADDRESS)
+        for _ in range(0, BLOCKS, 100):  # in steps: each call within the client's timeout
+            node.rpc("generatetoaddress", 100, MINER_ADDRESS)
         chain["mined_with"] = "generatetoaddress"
         chain["mining_s"] = round(time.perf_counter() - started, 2)
     else:
