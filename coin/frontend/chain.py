@@ -4,8 +4,9 @@
 :class:`~coin.chain.access.ChainAccess` reads through), but it never validates or writes:
 it loads the block index and best block that the writer last committed, in one read
 transaction, into a fresh :class:`~coin.chain.chainstate.ChainState`, and replaces it whole
-when the database changes.  A reader therefore never sees an uncommitted block, and the tip
-only moves back when the writer committed a reorg.
+when the database changes (looked at every few milliseconds and before each request).  A
+reader therefore never sees an uncommitted block, nor, once the writer answered, an older
+chain than it committed; and the tip only moves back when the writer committed a reorg.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ class CommittedChain(service.Service):
         self._watch: Optional[CommitWatch] = None
         self._loop = LoopingCall(self._poll)
         self._loop.clock = reactor
-        self._loading = False
+        #: The reload under way, if any; a commit seen meanwhile sets ``_stale`` (one more).
+        self._loading: Optional[Deferred] = None
+        self._stale = False
+        #: Requests waiting for the reload that covers the commits seen when they came.
+        self._waiters: List[Deferred] = []
         #: How many commits were loaded (tests and metrics).
         self.reloads = 0
 
@@ -73,7 +78,8 @@ class CommittedChain(service.Service):
         self._pool.start()
         self._watch = self._store.commit_watch()
         self._watch.changed()  # the load below sees at least this commit
-        d = self._reload()
+        d = self._run(self._load)
+        d.addCallback(self._swap)
         d.addCallbacks(self._first_loaded, self._first_failed)
 
     def _first_loaded(self, _: object) -> None:
@@ -98,27 +104,47 @@ class CommittedChain(service.Service):
     def _run(self, f: Callable, *args: Any) -> Deferred:
         return deferToThreadPool(self._reactor, self._pool, f, *args)
 
-    def _poll(self) -> None:
-        if self._loading or self._watch is None:
+    def _look(self) -> None:
+        """Start a reload if the writer committed since the last look (and none runs)."""
+        if self._watch is None:
             return
         try:
-            changed = self._watch.changed()
+            if self._watch.changed():
+                self._stale = True
         except Exception:
             log.failure("Checking the chain database for commits failed")
+        if self._stale and self._loading is None:
+            self._reload()
+
+    _poll = _look
+
+    def fresh(self) -> Optional[Deferred]:
+        """None when the loaded chain is the writer's last commit; else a Deferred that fires
+        once it is.  Called for each request (one ``PRAGMA data_version``), so a client that
+        saw the writer answer (after its commit) never gets an older chain from here."""
+        self._look()
+        if self._loading is None:
+            return None
+        waiter: Deferred = Deferred()
+        self._waiters.append(waiter)
+        return waiter
+
+    def _reload(self) -> None:
+        self._stale = False
+        self._loading = self._run(self._load)
+        self._loading.addCallback(self._swap)
+        self._loading.addErrback(lambda f: log.failure("Loading the committed chain failed", f))
+        self._loading.addBoth(self._reloaded)
+
+    def _reloaded(self, _: object) -> None:
+        self._loading = None
+        if self._stale and self.running:
+            self._reload()
             return
-        if changed:
-            self._reload().addErrback(
-                lambda f: log.failure("Loading the committed chain failed", f))
-
-    def _reload(self) -> Deferred:
-        self._loading = True
-        d = self._run(self._load)
-        d.addCallback(self._swap)
-
-        def done(result: Any) -> Any:
-            self._loading = False
-            return result
-        return d.addBoth(done)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.called:  # a client that left cancelled it
+                waiter.callback(None)
 
     def _load(self) -> ChainState:
         chainstate = self._new_chainstate()

@@ -9,7 +9,7 @@ field of getblockchaininfo.
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -26,14 +26,23 @@ HTTP_SERVICE_UNAVAILABLE = 503
 class FrontendREST(RESTResource):
     """The ``/rest`` tree of a front end (see the module docstring)."""
 
-    def __init__(self, chain: Any, writer: WriterClient, *, warmup: Any = None) -> None:
+    def __init__(self, chain: Any, writer: WriterClient, *, warmup: Any = None,
+                 fresh: Callable[[], Optional[Deferred]] = lambda: None) -> None:
         super().__init__(chain, None, warmup=warmup)
         self._writer = writer
+        #: None, or a Deferred firing once the chain is the writer's last commit.
+        self._fresh = fresh
 
     def route(self, path: str, body: bytes = b"") -> Deferred:
         if path.startswith("mempool/") or (_is_getutxos(path) and (
                 body or path[len("getutxos"):].startswith("/checkmempool"))):
             return self._forward(path, body)
+        waiting = self._fresh()
+        if waiting is not None:
+            return waiting.addCallback(lambda _: self._route_here(path, body))
+        return self._route_here(path, body)
+
+    def _route_here(self, path: str, body: bytes) -> Deferred:
         answer = super().route(path, body)
         if path.startswith("tx/"):
             answer.addErrback(self._tx_not_found, path)

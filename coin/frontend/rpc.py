@@ -74,25 +74,34 @@ def called_methods(body: bytes) -> Optional[list]:
 class FrontendCore:
     """Stands where :class:`~coin.rpc.jsonrpc.JSONRPCCore` stands in RPCRoot (``handle``)."""
 
-    def __init__(self, local: JSONRPCCore, writer: WriterClient, whitelist: Whitelist) -> None:
+    def __init__(self, local: JSONRPCCore, writer: WriterClient, whitelist: Whitelist,
+                 fresh: Callable[[], Optional[Deferred]] = lambda: None) -> None:
         self._local = local
         self._writer = writer
         self._whitelist = whitelist
+        #: None, or a Deferred firing once the chain is the writer's last commit.
+        self._fresh = fresh
         self._names = frozenset(method.name for method in local.methods)
 
     def handle(self, body: bytes, user: str, wallet_name: Optional[str] = None) -> Deferred:
         names = called_methods(body)
         if wallet_name is None and (names is None or all(name in self._names for name in names)):
-            answer = self._local.handle(body, user, None)
-            if names == ["getrawtransaction"]:
-                answer.addCallback(self._or_writer, body)
-            return answer
+            waiting = self._fresh()
+            if waiting is not None:
+                return waiting.addCallback(lambda _: self._answer_here(body, user, names))
+            return self._answer_here(body, user, names)
         if self._whitelist.denies_all(user) or any(
                 not self._whitelist.allows(user, name) for name in names or ()):
             return succeed(FORBIDDEN)
         path = b"/" if wallet_name is None else b"/wallet/" + quote_from_bytes(
             wallet_name.encode("utf-8", "surrogateescape"), safe="").encode("ascii")
         return self.forward(path, body)
+
+    def _answer_here(self, body: bytes, user: str, names: Optional[list]) -> Deferred:
+        answer = self._local.handle(body, user, None)
+        if names == ["getrawtransaction"]:
+            answer.addCallback(self._or_writer, body)
+        return answer
 
     def _or_writer(self, reply: Reply, body: bytes) -> Any:
         if _NOT_FOUND_CODE in reply.body:

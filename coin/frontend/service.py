@@ -117,9 +117,12 @@ class FrontendService(service.MultiService):
         core = JSONRPCCore(local_method_table(methods, names), FrontendFacade(self),
                            whitelist=whitelist, warmup=self.warmup, clock=reactor,
                            in_thread=self.in_thread)
-        root = RPCRoot(FrontendCore(core, self.writer, whitelist), self.authenticator, reactor)
+        fresh = self.committed.fresh
+        root = RPCRoot(FrontendCore(core, self.writer, whitelist, fresh), self.authenticator,
+                       reactor)
         if settings.rest:
-            root.putChild(b"rest", FrontendREST(self.chain, self.writer, warmup=self.warmup))
+            root.putChild(b"rest", FrontendREST(self.chain, self.writer, warmup=self.warmup,
+                                                fresh=fresh))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=reactor,
                        categories=self.categories)
