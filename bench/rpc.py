@@ -116,8 +116,12 @@ def start_coind(workdir: str, workers: int = 0) -> tuple[NodeProcess, Dict[str, 
         node = NodeProcess.start(datadir, args)
         chain["mined_with"] = "ChainBuilder before start-up"
         chain["missing"] = "generatetoaddress is not registered on this node"
-    assert node.rpc("getblockcount") == BLOCKS
-    wait_for_workers(node, workers, lambda: node.rpc("getblockcount") == BLOCKS)
+    try:
+        assert node.rpc("getblockcount") == BLOCKS
+        wait_for_workers(node, workers, lambda: node.rpc("getblockcount") == BLOCKS)
+    except BaseException:
+        node.kill()  # the caller has no node to stop yet (nor its workers, which die with it)
+        raise
     return node, chain
 
 
