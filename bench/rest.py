@@ -43,6 +43,7 @@ sys.path.insert(0, REPO)
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
                        median_point, parse_against, pick_client, rpc_call, wrk_version)
+from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
 CONNECTIONS = 8
@@ -215,6 +216,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="keep the built chain here between runs (default: a temp dir)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
+                        help="run coind with -rpcworkers=N (default: 0)")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
@@ -229,12 +232,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         blocks = chaindata.load(chaindata.build(workdir))
         node_dir = tempfile.mkdtemp(dir=workdir, prefix="node-")
-        node = NodeProcess.start(node_dir)
+        node = NodeProcess.start(node_dir, ("-rpcworkers=%d" % args.rpcworkers,)
+                                 if args.rpcworkers else ())
         fed = time.perf_counter()
         for block in blocks:
             result = node.rpc("submitblock", block.serialize().hex())
             assert result is None, result
         feed_s = time.perf_counter() - fed
+        tip = node.rpc("getbestblockhash")
+        wait_for_workers(node, args.rpcworkers,
+                         lambda: get(node.rpcport, "/rest/chaininfo.json")[1].find(
+                             tip.encode()) >= 0)
         big = max(blocks, key=lambda b: len(b.txs))
         spend = big.txs[1]
         spent_and_unspent = "%s-0/%s-0" % (spend.vin[0].prevout.txid[::-1].hex(),
@@ -284,6 +292,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "load_generator": ("wrk (%s), 1 thread, GET" % wrk_version() if client == "wrk"
                            else "python keep-alive client threads, 1 process"),
         "cpus": os.cpu_count(),
+        "rpcworkers": args.rpcworkers,
         "connections": CONNECTIONS,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,

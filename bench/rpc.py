@@ -1,7 +1,7 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
 Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]
-[--coind-arg ARG]...``
+[--coind-arg ARG]... [--rpcworkers N]``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -25,6 +25,9 @@ JSON says which was used). Prints one JSON object; about 2 minutes with the defa
 see the same machine load (``getblockhash`` heights cycle over the blocks both chains have),
 times the batch on it too, and prints coind/other ratios (requests/s; batch time other/coind,
 so above 1 means coind is faster everywhere).
+
+``--rpcworkers N`` runs coind with ``-rpcworkers=N`` (N read-only front-end processes on its
+RPC port, doc/frontend.md) and measures once they all answer.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import MINER_ADDRESS, PASSWORD, USER, NodeProcess  # noqa: E402
 
 BLOCKS = 1000
@@ -89,14 +93,18 @@ def rpc_call(target: Target, method: str, *params: Any) -> Any:
         connection.close()
 
 
-def start_coind(workdir: str, extra_args: List[str]) -> tuple[NodeProcess, Dict[str, Any]]:
-    """A node with BLOCKS blocks: mined over RPC if it can, else prepared on disk."""
+def start_coind(workdir: str, extra_args: List[str], workers: int = 0
+                ) -> tuple[NodeProcess, Dict[str, Any]]:
+    """A node with BLOCKS blocks: mined over RPC if it can, else prepared on disk; with
+    ``workers`` -rpcworkers, once they answer."""
     datadir = os.path.join(workdir, "coind")
-    node = NodeProcess.start(datadir, extra_args)
+    args = list(extra_args) + (["-rpcworkers=%d" % workers] if workers else [])
+    node = NodeProcess.start(datadir, args)
     chain: Dict[str, Any] = {"blocks": BLOCKS}
     if not node.rpc("help", "generatetoaddress").startswith("help: unknown command"):
         started = time.perf_counter()
-        node.rpc("generatetoaddress", BLOCKS, MINER_ADDRESS)
+        for _ in range(0, BLOCKS, 100):  # in steps: each call within the client's timeout
+            node.rpc("generatetoaddress", 100, MINER_ADDRESS)
         chain["mined_with"] = "generatetoaddress"
         chain["mining_s"] = round(time.perf_counter() - started, 2)
     else:
@@ -106,10 +114,15 @@ def start_coind(workdir: str, extra_args: List[str]) -> tuple[NodeProcess, Dict[
         state = open_chain(os.path.join(datadir, "regtest"))
         ChainBuilder(state).mine(BLOCKS)
         state.close()
-        node = NodeProcess.start(datadir, extra_args)
+        node = NodeProcess.start(datadir, args)
         chain["mined_with"] = "ChainBuilder before start-up"
         chain["missing"] = "generatetoaddress is not registered on this node"
-    assert node.rpc("getblockcount") == BLOCKS
+    try:
+        assert node.rpc("getblockcount") == BLOCKS
+        wait_for_workers(node, workers, lambda: node.rpc("getblockcount") == BLOCKS)
+    except BaseException:
+        node.kill()  # the caller has no node to stop yet (nor its workers, which die with it)
+        raise
     return node, chain
 
 
@@ -272,6 +285,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--coind-arg", action="append", default=[], metavar="ARG",
                         help="an extra coind option (e.g. --coind-arg=-metricsbind=127.0.0.1:"
                              "PORT); repeatable")
+    parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
+                        help="run coind with -rpcworkers=N (default: 0)")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
@@ -281,7 +296,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     node: Optional[NodeProcess] = None
     constants: List[subprocess.Popen] = []
     try:
-        node, chain = start_coind(workdir, args.coind_arg)
+        node, chain = start_coind(workdir, args.coind_arg, args.rpcworkers)
         web, web_port = start_constant("web")
         raw, raw_port = start_constant("raw")
         constants += [web, raw]
@@ -319,6 +334,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 "install it with: %s)" % INSTALL_WRK),
         "install_wrk": INSTALL_WRK,
         "cpus": os.cpu_count(),
+        "rpcworkers": args.rpcworkers,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,
         "point": "median of runs: requests/s, p50/p99 latency (ms); non200 and socket_errors "

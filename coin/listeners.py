@@ -5,18 +5,48 @@ binds in the daemon, after its fork) and closed in ``stopService``.  A server's
 sockets form a :class:`ListenerGroup`, which binds them one by one the way Core does:
 a failure is reported to the group's :meth:`ListenerGroup.failed` hook, which logs it or
 stops start-up, and the sockets that did bind are kept.  Port 0 binds a free port;
-:attr:`ListenerGroup.addresses` reads the bound ports back.
+:attr:`ListenerGroup.addresses` reads the bound ports back.  With ``reuse_port`` the
+sockets set SO_REUSEPORT, so several processes (the node and its -rpcworkers) can
+listen on one port and the kernel spreads connections over them.
 """
 
 from __future__ import annotations
 
+import socket
 from typing import Any, List, Optional, Sequence, Tuple
 
 from twisted.application import service
 from twisted.application.internet import StreamServerEndpointService
+from twisted.internet import defer, tcp
 from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort, IProtocolFactory
+
+
+class _ReusePort(tcp.Port):
+    """A TCP port whose socket sets SO_REUSEPORT before it binds."""
+
+    def createInternetSocket(self) -> socket.socket:
+        sock = super().createInternetSocket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        return sock
+
+
+class ReusePortEndpoint:
+    """A server endpoint (IStreamServerEndpoint) binding ``host``:``port`` with SO_REUSEPORT."""
+
+    def __init__(self, reactor: Any, port: int, interface: str) -> None:
+        self._reactor = reactor
+        self._port = port
+        self._interface = interface
+
+    def listen(self, factory: IProtocolFactory) -> defer.Deferred:
+        port = _ReusePort(self._port, factory, interface=self._interface, reactor=self._reactor)
+        try:
+            port.startListening()
+        except CannotListenError:
+            return defer.fail()
+        return defer.succeed(port)
 
 
 class Listener(StreamServerEndpointService):
@@ -29,8 +59,11 @@ class Listener(StreamServerEndpointService):
 
     _raiseSynchronously = True
 
-    def __init__(self, reactor: Any, host: str, port: int, factory: IProtocolFactory) -> None:
+    def __init__(self, reactor: Any, host: str, port: int, factory: IProtocolFactory,
+                 reuse_port: bool = False) -> None:
         endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
+        if reuse_port:
+            endpoint_type = ReusePortEndpoint
         super().__init__(endpoint_type(reactor, port, interface=host), factory)
         self.host = host
         self.requested_port = port
@@ -58,11 +91,13 @@ class ListenerGroup(service.MultiService):
     """The sockets of one server; subclasses say what a failure means (Core's rules)."""
 
     def __init__(self, reactor: Any, factory: IProtocolFactory,
-                 addresses: Sequence[Tuple[str, int]]) -> None:
+                 addresses: Sequence[Tuple[str, int]], reuse_port: bool = False) -> None:
         super().__init__()
         self._closed = False
+        #: What the sockets serve.
+        self.factory = factory
         for host, port in addresses:
-            Listener(reactor, host, port, factory).setServiceParent(self)
+            Listener(reactor, host, port, factory, reuse_port).setServiceParent(self)
 
     def privilegedStartService(self) -> None:
         """Bind each socket; raises what :meth:`failed` or :meth:`none_bound` raise."""

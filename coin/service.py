@@ -26,6 +26,7 @@ from coin import __version__
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
+from coin.chain.events import ChainEvent, TipChanged
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.scriptcheck import assume_valid_from_option
 from coin.chain.service import ValidationService
@@ -42,6 +43,7 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
 from coin.config.node import NodeConfig
 from coin.config.rpcauth import parse_rpcauth
+from coin.frontend.workers import WorkerPool
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.listeners import ListenerGroup
 from coin.logs import DebugCategories, build_observers
@@ -122,6 +124,30 @@ class NodeFacade:
         return self._node.uptime()
 
 
+def rpc_access(config: Any) -> Tuple[Authenticator, AllowList, Whitelist]:
+    """Who may call RPC, from where, and which methods: -rpcuser/-rpcpassword and -rpcauth
+    (no cookie yet), -rpcallowip, -rpcwhitelist; StartupError for a malformed entry."""
+    try:
+        rpcauth = [parse_rpcauth(entry) for entry in config.get_all("rpcauth")]
+        allow = AllowList(config.get_all("rpcallowip"))
+    except (ConfigError, ValueError) as e:
+        # ConfigError texts carry Core's "Error: " already; main() adds it once.
+        raise StartupError(str(e).removeprefix("Error: ")) from None
+    password = config.get("rpcpassword", "") or ""
+    authenticator = Authenticator(
+        (config.get("rpcuser", "") or "", password) if password else None, rpcauth)
+    default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
+        else None
+    return authenticator, allow, Whitelist(config.get_all("rpcwhitelist"), default)
+
+
+def commit_new_tip(chainstate: ChainState, events: List[ChainEvent]) -> None:
+    """-servefrontends: commit each new tip at once (a worker hook, on the writer thread),
+    so front ends, which read only what is committed, see it without waiting for a flush."""
+    if any(isinstance(event, TipChanged) for event in events):
+        chainstate.flush()
+
+
 class NodeService(service.MultiService):
     """A whole node: chain, validation worker, mempool, P2P, wallets, RPC server.
 
@@ -167,6 +193,9 @@ class NodeService(service.MultiService):
         self.txindex: Optional[TxIndex] = None
         self.wallets: Optional[WalletService] = None
         self.rpc_listeners: Optional[ListenerGroup] = None
+        #: With -rpcworkers: the node's own loopback socket the workers forward to (the
+        #: shared port would hand a forwarded call to a worker again).
+        self.worker_listener: Optional[ListenerGroup] = None
         self.p2p_listeners: Optional[ListenerGroup] = None
         self.metrics_listeners: Optional[ListenerGroup] = None
         #: This node's metrics (coin.metrics.Instruments) with -metricsbind, else None.
@@ -262,6 +291,8 @@ class NodeService(service.MultiService):
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
+        if settings.serve_frontends:
+            self.validation.add_worker_hook(commit_new_tip)
         self.validation.add_worker_hook(ChainWarningMonitor(
             self.chain.warnings, chainstate, self.block_sync.is_initial_block_download))
         self.tx_relay = TxRelay(self.p2p, self.mempool, self.block_sync,
@@ -320,6 +351,16 @@ class NodeService(service.MultiService):
             self.p2p_listeners.setServiceParent(self)
         if self.metrics_listeners is not None:
             self.metrics_listeners.setServiceParent(self)
+        self.rpc_workers: Optional[WorkerPool] = None
+        if settings.rpc_workers and self.rpc_listeners is not None:
+            self.worker_listener = RPCListeners(self.reactor, self.rpc_listeners.factory,
+                                                [("127.0.0.1", 0)])
+            self.worker_listener.setServiceParent(self)
+            # Last, so stopped first: no worker forwards to a node that is closing.
+            self.rpc_workers = WorkerPool(
+                self.reactor, settings.rpc_workers, self._worker_arguments,
+                self._writer_address, self._add_worker_credential)
+            self.rpc_workers.setServiceParent(self)
 
     def _verify_wallets(self) -> None:
         """Check -walletdir and every -wallet name before anything is opened (Core's
@@ -486,19 +527,9 @@ class NodeService(service.MultiService):
         """The JSON-RPC and REST server on its -rpcbind addresses (bound at start)."""
         config = self.config
         settings = self.settings
-        try:
-            rpcauth = [parse_rpcauth(entry) for entry in config.get_all("rpcauth")]
-            allow = AllowList(config.get_all("rpcallowip"))
-        except (ConfigError, ValueError) as e:
-            # ConfigError texts carry Core's "Error: " already; main() adds it once.
-            raise StartupError(str(e).removeprefix("Error: ")) from None
-        password = config.get("rpcpassword", "") or ""
         # Without -rpcpassword the cookie is written at start (privilegedStartService).
-        self.authenticator = Authenticator(
-            (config.get("rpcuser", "") or "", password) if password else None, rpcauth)
-        default = config.get_bool("rpcwhitelistdefault") if config.is_set("rpcwhitelistdefault") \
-            else None
-        whitelist = Whitelist(config.get_all("rpcwhitelist"), default)
+        self.authenticator, allow, whitelist = rpc_access(config)
+        self._whitelist = whitelist
         facade = NodeFacade(self, self.chain, self.categories)
         core = JSONRPCCore(self.methods, facade, whitelist=whitelist, warmup=self.warmup,
                            clock=self.reactor, in_thread=self.in_thread,
@@ -515,7 +546,24 @@ class NodeService(service.MultiService):
         endpoints, warnings = rpc_bind_addresses(config.get_all("rpcbind"),
                                                  config.get_all("rpcallowip"), settings.rpc_port)
         self._warnings += ["WARNING: " + warning for warning in warnings]
-        return RPCListeners(self.reactor, site, endpoints)
+        return RPCListeners(self.reactor, site, endpoints, reuse_port=settings.rpc_workers > 0)
+
+    def _add_worker_credential(self, user: str, password: str) -> None:
+        """Accept the workers' internal credential, for every method (they checked the
+        caller's -rpcwhitelist before forwarding)."""
+        self.authenticator.add_credential(user, password)
+        self._whitelist.unrestrict(user)
+
+    def _writer_address(self) -> Tuple[str, int]:
+        """Where the -rpcworkers forward to: the node's own loopback socket."""
+        return self.worker_listener.addresses[0]
+
+    def _worker_arguments(self) -> List[str]:
+        """The node's own arguments; with -rpcport=0, the port it got (the workers share it)."""
+        if self.settings.rpc_port:
+            return list(self.config.command_line)
+        port = min(self.rpc_listeners.addresses, key=lambda address: ":" in address[0])[1]
+        return self.config.command_line + ["-rpcport=%d" % port]
 
     def _make_metrics(self, chainstate: ChainState) -> ListenerGroup:
         """-metricsbind: this node's registry (its own: several nodes may share a process),
@@ -563,7 +611,8 @@ class NodeService(service.MultiService):
             super().privilegedStartService()  # binds the listeners
             self._write_pid_file()
         except BaseException:
-            for group in (self.rpc_listeners, self.p2p_listeners, self.metrics_listeners):
+            for group in (self.rpc_listeners, self.worker_listener, self.p2p_listeners,
+                          self.metrics_listeners):
                 if group is not None:
                     group.close()
             self._release()
@@ -635,6 +684,8 @@ class NodeService(service.MultiService):
                 self._shut_down()
                 return
         self.warmup.finish()
+        if self.rpc_workers is not None:
+            self.rpc_workers.launch()
         self.p2p.start_connections()
         if self.txindex is None:
             drop_txindex(self.validation).addErrback(

@@ -101,9 +101,17 @@ class Options(usage.Options):
             raise SystemExit(0)
 
 
-def build_node(config: Config, reactor: Any) -> NodeService:
-    """The node's service tree, nothing opened; ConfigError or StartupError if refused."""
+def build_node(config: Config, reactor: Any) -> Any:
+    """The node's service tree (a front end's with -frontend), nothing opened; ConfigError or
+    StartupError if refused."""
     restrict_file_permissions(config)
+    if config.get_bool("frontend", False):
+        from coin.frontend.service import FrontendService
+        from coin.frontend.workers import WORKER_OF_ENV
+
+        worker_of = os.environ.get(WORKER_OF_ENV)
+        return FrontendService(NodeConfig.from_config(config), reactor,
+                               worker_of=int(worker_of) if worker_of else None)
     return NodeService(NodeConfig.from_config(config), reactor)
 
 

@@ -71,6 +71,7 @@ from coin.chain.snapshot import (
     ChainSnapshot,
     find_fork,
 )
+from coin.storage.blockindex import IndexRow
 from coin.storage.chainstore import ChainStore
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
@@ -317,8 +318,17 @@ class ChainState:
         self.activate_best_chain()
         self.flush()
 
-    def _load_index(self) -> None:
-        rows = sorted(self.store.load_block_index(), key=lambda r: r.height)
+    def load_committed(self) -> None:
+        """Read-only start (a front end): the index and tip as the writer last committed
+        them, published as the snapshot; nothing replayed, activated or written."""
+        rows, best = self.store.read_committed()
+        self._load_index(rows)
+        self._set_tip_from_marker(best)
+        self._publish_snapshot()
+
+    def _load_index(self, rows: Optional[List[IndexRow]] = None) -> None:
+        rows = sorted(self.store.load_block_index() if rows is None else rows,
+                      key=lambda r: r.height)
         for row in rows:
             prev = self.index.get(row.prev_hash) if row.height > 0 else None
             if row.height > 0 and prev is None:

@@ -76,6 +76,8 @@ class Config:
 
     def parse_command_line(self, argv: list[str]) -> None:
         """Read options up to the first argument without a dash (argv has no program name)."""
+        #: The arguments as given (a node starts its -rpcworkers with them).
+        self.command_line = list(argv)
         for index, arg in enumerate(argv):
             key, _, value = arg.partition("=")
             if not key.startswith("-"):

@@ -231,6 +231,18 @@ def node_options() -> OptionRegistry:
           "points (doc/plugins.md); start-up fails if it cannot be loaded, unless given as "
           "<dist>:optional. This option can be specified multiple times", repeatable=True,
           category=c, meta="=<dist>")
+    r.add("frontend", "Run as a read-only front end of the writer given by -writer: no P2P, "
+          "validation or wallet; read-only RPC and REST served from this data directory's "
+          "chain database, every other call forwarded (doc/frontend.md)", kind="bool",
+          default=False, category=c)
+    r.add("rpcworkers", "Start <n> read-only front-end processes on the RPC port(s) "
+          "(SO_REUSEPORT) to serve read-only RPC and REST next to this node (default: 0)",
+          kind="int", default=0, category=c, meta="=<n>")
+    r.add("servefrontends", "Commit the chain state after every new tip so -frontend processes "
+          "see it at once (default: 1 with -rpcworkers, else 0)", kind="bool", category=c)
+    r.add("writer", "With -frontend: URL of the writer's RPC server, credentials included "
+          "(http://user:pass@host:port/; without credentials the cookie of -datadir is used)",
+          category=c, meta="=<url>")
     r.add("rpcport", "Listen for JSON-RPC connections on <port> (%s)" % _ports("rpc_port"),
           kind="int", category=c, meta="=<port>")
     r.add("rpcservertimeout", "Timeout during HTTP requests: idle connections are closed, and "
@@ -312,6 +324,10 @@ class NodeConfig:
     rpc_max_connections: int
     #: -rpcplugin distributions, loaded when the node is built.
     rpc_plugins: Tuple[str, ...]
+    #: -rpcworkers: front-end processes sharing the RPC port(s).
+    rpc_workers: int
+    #: -servefrontends: commit the chain state at every new tip.
+    serve_frontends: bool
 
     @classmethod
     def from_config(cls, config: Config) -> "NodeConfig":
@@ -327,6 +343,9 @@ class NodeConfig:
         max_connections = config.get_int("rpcmaxconnections")
         if max_connections <= 0:
             raise ConfigError("Error: -rpcmaxconnections must be at least 1")
+        rpc_workers = config.get_int("rpcworkers")
+        if rpc_workers < 0:
+            raise ConfigError("Error: -rpcworkers must not be negative")
         debug_log = None
         if not config.is_negated("debuglogfile"):
             debug_log = config.resolve_path(config.get("debuglogfile", DEFAULT_DEBUG_LOG))
@@ -362,7 +381,9 @@ class NodeConfig:
             rest=config.get_bool("rest", True),
             rpc_port=config.get_int("rpcport", NETWORKS[network].rpc_port),
             rpc_server_timeout=timeout, rpc_max_connections=max_connections,
-            rpc_plugins=tuple(config.get_all("rpcplugin")))
+            rpc_plugins=tuple(config.get_all("rpcplugin")),
+            rpc_workers=rpc_workers,
+            serve_frontends=config.get_bool("servefrontends", rpc_workers > 0))
 
 
 def check_node_values(config: Config) -> None:

@@ -84,6 +84,7 @@ class Authenticator:
         self._userpass = (None if userpass is None
                           else ":".join(userpass).encode("utf-8", "surrogateescape"))
         self._rpcauth = list(rpcauth)
+        self._extra: list[bytes] = []
         #: The cookie file this authenticator created, to delete at shutdown.
         self.cookie_path = cookie_path
 
@@ -109,6 +110,17 @@ class Authenticator:
         self._userpass = ("%s:%s" % (COOKIE_USER, password)).encode("ascii")
         self.cookie_path = Path(path)
 
+    def read_cookie(self, path: str | os.PathLike[str]) -> None:
+        """Accept the cookie another process (a front end's writer) wrote at ``path``;
+        OSError if there is none.  Not deleted at shutdown: it is not this one's."""
+        with open(path, "rb") as f:
+            self._userpass = f.read().strip()
+
+    def add_credential(self, user: str, password: str) -> None:
+        """Accept one more ``user``:``password`` (a node's internal credential for its
+        -rpcworkers), checked like the others."""
+        self._extra.append(("%s:%s" % (user, password)).encode("utf-8", "surrogateescape"))
+
     def authenticate(self, authorization: bytes) -> str | None:
         """The user of an ``Authorization`` header value, or None if it is not valid."""
         if not authorization.startswith(b"Basic "):
@@ -125,6 +137,8 @@ class Authenticator:
         valid = False
         if self._userpass is not None:
             valid |= hmac.compare_digest(userpass, self._userpass)
+        for extra in self._extra:
+            valid |= hmac.compare_digest(userpass, extra)
         for entry in self._rpcauth:
             same_user = hmac.compare_digest(user, entry.user.encode("utf-8", "surrogateescape"))
             same_hash = hmac.compare_digest(password_hmac(entry.salt, secret).encode("ascii"),
@@ -346,13 +360,21 @@ class Whitelist:
             listed = frozenset(re.split("[, ]", methods))
             self._allowed[user] = listed if previous is None else listed & previous
         self._default = bool(self._allowed) if default is None else default
+        self._unrestricted: set[str] = set()
+
+    def unrestrict(self, user: str) -> None:
+        """Let ``user`` call anything whatever the entries (a node's internal credential for
+        its -rpcworkers, which checked their callers' whitelist already)."""
+        self._unrestricted.add(user)
 
     def denies_all(self, user: str) -> bool:
         """Whether ``user`` has no entry while the default whitelist (empty) applies."""
-        return self._default and user not in self._allowed
+        return self._default and user not in self._allowed and user not in self._unrestricted
 
     def allowed_methods(self, user: str) -> frozenset[str] | None:
         """The methods ``user`` may call, or None for all of them."""
+        if user in self._unrestricted:
+            return None
         if user in self._allowed:
             return self._allowed[user]
         return frozenset() if self._default else None

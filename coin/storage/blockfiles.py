@@ -71,6 +71,10 @@ class BlockFiles:
         self._recover(self._blocks, lambda i: i.size, self._reset_blocks, self._found_block)
         self._recover(self._undo, lambda i: i.undo_size, self._reset_undo, self._found_undo)
 
+    def adopt_infos(self, infos: Dict[int, BlockFileInfo]) -> None:
+        """Take statistics as committed, without recovering tails (read-only openers)."""
+        self._info = {n: copy(info) for n, info in infos.items()}
+
     def close(self) -> None:
         self._blocks.close()
         self._undo.close()

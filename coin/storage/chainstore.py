@@ -40,10 +40,14 @@ from coin.storage.blockfiles import BlockFiles
 from coin.storage.fileinfo import BlockFileInfo
 from coin.storage.blockindex import IndexRow
 from coin.storage.coins import CoinsCache, Key
+from coin.storage.commits import CommitWatch
 from coin.storage.database import (
     SQLITE,
     claim_server_writer,
+    create_engine,
+    create_server_engine,
     describe,
+    ensure_schema,
     open_database,
     open_server_database,
     server_url,
@@ -140,6 +144,45 @@ class ChainStore:
         """
         if self.db_url is not None and self._writer_lock is None:
             self._writer_lock = claim_server_writer(self.engine, self.db_url)
+    def open_read_only(self) -> None:
+        """Open a writer's data directory to read only (a front end): nothing is created,
+        recovered or migrated; :meth:`read_committed` then loads what the writer committed."""
+        if self._engine is not None:
+            raise StorageError("chain store is already open")
+        if self.db_url is None:
+            if not os.path.exists(self.db_path):
+                raise StorageError("no chain database at %s (start the writer first)" % self.db_path)
+            engine, where = create_engine(self.db_path), self.db_path
+        else:
+            engine, where = create_server_engine(self.db_url), describe(self.db_url)
+        try:
+            self._backend_errors = (SQLAlchemyError, OSError, engine.dialect.loaded_dbapi.Error)
+            ensure_schema(engine, where, read_only=True)
+            self._utxos = UtxoTable(engine)
+        except BaseException:
+            engine.dispose()
+            raise
+        self._engine = engine
+        self._files = BlockFiles(self.blocks_dir, self.params.message_start,
+                                 self.max_blockfile_size,
+                                 engine=None if self.db_url is None else engine)
+
+    @_storage_errors
+    def read_committed(self) -> Tuple[List[IndexRow], Optional[bytes]]:
+        """The block index and best block as of the writer's last commit, read in one
+        transaction (so the marker always names a loaded row); file statistics refreshed."""
+        with self.engine.begin() as conn:
+            rows = blockindex.load_block_index_txn(conn)
+            best = chainmeta.get_best_block_txn(conn)
+            infos = fileinfo.load_file_info_txn(conn)
+            self._have_pruned = chainmeta.get_have_pruned_txn(conn)
+        self._open_files().adopt_infos(infos)
+        self.coins.clear()
+        return rows, best
+
+    def commit_watch(self) -> CommitWatch:
+        """A cheap test of whether another process committed since the last look."""
+        return CommitWatch(self.engine)
 
     @_storage_errors
     def close(self) -> None:

@@ -155,9 +155,9 @@ def claim_server_writer(engine: Engine, url: URL) -> Any:
     return conn
 
 
-def ensure_schema(engine: Engine, where: str) -> None:
+def ensure_schema(engine: Engine, where: str, read_only: bool = False) -> None:
     """Create an empty database at head, accept one at head, upgrade an older one of ours,
-    refuse anything else."""
+    refuse anything else.  ``read_only`` (a front end): accept only a database at head."""
     if engine.dialect.name == "sqlite":
         rebuild = "restart with -reindex to rebuild it from the block files"
         move, remove = "Move it away", "delete %s" % where
@@ -167,6 +167,10 @@ def ensure_schema(engine: Engine, where: str) -> None:
         move, remove = "Use another database", "use another database"
     with engine.begin() as conn:
         revision = _stored_revision(conn)
+        if read_only and revision != HEAD_REVISION:
+            raise SchemaError("chain-state database %s has schema revision %r, but this version "
+                              "of coin reads revision %r: start its writer first (of this "
+                              "version), which creates or upgrades it" % (where, revision, HEAD_REVISION))
         if revision is None:
             if inspect(conn).get_table_names():
                 raise SchemaError(

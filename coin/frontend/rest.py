@@ -1,0 +1,82 @@
+"""REST on a front end: chain paths served here, mempool paths from the writer.
+
+``mempool/*`` and ``getutxos`` with ``checkmempool`` (or a POSTed request, whose flag is
+in the body) depend on the writer's memory pool and are forwarded; ``tx/<txid>`` not found
+here (in the mempool, or not indexed yet) is asked of the writer too.  The writer's
+errors come back with their status and text.  ``chaininfo.json`` carries the front-end
+field of getblockchaininfo.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from coin.frontend.forward import Answer, WriterClient, WriterUnavailable
+from coin.frontend.rpc import FRONTEND_FIELD
+from coin.rest.resource import NoSuchPath, RESTError, RESTResource, _is_getutxos
+from coin.rpc.errors import HTTP_NOT_FOUND
+
+HTTP_OK = 200
+HTTP_SERVICE_UNAVAILABLE = 503
+
+
+class FrontendREST(RESTResource):
+    """The ``/rest`` tree of a front end (see the module docstring)."""
+
+    def __init__(self, chain: Any, writer: WriterClient, *, warmup: Any = None,
+                 fresh: Callable[[], Optional[Deferred]] = lambda: None) -> None:
+        super().__init__(chain, None, warmup=warmup)
+        self._writer = writer
+        #: None, or a Deferred firing once the chain is the writer's last commit.
+        self._fresh = fresh
+
+    def route(self, path: str, body: bytes = b"") -> Deferred:
+        if path.startswith("mempool/") or (_is_getutxos(path) and (
+                body or path[len("getutxos"):].startswith("/checkmempool"))):
+            return self._forward(path, body)
+        waiting = self._fresh()
+        if waiting is not None:
+            return waiting.addCallback(lambda _: self._route_here(path, body))
+        return self._route_here(path, body)
+
+    def _route_here(self, path: str, body: bytes) -> Deferred:
+        answer = super().route(path, body)
+        if path.startswith("tx/"):
+            answer.addErrback(self._tx_not_found, path)
+        elif path.startswith("chaininfo"):
+            answer.addCallback(_marked)
+        return answer
+
+    def _tx_not_found(self, reason: Failure, path: str) -> Deferred:
+        reason.trap(RESTError)
+        if reason.value.status != HTTP_NOT_FOUND:
+            return reason
+        return self._forward(path, b"")
+
+    def _forward(self, path: str, body: bytes) -> Deferred:
+        target = b"/rest/" + path.encode("utf-8", "surrogateescape")
+        d = self._writer.request(b"POST" if body else b"GET", target, body, authenticate=False)
+        return d.addCallbacks(_body_of, _unavailable)
+
+
+def _marked(body: Tuple[bytes, bytes]) -> Tuple[bytes, bytes]:
+    """chaininfo.json is getblockchaininfo's object: on a front end, with its field too."""
+    content_type, data = body
+    return content_type, data[:data.rindex(b"}")] + b',"%s":true}\n' % FRONTEND_FIELD.encode()
+
+
+def _body_of(answer: Answer) -> Any:
+    if answer.status == HTTP_OK:
+        return answer.content_type, answer.body
+    if answer.status == HTTP_NOT_FOUND and not answer.body:
+        raise NoSuchPath()
+    raise RESTError(answer.status, answer.body.decode("utf-8", "replace").removesuffix("\r\n"))
+
+
+def _unavailable(reason: Failure) -> Any:
+    reason.trap(WriterUnavailable)
+    raise RESTError(HTTP_SERVICE_UNAVAILABLE,
+                    "Service temporarily unavailable: %s" % reason.value)

@@ -1,0 +1,122 @@
+"""JSON-RPC on a front end: read-only methods here, everything else at the writer.
+
+A request (one call or a batch) is answered here when every call in it is a method of
+:data:`LOCAL_METHODS` on ``/``; otherwise the whole body goes to the writer unchanged and
+its answer comes back unchanged, so batches keep the writer's order and semantics.  A
+``getrawtransaction`` not found here (a mempool transaction, or one the transaction index
+has not committed yet) is asked of the writer as well.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional
+from urllib.parse import quote_from_bytes
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.python.failure import Failure
+
+from coin.frontend.forward import WriterClient, WriterUnavailable
+from coin.rpc.auth import Whitelist
+from coin.rpc.errors import RPC_IN_WARMUP, RPC_INVALID_ADDRESS_OR_KEY, RPCError, map_exception
+from coin.rpc.jsonrpc import FORBIDDEN, JSON_CONTENT_TYPE, JSONRPCCore, Reply, encode_json
+from coin.rpc.registry import MethodTable
+
+#: Methods whose answer depends only on the committed chain (not on the mempool, wallets,
+#: peers or the node's own state): answered by the front end itself.
+LOCAL_METHODS: FrozenSet[str] = frozenset((
+    "getbestblockhash", "getblockcount", "getblockhash", "getblock", "getblockheader",
+    "getchaintips", "getdifficulty", "getblockchaininfo", "getrawtransaction",
+))
+#: What ``getblockchaininfo`` adds on a front end.
+FRONTEND_FIELD = "frontend"
+_NOT_FOUND_CODE = b'"code":%d' % RPC_INVALID_ADDRESS_OR_KEY
+
+
+def local_method_table(methods: MethodTable, names: Iterable[str]) -> MethodTable:
+    """The methods of ``names`` from ``methods``, getblockchaininfo marked as a front end's."""
+    table = MethodTable()
+    for name in names:
+        method = methods.get(name)
+        if method is None:
+            continue
+        if name == "getblockchaininfo":
+            method = dataclasses.replace(method, handler=_marked(method.handler))
+        table.add(method, methods.origin(name))
+    return table
+
+
+def _marked(handler: Callable[..., Dict[str, Any]]) -> Callable[..., Dict[str, Any]]:
+    def getblockchaininfo(ctx: Any, *args: Any) -> Dict[str, Any]:
+        info = handler(ctx, *args)
+        info[FRONTEND_FIELD] = True
+        return info
+    return getblockchaininfo
+
+
+def called_methods(body: bytes) -> Optional[list]:
+    """Method names of a request body (one per call), or None if it is not a call or batch of
+    calls with string methods (the local core then answers it with the writer's error)."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    calls = request if isinstance(request, list) else [request]
+    names = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("method"), str):
+            return None
+        names.append(call["method"])
+    return names
+
+
+class FrontendCore:
+    """Stands where :class:`~coin.rpc.jsonrpc.JSONRPCCore` stands in RPCRoot (``handle``)."""
+
+    def __init__(self, local: JSONRPCCore, writer: WriterClient, whitelist: Whitelist,
+                 fresh: Callable[[], Optional[Deferred]] = lambda: None) -> None:
+        self._local = local
+        self._writer = writer
+        self._whitelist = whitelist
+        #: None, or a Deferred firing once the chain is the writer's last commit.
+        self._fresh = fresh
+        self._names = frozenset(method.name for method in local.methods)
+
+    def handle(self, body: bytes, user: str, wallet_name: Optional[str] = None) -> Deferred:
+        names = called_methods(body)
+        if wallet_name is None and (names is None or all(name in self._names for name in names)):
+            waiting = self._fresh()
+            if waiting is not None:
+                return waiting.addCallback(lambda _: self._answer_here(body, user, names))
+            return self._answer_here(body, user, names)
+        if self._whitelist.denies_all(user) or any(
+                not self._whitelist.allows(user, name) for name in names or ()):
+            return succeed(FORBIDDEN)
+        path = b"/" if wallet_name is None else b"/wallet/" + quote_from_bytes(
+            wallet_name.encode("utf-8", "surrogateescape"), safe="").encode("ascii")
+        return self.forward(path, body)
+
+    def _answer_here(self, body: bytes, user: str, names: Optional[list]) -> Deferred:
+        answer = self._local.handle(body, user, None)
+        if names == ["getrawtransaction"]:
+            answer.addCallback(self._or_writer, body)
+        return answer
+
+    def _or_writer(self, reply: Reply, body: bytes) -> Any:
+        if _NOT_FOUND_CODE in reply.body:
+            return self.forward(b"/", body)
+        return reply
+
+    def forward(self, path: bytes, body: bytes) -> Deferred:
+        """The writer's answer to ``body`` on ``path`` as a Reply (-28 if it is unreachable)."""
+        d = self._writer.request(b"POST", path, body, content_type=b"text/plain")
+        return d.addCallbacks(lambda a: Reply(a.status, a.body, a.content_type),
+                              _unavailable)
+
+
+def _unavailable(reason: Failure) -> Reply:
+    reason.trap(WriterUnavailable)
+    status, error = map_exception(RPCError(RPC_IN_WARMUP, str(reason.value)))
+    body = b'{"result":null,"error":' + encode_json(error) + b',"id":null}\n'
+    return Reply(status, body, JSON_CONTENT_TYPE)
