@@ -26,6 +26,7 @@ from coin import __version__
 from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
+from coin.chain.ibd import DEFAULT_PROGRESS_INTERVAL, ProgressLog
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.service import ValidationService
 from coin.chain.stop import StopAtHeight
@@ -210,6 +211,8 @@ class NodeService(service.MultiService):
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
         chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)
+        chainstate.progress = ProgressLog(self.config.get_int("progressinterval")
+                                          or DEFAULT_PROGRESS_INTERVAL)
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
             reindex_chainstate=settings.reindex_chainstate)

@@ -135,6 +135,9 @@ class ChainState:
         #: extra ``(script, amount)`` outputs.  Both run on the worker.
         self.superblock_check: Optional[Callable[[int, Transaction], Optional[int]]] = None
         self.superblock_payments: Optional[Callable[[int], Sequence[Tuple[bytes, int]]]] = None
+        #: Called with the chain state after each connected block (the IBD progress log,
+        #: coin.chain.ibd.ProgressLog); cheap between its lines.
+        self.progress: Optional[Callable[["ChainState"], None]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -614,6 +617,8 @@ class ChainState:
                         self._candidates.discard(entry)
                     self._rebuild_candidates()
                     break
+                if self.progress is not None:
+                    self.progress(self)
                 if self._extends_published():
                     self._publish_snapshot()
                 if self.store.needs_flush() or self._prune_due():
