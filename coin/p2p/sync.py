@@ -61,7 +61,7 @@ Initial block download
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from twisted.internet.defer import CancelledError, Deferred, inlineCallbacks
 from twisted.logger import Logger
@@ -85,9 +85,12 @@ from coin.p2p.messages import (
     GetDataMessage,
     GetHeadersMessage,
     HeadersMessage,
+    InvalidMessage,
     InvItem,
     InvMessage,
     NotFoundMessage,
+    ProtocolViolation,
+    RawBlockMessage,
     RejectMessage,
     TxMessage,
 )
@@ -693,7 +696,10 @@ class BlockSync:
             return False
         return prev.chainwork + block_proof(block.header.bits) > tip.chainwork
 
-    def _on_block(self, peer: "PeerProtocol", message: BlockMessage) -> Optional[Deferred]:
+    def _on_block(self, peer: "PeerProtocol",
+                  message: Union[BlockMessage, RawBlockMessage]) -> Optional[Deferred]:
+        if isinstance(message, RawBlockMessage):
+            return self._parse_block(peer, message)
         block = message.block
         block_hash = block.hash
         peer.known_inventory.add(block_hash)
@@ -720,6 +726,30 @@ class BlockSync:
                 or self.validating_bytes > self.max_validating_bytes:
             return d  # hold this peer until the worker has caught up with it
         return None
+
+    def _parse_block(self, peer: "PeerProtocol", message: RawBlockMessage) -> Deferred:
+        """Parse a received block in the node's pool, then handle it as :meth:`_on_block`.
+
+        The reactor keeps serving every other peer and RPC meanwhile; this peer's later
+        messages wait (the returned Deferred holds it), so they keep their order.  A
+        payload that does not parse is the peer's invalid message, as at decode time.
+        """
+        d = self.chain.in_thread(message.parse)
+
+        def parsed(block_message: BlockMessage) -> Optional[Deferred]:
+            # A peer that went away meanwhile is forgotten, with its requests.
+            return self._on_block(peer, block_message) if peer.is_open else None
+
+        def malformed(failure: Failure) -> None:
+            failure.trap(ProtocolViolation)
+            peer.invalid(InvalidMessage(message.command, message.payload, failure.value))
+
+        d.addCallbacks(parsed, malformed)
+        # ``d`` counts as called once the parse is done, even while it waits on the hold
+        # _on_block returned; the peer is held until this one fires.
+        handled: Deferred = Deferred()
+        d.chainDeferred(handled)
+        return handled
 
     def _validate(self, block: Block) -> Deferred:
         """Queue a block for the worker; fires with its entry or fails with its error."""

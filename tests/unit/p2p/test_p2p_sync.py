@@ -13,7 +13,7 @@ from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
-from coin.consensus.errors import ValidationError
+from coin.consensus.errors import REJECT_MALFORMED, ValidationError
 from coin.mempool.accept import MissingInputs
 from coin.p2p.connman import P2PService, P2PSettings
 from coin.p2p.messages import (
@@ -33,6 +33,7 @@ from coin.p2p.messages import (
     MempoolMessage,
     MessageDecoder,
     NotFoundMessage,
+    RawBlockMessage,
     SendHeadersMessage,
     TxMessage,
     VerackMessage,
@@ -40,7 +41,7 @@ from coin.p2p.messages import (
     encode_message,
 )
 from coin.p2p.netaddr import NetAddress
-from coin.p2p.peer import PeerProtocol
+from coin.p2p.peer import MALFORMED_BAN_SCORE, PeerProtocol
 from coin.p2p.relay import OrphanPool, TxRelay
 from coin.p2p.sync import BlockSync, header_of, process_blocks
 from coin.primitives.block import Block, BlockHeader
@@ -57,6 +58,8 @@ class FakeChain:
     def __init__(self, state: Any) -> None:
         self.state = state
         self.submitted: List[bytes] = []
+        #: Names of the functions run "in the pool" (here at once).
+        self.pooled: List[str] = []
 
     def submit_headers(self, headers: List[BlockHeader]) -> Deferred:
         return maybeDeferred(self.state.accept_headers, headers)
@@ -70,6 +73,10 @@ class FakeChain:
 
     def call(self, f: Any, *args: Any) -> Deferred:
         return maybeDeferred(f, self.state, *args)
+
+    def in_thread(self, f: Any, *args: Any) -> Deferred:
+        self.pooled.append(f.__name__)
+        return maybeDeferred(f, *args)
 
 
 class FakeEntry:
@@ -251,6 +258,20 @@ class HeaderSyncTests(SyncTestCase):
         self.assertEqual(peer.synced_blocks, 30)
         # It gave us new blocks: protected from inbound eviction for that.
         self.assertEqual(peer.last_block_time, self.node.reactor.seconds())
+
+    def test_blocks_are_parsed_in_the_pool(self) -> None:
+        peer, transport = self.node.connect(start_height=30)
+        feed(peer, HeadersMessage([b.header for b in self.blocks]))
+        feed(peer, BlockMessage(self.blocks[0]))
+        # The peer decodes only the framing; the transactions are parsed by the pool.
+        self.assertEqual(self.node.chain.pooled, ["parse"])
+        self.assertEqual(self.node.state.height, 1)
+        # A payload that does not parse is the peer's malformed message, as at decode time.
+        feed(peer, RawBlockMessage(self.blocks[1].serialize()[:-1]))
+        (reject,) = sent(transport, "reject")
+        self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
+        self.assertEqual(peer.ban_score, MALFORMED_BAN_SCORE)
+        self.assertEqual(self.node.state.height, 1)
 
     def test_only_one_header_sync_peer_during_initial_download(self) -> None:
         behind, behind_t = self.node.connect(start_height=0)
