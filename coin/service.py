@@ -211,8 +211,8 @@ class NodeService(service.MultiService):
                                                     or DEFAULT_MAX_BLOCKFILE_SIZE))
         chainstate = ChainState(self.params, self.store, clock=self.clock, in_thread=self.in_thread)
         chainstate.configure_pruning(prune_mode, prune_target)
-        chainstate.progress = ProgressLog(self.config.get_int("progressinterval")
-                                          or DEFAULT_PROGRESS_INTERVAL)
+        chainstate.progress = ProgressLog(
+            self.config.get_int("progressinterval", DEFAULT_PROGRESS_INTERVAL))
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
             reindex_chainstate=settings.reindex_chainstate)

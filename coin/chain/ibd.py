@@ -25,7 +25,7 @@ IBD_HEADERS_LAG = 24 * 6
 #: Blocks whose transaction counts give the average used to extrapolate missing blocks.
 PROGRESS_SAMPLE_BLOCKS = 1000
 #: Seconds between two progress lines (``-progressinterval``).
-DEFAULT_PROGRESS_INTERVAL = 10.0
+DEFAULT_PROGRESS_INTERVAL = 10
 
 
 def in_initial_download(tip: Optional[BlockIndexEntry], best_header: Optional[BlockIndexEntry],
@@ -123,7 +123,7 @@ class ProgressLog:
             self._start = (now, tip.height, tip.chain_tx)
             return
         elapsed = now - start[0]
-        if elapsed < self.interval:
+        if elapsed < self.interval or elapsed <= 0:
             return
         self._start = (now, tip.height, tip.chain_tx)
         best_header = chainstate.best_header
