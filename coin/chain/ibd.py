@@ -43,8 +43,8 @@ def _header_tx_estimate(tip: BlockIndexEntry, best_header: Optional[BlockIndexEn
     if best_header is None or best_header.height <= tip.height:
         return 0.0
     base = tip.get_ancestor(max(0, tip.height - PROGRESS_SAMPLE_BLOCKS))
-    sampled = tip.height - base.height
-    if sampled > 0 and base.chain_tx:
+    sampled = tip.height - base.height if base is not None else 0
+    if base is not None and sampled > 0 and base.chain_tx:
         per_block = (tip.chain_tx - base.chain_tx) / sampled
     else:
         per_block = tip.chain_tx / (tip.height + 1)

@@ -91,7 +91,9 @@ def open_utxo_walk(chainstate: ChainState) -> Tuple[BlockIndexEntry, Iterator[Tu
     """The tip and a cursor over the UTXO set at it (worker): flushes the coins cache
     first, as Core's gettxoutsetinfo does, so the stored set is the whole set."""
     chainstate.flush()
-    return chainstate.tip, chainstate.store.utxo_cursor()
+    tip = chainstate.tip
+    assert tip is not None, "a loaded chain always has genesis"
+    return tip, chainstate.store.utxo_cursor()
 
 
 async def utxo_set_info(chain: "ChainAccess") -> UTXOSetInfo:
