@@ -472,27 +472,32 @@ class DownloadTests(SyncTestCase):
         self.node.flush()
         feed(p, *[BlockMessage(b) for b in self.blocks[:8]])
         # The first block went to the worker alone; the next four wait, and the fifth
-        # block waiting for validation holds the peer: its later blocks are not read.
+        # block waiting for the worker holds the peer: its later blocks are not read.
         self.assertEqual([len(blocks) for blocks, _ in calls], [1])
-        self.assertEqual(self.node.sync.peer_state(p).validating, 5)
-        self.assertEqual(len(self.node.sync._to_validate), 4)
+        st = self.node.sync.peer_state(p)
+        self.assertEqual((st.validating, st.waiting), (6, 5))
+        self.assertEqual(len(self.node.sync._to_validate), 5)
         blocks, d = calls.pop()
         d.callback([self.node.state.process_block(b) for b in blocks])
-        # The waiting blocks go as one batch.
-        self.assertEqual([len(blocks) for blocks, _ in calls], [4])
+        # The waiting blocks go as one batch, and handing them over releases the peer:
+        # blocks 7 and 8 are read and queued while that batch is still being validated.
+        self.assertEqual([len(blocks) for blocks, _ in calls], [5])
+        self.assertEqual([q.block.hash for q in self.node.sync._to_validate],
+                         [b.hash for b in self.blocks[6:8]])
+        self.assertEqual((st.validating, st.waiting), (7, 2))
         blocks, d = calls.pop()
         d.callback(process_blocks(self.node.state, blocks))
-        self.assertEqual(self.node.state.height, 5)
-        # The peer was released: blocks 6 to 8 are read and go to the worker together.
-        self.assertEqual([len(blocks) for blocks, _ in calls], [3])
-        self.assertEqual(self.node.sync.peer_state(p).validating, 3)
+        self.assertEqual(self.node.state.height, 6)
+        self.assertEqual([len(blocks) for blocks, _ in calls], [2])
+        self.assertEqual((st.validating, st.waiting), (2, 0))
 
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
         self.node.p2p.stopService()
-        d = self.node.sync._validate(self.blocks[0])
-        self.failureResultOf(d, CancelledError)
+        queued = self.node.sync._queue(self.blocks[0], self.node.sync.peer_state(p))
+        self.node.sync._run_worker()
+        self.failureResultOf(queued.deferred, CancelledError)
         self.assertEqual(self.node.state.height, 0)
 
     def test_batch_results_per_block(self) -> None:
