@@ -10,7 +10,8 @@
 2. Starts a ``coind`` on that directory as the source, and a fresh ``coind`` connected
    to it with ``-connect`` (both ``-disablewallet``, so only the node's own work is
    measured).  From the moment the fresh node's RPC is up, polls
-   ``getblockchaininfo`` until its headers and then its blocks reach the source's tip.
+   ``getblockchaininfo`` until its headers and then its blocks reach the source's tip;
+   the polls' round trips (median, p90, max) show how long its reactor stalls.
 3. Stops the fresh node and rebuilds its chain state in-process with ``-reindex``
    (``open_chain(..., reindex=True)``, as bench/reindex.py does) from the block files
    the sync wrote.
@@ -27,6 +28,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -74,6 +76,14 @@ def rate(count: int, seconds: float) -> float:
     return round(count / seconds, 1) if seconds > 0 else 0.0
 
 
+def latency_summary(seconds: List[float]) -> Dict[str, float]:
+    """Median, 90th percentile and maximum of round trips, in milliseconds."""
+    ordered = sorted(seconds)
+    return {"median": round(statistics.median(ordered) * 1000, 1),
+            "p90": round(ordered[int(len(ordered) * 0.9)] * 1000, 1),
+            "max": round(ordered[-1] * 1000, 1)}
+
+
 def measure_sync(source_dir: str, sink_dir: str, shape: Dict[str, Any]) -> Dict[str, Any]:
     port = free_port()
     source = NodeProcess.start(source_dir, ["-port=%d" % port, "-listen=1", "-connect=0",
@@ -86,9 +96,12 @@ def measure_sync(source_dir: str, sink_dir: str, shape: Dict[str, Any]) -> Dict[
         started = time.perf_counter()
         headers_at = None
         deadline = started + 3600
+        latencies: List[float] = []
         while time.perf_counter() < deadline:
+            asked = time.perf_counter()
             info = sink.rpc("getblockchaininfo")
             now = time.perf_counter()
+            latencies.append(now - asked)
             if headers_at is None and info["headers"] >= shape["blocks"]:
                 headers_at = now - started
             if info["blocks"] >= shape["blocks"]:
@@ -106,6 +119,8 @@ def measure_sync(source_dir: str, sink_dir: str, shape: Dict[str, Any]) -> Dict[
             "blocks_per_s": rate(shape["blocks"], elapsed),
             "tx_per_s": rate(shape["transactions"], elapsed),
             "bytes_received": peer["bytesrecv"],
+            # The syncing node's reactor answers these: its stalls show here.
+            "rpc_latency_ms": latency_summary(latencies),
             "banscore": peer["banscore"],
         }
         if sink.stop() != 0:

@@ -23,6 +23,21 @@ WITNESS_SCALE_FACTOR = 4
 #: Blocks may be at most this far (seconds) ahead of network-adjusted time.
 MAX_FUTURE_BLOCK_TIME = 2 * 60 * 60
 
+
+
+@dataclass(frozen=True)
+class ChainTxData:
+    """Core's ChainTxData: a known point of the chain's transaction history, for
+    estimating verification progress (``time`` 0 and ``tx_count`` 0: nothing known)."""
+
+    #: UNIX time of the last known transaction count.
+    time: int = 0
+    #: Transactions from genesis up to that time.
+    tx_count: int = 0
+    #: Estimated transactions per second after that time.
+    tx_rate: float = 0.0
+
+
 _GENESIS_OUTPUT_KEY = bytes.fromhex(
     "04678afdb0fe5548271967f1a67130b7105cd6a828e03909a67962e0ea1f61deb6"
     "49f6bc3f4cef38c4f35504e51ec112de5c384df7ba0b8d578a4c702b6bf11d5f")
@@ -91,6 +106,8 @@ class ChainParams:
     #: Core's defaultAssumeValid (-assumevalid's default): None checks every script.  Main
     #: and test have no history yet; set each to a block of theirs once they have one.
     default_assume_valid: Optional[bytes] = None
+    #: Transaction history for the progress estimate; empty until the chain has history.
+    tx_data: ChainTxData = ChainTxData()
 
     def deployment(self, name: str) -> Deployment:
         for d in self.deployments:

@@ -27,6 +27,7 @@ from coin.chain.access import ChainAccess
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.events import ChainEvent, TipChanged
+from coin.chain.ibd import DEFAULT_PROGRESS_INTERVAL, ProgressLog
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chain.scriptcheck import assume_valid_from_option
 from coin.chain.service import ValidationService
@@ -258,6 +259,8 @@ class NodeService(service.MultiService):
             script_check_threads(self.config.get_int("par")) - 1)
         chainstate.assume_valid = assume_valid_from_option(self.config.get("assumevalid"),
                                                            self.params.default_assume_valid)
+        chainstate.progress = ProgressLog(
+            self.config.get_int("progressinterval", DEFAULT_PROGRESS_INTERVAL))
         self.validation = ValidationService(
             chainstate, self.reactor, reindex=settings.reindex,
             reindex_chainstate=settings.reindex_chainstate)

@@ -151,6 +151,9 @@ class ChainState:
         #: The block last accepted, with its legacy sigop counts: connect takes it from
         #: here instead of reading and parsing it back from disk.
         self._just_accepted: Optional[Tuple[BlockIndexEntry, Block, List[int]]] = None
+        #: Called with the chain state after each connected block (the IBD progress log,
+        #: coin.chain.ibd.ProgressLog); cheap between its lines.
+        self.progress: Optional[Callable[["ChainState"], None]] = None
 
     # ------------------------------------------------------------------ queries
 
@@ -640,6 +643,8 @@ class ChainState:
                         self._candidates.discard(entry)
                     self._rebuild_candidates()
                     break
+                if self.progress is not None:
+                    self.progress(self)
                 if self._extends_published():
                     self._publish_snapshot()
                 if self.store.needs_flush() or self._prune_due():

@@ -100,6 +100,9 @@ def node_options() -> OptionRegistry:
           "the specified target size in MiB)", kind="int", default=0, meta="=<n>")
     r.add("blockfilesize", "Roll block and undo files over at <n> bytes (tests of pruning; "
           "default: %d)" % (128 << 20), kind="int", meta="=<n>", debug_only=True)
+    r.add("progressinterval", "Seconds between the progress lines logged during initial "
+          "block download and -reindex (0: after every block; default: 10)", kind="int", meta="=<n>",
+          debug_only=True)
     r.add("reindex", "Rebuild chain state and block index from the blk*.dat files on disk",
           kind="bool", default=False)
     r.add("reindex-chainstate", "Rebuild chain state from the currently indexed blocks",

@@ -50,6 +50,7 @@ from coin.p2p.messages import (
     HEADER_SIZE,
     MAX_REJECT_MESSAGE_LENGTH,
     MESSAGE_TYPES,
+    RECEIVED_TYPES,
     MIN_PEER_PROTO_VERSION,
     NODE_NETWORK,
     PROTOCOL_VERSION,
@@ -504,7 +505,7 @@ class PeerProtocol(protocol.Protocol):
         self._process_queue()
 
     def _decode(self, command: str, payload: bytes) -> Any:
-        message = decode_payload(command, payload)
+        message = decode_payload(command, payload, RECEIVED_TYPES)
         self._sizes[id(message)] = len(payload)
         return message
 
@@ -546,7 +547,7 @@ class PeerProtocol(protocol.Protocol):
 
     def _process(self, item: Any) -> Optional[Deferred]:
         if isinstance(item, InvalidMessage):
-            self._invalid(item)
+            self.invalid(item)
             return None
         command = item.command
         if not self.version_received:
@@ -571,7 +572,7 @@ class PeerProtocol(protocol.Protocol):
             return None
         return handler(self, item)
 
-    def _invalid(self, item: InvalidMessage) -> None:
+    def invalid(self, item: InvalidMessage) -> None:
         """A framed message that cannot be processed: reject, score, maybe disconnect."""
         violation = item.violation
         score = violation.ban_score

@@ -34,9 +34,12 @@ Block download
     and validated with one chain activation (:func:`process_blocks`; one block at a time
     the chain engine would fsync its block files once per block) -- results, ban scores
     and rejects stay per block.  A peer with more than ``max_validating_per_peer`` (16)
-    blocks waiting, or any peer while more than ``max_validating_bytes`` (32 MB) wait in
-    all, is held: its handler returns the Deferred and the peer is not read until the
-    worker catches up, so memory stays bounded whatever peers send.  An unrequested block
+    blocks waiting for the worker, or any peer while more than ``max_validating_bytes``
+    (32 MB) are queued or validating in all, is held: its handler returns a Deferred that
+    fires when the worker takes the block, and the peer is not read until then.  So a
+    peer keeps downloading the next batch while the worker validates the current one,
+    and memory stays bounded whatever peers send.  Blocks are parsed in the node's
+    thread pool first (``RawBlockMessage``), not on the reactor.  An unrequested block
     is processed only if it would become our new tip (more work than the tip, parent
     known, not absurdly far ahead: Core's rule for unrequested blocks); any other
     unrequested block is dropped and scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
@@ -61,7 +64,7 @@ Initial block download
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from twisted.internet.defer import CancelledError, Deferred, inlineCallbacks
 from twisted.logger import Logger
@@ -85,9 +88,12 @@ from coin.p2p.messages import (
     GetDataMessage,
     GetHeadersMessage,
     HeadersMessage,
+    InvalidMessage,
     InvItem,
     InvMessage,
     NotFoundMessage,
+    ProtocolViolation,
+    RawBlockMessage,
     RejectMessage,
     TxMessage,
 )
@@ -171,7 +177,7 @@ class PeerSync:
     __slots__ = ("sync_started", "headers_sync_timeout", "gave_up_sync", "best_known",
                  "last_unknown", "last_common", "best_header_sent", "unconnecting_headers",
                  "stalling_since", "downloading_since", "to_announce", "validating",
-                 "hash_continue", "not_found")
+                 "waiting", "hash_continue", "not_found")
 
     def __init__(self) -> None:
         self.sync_started = False
@@ -192,6 +198,8 @@ class PeerSync:
         self.to_announce: List[bytes] = []
         #: Its blocks submitted to validation and not finished.
         self.validating = 0
+        #: Those of them still queued, not yet handed to the worker.
+        self.waiting = 0
         #: getblocks' hashContinue: when this block is fetched, inv our tip.
         self.hash_continue: Optional[bytes] = None
         #: Blocks it answered ``notfound`` for: not asked of it again.
@@ -199,13 +207,25 @@ class PeerSync:
 
 
 class _Queued:
-    """A received block waiting for the validation worker."""
+    """A received block waiting for the validation worker.
 
-    __slots__ = ("block", "deferred")
+    ``taken`` (when set) fires as the block is handed to the worker: it holds the peer
+    that delivered the block over its queue limit until then.
+    """
 
-    def __init__(self, block: Block, deferred: Deferred) -> None:
+    __slots__ = ("block", "deferred", "peer_state", "taken")
+
+    def __init__(self, block: Block, deferred: Deferred, peer_state: PeerSync) -> None:
         self.block = block
         self.deferred = deferred
+        self.peer_state = peer_state
+        self.taken: Optional[Deferred] = None
+
+    def hand_over(self) -> None:
+        """The block leaves the queue (to the worker, or dropped at shutdown)."""
+        self.peer_state.waiting -= 1
+        if self.taken is not None:
+            self.taken.callback(None)
 
 
 def process_blocks(chainstate: Any, blocks: List[Block]) -> List[Any]:
@@ -693,7 +713,10 @@ class BlockSync:
             return False
         return prev.chainwork + block_proof(block.header.bits) > tip.chainwork
 
-    def _on_block(self, peer: "PeerProtocol", message: BlockMessage) -> Optional[Deferred]:
+    def _on_block(self, peer: "PeerProtocol",
+                  message: Union[BlockMessage, RawBlockMessage]) -> Optional[Deferred]:
+        if isinstance(message, RawBlockMessage):
+            return self._parse_block(peer, message)
         block = message.block
         block_hash = block.hash
         peer.known_inventory.add(block_hash)
@@ -711,23 +734,52 @@ class BlockSync:
         st = self.peer_state(peer)
         self.validating.add(block_hash)
         st.validating += 1
-        d = self._validate(block)
+        st.waiting += 1
+        queued = self._queue(block, st)
+        d = queued.deferred
         d.addCallbacks(self._block_accepted, self._block_failed,
                        callbackArgs=(peer, block_hash), errbackArgs=(peer, block_hash))
         d.addBoth(self._block_done, peer, block_hash, block.size)
-        self._request_blocks(peer)  # keep its queue full while the worker is busy
-        if st.validating > self.max_validating_per_peer \
+        if st.waiting > self.max_validating_per_peer \
                 or self.validating_bytes > self.max_validating_bytes:
-            return d  # hold this peer until the worker has caught up with it
-        return None
-
-    def _validate(self, block: Block) -> Deferred:
-        """Queue a block for the worker; fires with its entry or fails with its error."""
-        d: Deferred = Deferred()
-        self._to_validate.append(_Queued(block, d))
-        self.validating_bytes += block.size
+            # Hold this peer until the worker takes this block: the peer keeps
+            # downloading the next batch while the worker validates this one.
+            queued.taken = Deferred()
         self._run_worker()
-        return d
+        self._request_blocks(peer)  # keep its queue full while the worker is busy
+        return queued.taken
+
+    def _parse_block(self, peer: "PeerProtocol", message: RawBlockMessage) -> Deferred:
+        """Parse a received block in the node's pool, then handle it as :meth:`_on_block`.
+
+        The reactor keeps serving every other peer and RPC meanwhile; this peer's later
+        messages wait (the returned Deferred holds it), so they keep their order.  A
+        payload that does not parse is the peer's invalid message, as at decode time.
+        """
+        d = self.chain.in_thread(message.parse)
+
+        def parsed(block_message: BlockMessage) -> Optional[Deferred]:
+            # A peer that went away meanwhile is forgotten, with its requests.
+            return self._on_block(peer, block_message) if peer.is_open else None
+
+        def malformed(failure: Failure) -> None:
+            failure.trap(ProtocolViolation)
+            peer.invalid(InvalidMessage(message.command, message.payload, failure.value))
+
+        d.addCallbacks(parsed, malformed)
+        # ``d`` counts as called once the parse is done, even while it waits on the hold
+        # _on_block returned; the peer is held until this one fires.
+        handled: Deferred = Deferred()
+        d.chainDeferred(handled)
+        return handled
+
+    def _queue(self, block: Block, peer_state: PeerSync) -> _Queued:
+        """Queue a block for the worker; its ``deferred`` fires with its entry or fails
+        with its error."""
+        queued = _Queued(block, Deferred(), peer_state)
+        self._to_validate.append(queued)
+        self.validating_bytes += block.size
+        return queued
 
     def _run_worker(self) -> None:
         """Hand the queued blocks to the worker, as one batch, when it is free.
@@ -743,6 +795,7 @@ class BlockSync:
             # reach the worker behind its close.
             dropped, self._to_validate = self._to_validate, []
             for queued in dropped:
+                queued.hand_over()
                 queued.deferred.errback(Failure(CancelledError("shutting down")))
             return
         batch = self._to_validate[:self.max_validation_batch]
@@ -768,6 +821,9 @@ class BlockSync:
         d.addCallbacks(done, failed)
         d.addErrback(lambda f: log.failure("block validation callback failed", f))
         d.addBoth(next_batch)
+        # Last: releasing a held peer may deliver its next blocks, and queue them, at once.
+        for queued in batch:
+            queued.hand_over()
 
     def _unrequested_block(self, peer: "PeerProtocol", block_hash: bytes, why: str) -> None:
         log.info("unrequested block {hash} from peer={id} ignored: {why}",

@@ -301,6 +301,18 @@ class ChainStore:
             coins.pop(key, None)
         return sorted(coins.items(), key=lambda item: item[0])
 
+    @_storage_errors
+    def utxo_cursor(self) -> Iterator[Tuple[Key, Coin]]:
+        """The stored UTXO set, streamed in key order from a read transaction begun now.
+
+        Unflushed changes are not seen: flush first (Core's gettxoutsetinfo does).  The
+        first row is read before returning, which pins the transaction's snapshot, so
+        the rest may be read from another thread while the writer goes on; memory stays
+        at one fetch batch however large the set.  The connection is released when the
+        iterator is exhausted or closed.
+        """
+        return utxodb.stream_coins(self.engine)
+
     def needs_flush(self) -> bool:
         """True when the UTXO cache has outgrown ``dbcache``."""
         return self.coins.over_budget()

@@ -10,7 +10,7 @@ prepared statement is reused from the driver's statement cache.
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sqlalchemy import Select, and_, bindparam, column, delete, select, values
 from sqlalchemy.engine import Connection, Dialect, Engine
@@ -117,10 +117,36 @@ class UtxoTable:
 
 def iter_coins_txn(conn: Connection) -> Iterator[Tuple[Key, Coin]]:
     """Every stored coin, in key order (streamed, not loaded at once)."""
-    rows = conn.execution_options(yield_per=10_000).execute(
+    rows = conn.execution_options(yield_per=2_000).execute(
         select(*(utxo.c[name] for name in COLUMNS)).order_by(utxo.c.txid, utxo.c.n))
     for txid, n, height, coinbase, tx_version, value, script in rows:
         yield (txid, n), Coin(value, script, height, bool(coinbase), tx_version)
+
+
+def stream_coins(engine: Engine) -> Iterator[Tuple[Key, Coin]]:
+    """Every stored coin in key order, from a read transaction of its own begun before
+    this returns (its first row is read here, which fixes SQLite's snapshot; PostgreSQL's
+    single statement sees one snapshot).  The connection is released when the iterator
+    is exhausted, closed or collected."""
+    conn = engine.connect()
+    try:
+        conn.begin()
+        rows = iter_coins_txn(conn)
+        first = next(rows, None)
+    except BaseException:
+        conn.close()
+        raise
+    return _closing(conn, first, rows)
+
+
+def _closing(conn: Connection, first: Optional[Tuple[Key, Coin]],
+             rows: Iterator[Tuple[Key, Coin]]) -> Iterator[Tuple[Key, Coin]]:
+    try:
+        if first is not None:
+            yield first
+            yield from rows
+    finally:
+        conn.close()
 
 
 def delete_all_txn(conn: Connection) -> None:

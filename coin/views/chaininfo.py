@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Protocol
 
 from coin.chain.access import ChainStatus
+from coin.chain.ibd import guess_verification_progress
 from coin.chain.index import BlockIndexEntry
 from coin.chainparams import ChainParams, MajorityRule
 from coin.consensus.pow import get_difficulty
@@ -37,35 +38,6 @@ class ChainInfoSource(ChainView, Protocol):
     @property
     def versionbits(self) -> VersionBitsCache:
         """The BIP9 state cache."""
-
-
-#: Blocks whose transaction counts give the average used to extrapolate missing blocks.
-PROGRESS_SAMPLE_BLOCKS = 1000
-
-
-def verification_progress(tip: BlockIndexEntry,
-                          best_header: Optional[BlockIndexEntry] = None) -> float:
-    """Core's GuessVerificationProgress, with headers standing in for ChainTxData.
-
-    Core divides the tip's ``chain_tx`` by an estimate of all transactions in the chain
-    (from the ChainTxData recorded in its chain parameters).  No network here records
-    one, so the estimate comes from the headers we know: the tip's ``chain_tx`` plus, for
-    every header above the tip, the average transactions per block of the last
-    ``PROGRESS_SAMPLE_BLOCKS`` blocks.  Synced (no header above the tip): 1.0; nothing
-    known about the tip's transactions: 0.0.
-    """
-    if not tip.chain_tx:
-        return 0.0
-    if best_header is None or best_header.height <= tip.height:
-        return 1.0
-    base = tip.get_ancestor(max(0, tip.height - PROGRESS_SAMPLE_BLOCKS))
-    sampled = tip.height - base.height
-    if sampled > 0 and base.chain_tx:
-        per_block = (tip.chain_tx - base.chain_tx) / sampled
-    else:
-        per_block = tip.chain_tx / (tip.height + 1)
-    remaining = (best_header.height - tip.height) * max(per_block, 1.0)
-    return tip.chain_tx / (tip.chain_tx + remaining)
 
 
 def _softfork_json(rule: MajorityRule, tip: BlockIndexEntry,
@@ -95,7 +67,8 @@ def chain_info_json(chainstate: ChainInfoSource, params: ChainParams,
         "bestblockhash": hash_to_hex(tip.hash),
         "difficulty": real_to_json(get_difficulty(tip.bits)),
         "mediantime": tip.median_time_past(),
-        "verificationprogress": real_to_json(verification_progress(tip, best_header)),
+        "verificationprogress": real_to_json(
+            guess_verification_progress(params.tx_data, tip, best_header)),
         "initialblockdownload": status.initial_block_download,
         "chainwork": "%064x" % tip.chainwork,
         "size_on_disk": status.size_on_disk,

@@ -8,8 +8,9 @@ loopback.  Waiting is polling RPC state against a deadline, never a bare sleep.
 from __future__ import annotations
 
 import os
+import re
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from coin.consensus.errors import REJECT_INVALID
 from coin.chainparams import REGTEST
@@ -256,6 +257,39 @@ class RestartTests(P2PTestCase):
         wait_synced([source, node], 120)
         self.assertEqual(node.rpc("getblockcount"), total)
         self.assertEqual(node.rpc("getblockchaininfo")["headers"], total)
+
+
+class ProgressLogTests(P2PTestCase):
+    """The UpdateTip progress lines a user watching debug.log sees during IBD and -reindex
+    (``-progressinterval=0``: a line per block, so a short chain shows them)."""
+
+    LINE = re.compile(r"UpdateTip: new best=[0-9a-f]{64} height=(\d+) version=0x[0-9a-f]{8} "
+                      r"log2_work=[\d.]+ tx=(\d+) date='[\dT:Z-]+' progress=([\d.]+) "
+                      r"cache=[\d.]+MiB\(\d+txo\) blocks/s=[\d.]+ tx/s=[\d.]+ eta=\S+$")
+
+    def lines(self, text: str) -> List[Tuple[int, int, float]]:
+        return [(int(m.group(1)), int(m.group(2)), float(m.group(3)))
+                for m in map(self.LINE.search, text.splitlines()) if m]
+
+    def test_lines_during_a_sync_and_a_reindex(self) -> None:
+        source = self.start()
+        self.mine(source, 200)
+        datadir = os.path.abspath(self.mktemp())
+        node = self.start("-connect=" + self.target(source), "-progressinterval=0",
+                          datadir=datadir)
+        wait_synced([source, node])
+        # In initial download while the best header is more than 144 blocks ahead.
+        synced = self.lines(debug_log(node))
+        self.assertTrue(synced)
+        self.assertEqual([h for h, _, _ in synced], list(range(1, 200 - 144)))
+        self.assertTrue(all(tx == h + 1 and 0 < p < 1 for h, tx, p in synced), synced)
+        self.assertEqual(node.stop(), 0)
+        log_size = len(debug_log(node))
+        node = self.start("-connect=0", "-reindex", "-progressinterval=0", datadir=datadir)
+        reindexed = self.lines(debug_log(node)[log_size:])
+        self.assertEqual([h for h, _, _ in reindexed][-1], 200)
+        self.assertEqual([h for h, _, _ in reindexed], list(range(1, 201)))
+        self.assertEqual(node.rpc("getblockcount"), 200)
 
 
 class HostilePeerTests(InProcessP2PTestCase):

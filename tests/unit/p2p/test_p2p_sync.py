@@ -13,7 +13,7 @@ from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chainparams import REGTEST
-from coin.consensus.errors import ValidationError
+from coin.consensus.errors import REJECT_MALFORMED, ValidationError
 from coin.mempool.accept import MissingInputs
 from coin.p2p.connman import P2PService, P2PSettings
 from coin.p2p.messages import (
@@ -33,6 +33,7 @@ from coin.p2p.messages import (
     MempoolMessage,
     MessageDecoder,
     NotFoundMessage,
+    RawBlockMessage,
     SendHeadersMessage,
     TxMessage,
     VerackMessage,
@@ -40,7 +41,7 @@ from coin.p2p.messages import (
     encode_message,
 )
 from coin.p2p.netaddr import NetAddress
-from coin.p2p.peer import PeerProtocol
+from coin.p2p.peer import MALFORMED_BAN_SCORE, PeerProtocol
 from coin.p2p.relay import OrphanPool, TxRelay
 from coin.p2p.sync import BlockSync, header_of, process_blocks
 from coin.primitives.block import Block, BlockHeader
@@ -57,6 +58,8 @@ class FakeChain:
     def __init__(self, state: Any) -> None:
         self.state = state
         self.submitted: List[bytes] = []
+        #: Names of the functions run "in the pool" (here at once).
+        self.pooled: List[str] = []
 
     def submit_headers(self, headers: List[BlockHeader]) -> Deferred:
         return maybeDeferred(self.state.accept_headers, headers)
@@ -70,6 +73,10 @@ class FakeChain:
 
     def call(self, f: Any, *args: Any) -> Deferred:
         return maybeDeferred(f, self.state, *args)
+
+    def in_thread(self, f: Any, *args: Any) -> Deferred:
+        self.pooled.append(f.__name__)
+        return maybeDeferred(f, *args)
 
 
 class FakeEntry:
@@ -251,6 +258,20 @@ class HeaderSyncTests(SyncTestCase):
         self.assertEqual(peer.synced_blocks, 30)
         # It gave us new blocks: protected from inbound eviction for that.
         self.assertEqual(peer.last_block_time, self.node.reactor.seconds())
+
+    def test_blocks_are_parsed_in_the_pool(self) -> None:
+        peer, transport = self.node.connect(start_height=30)
+        feed(peer, HeadersMessage([b.header for b in self.blocks]))
+        feed(peer, BlockMessage(self.blocks[0]))
+        # The peer decodes only the framing; the transactions are parsed by the pool.
+        self.assertEqual(self.node.chain.pooled, ["parse"])
+        self.assertEqual(self.node.state.height, 1)
+        # A payload that does not parse is the peer's malformed message, as at decode time.
+        feed(peer, RawBlockMessage(self.blocks[1].serialize()[:-1]))
+        (reject,) = sent(transport, "reject")
+        self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
+        self.assertEqual(peer.ban_score, MALFORMED_BAN_SCORE)
+        self.assertEqual(self.node.state.height, 1)
 
     def test_only_one_header_sync_peer_during_initial_download(self) -> None:
         behind, behind_t = self.node.connect(start_height=0)
@@ -451,27 +472,32 @@ class DownloadTests(SyncTestCase):
         self.node.flush()
         feed(p, *[BlockMessage(b) for b in self.blocks[:8]])
         # The first block went to the worker alone; the next four wait, and the fifth
-        # block waiting for validation holds the peer: its later blocks are not read.
+        # block waiting for the worker holds the peer: its later blocks are not read.
         self.assertEqual([len(blocks) for blocks, _ in calls], [1])
-        self.assertEqual(self.node.sync.peer_state(p).validating, 5)
-        self.assertEqual(len(self.node.sync._to_validate), 4)
+        st = self.node.sync.peer_state(p)
+        self.assertEqual((st.validating, st.waiting), (6, 5))
+        self.assertEqual(len(self.node.sync._to_validate), 5)
         blocks, d = calls.pop()
         d.callback([self.node.state.process_block(b) for b in blocks])
-        # The waiting blocks go as one batch.
-        self.assertEqual([len(blocks) for blocks, _ in calls], [4])
+        # The waiting blocks go as one batch, and handing them over releases the peer:
+        # blocks 7 and 8 are read and queued while that batch is still being validated.
+        self.assertEqual([len(blocks) for blocks, _ in calls], [5])
+        self.assertEqual([q.block.hash for q in self.node.sync._to_validate],
+                         [b.hash for b in self.blocks[6:8]])
+        self.assertEqual((st.validating, st.waiting), (7, 2))
         blocks, d = calls.pop()
         d.callback(process_blocks(self.node.state, blocks))
-        self.assertEqual(self.node.state.height, 5)
-        # The peer was released: blocks 6 to 8 are read and go to the worker together.
-        self.assertEqual([len(blocks) for blocks, _ in calls], [3])
-        self.assertEqual(self.node.sync.peer_state(p).validating, 3)
+        self.assertEqual(self.node.state.height, 6)
+        self.assertEqual([len(blocks) for blocks, _ in calls], [2])
+        self.assertEqual((st.validating, st.waiting), (2, 0))
 
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
         self.node.p2p.stopService()
-        d = self.node.sync._validate(self.blocks[0])
-        self.failureResultOf(d, CancelledError)
+        queued = self.node.sync._queue(self.blocks[0], self.node.sync.peer_state(p))
+        self.node.sync._run_worker()
+        self.failureResultOf(queued.deferred, CancelledError)
         self.assertEqual(self.node.state.height, 0)
 
     def test_batch_results_per_block(self) -> None:
