@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping, Optional
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from coin.views.chaininfo import verification_progress
+from coin.chain.ibd import guess_verification_progress
 from coin.views.mempool import mempool_info_json
 
 
@@ -42,7 +42,7 @@ class NodeCollector(Collector):
                                 value=best_header.height if best_header is not None else -1)
         yield GaugeMetricFamily(
             "coin_verification_progress", "Estimate of verification progress (0..1)",
-            value=verification_progress(view.tip, best_header) if view.tip is not None else 0)
+            value=guess_verification_progress(self._chain.params.tx_data, view.tip, best_header))
         yield from self._peers()
         service = self._mempool
         info = mempool_info_json(service.pool, service.policy.min_relay_fee.sat_per_kb)
