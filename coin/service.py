@@ -430,7 +430,8 @@ class NodeService(service.MultiService):
                                   config.get_int("limitancestorsize") * 1000,
                                   config.get_int("limitdescendantcount"), descendant_size),
             max_usage=max_usage,
-            expiry_seconds=config.get_int("mempoolexpiry") * 3600)
+            expiry_seconds=config.get_int("mempoolexpiry") * 3600,
+            replacement=config.get_bool("mempoolreplacement", True))
         return policy, self._fee_option("maxtxfee")
 
     def _check_prune_state(self, store: ChainStore, prune_mode: bool) -> None:

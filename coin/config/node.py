@@ -605,7 +605,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 0.00003)", category=c, meta="=<amt>", debug_only=True,
           refused="the dust fee rate is fixed")
     r.add("mempoolreplacement", "Enable transaction replacement in the memory pool (default: "
-          "0)", kind="bool", category=c, refused="this chain has no replace-by-fee")
+          "1)", kind="bool", default=True, category=c)
     r.add("whitelistforcerelay", "Force relay of transactions from whitelisted peers even if "
           "they violate local relay policy (Core's default: 1)", kind="bool", category=c,
           refused="whitelisted peers' transactions are relayed only once the mempool accepts "
