@@ -400,7 +400,8 @@ class NodeService(service.MultiService):
         """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
         fees = WalletFeeSettings(self._fee_option("paytxfee"), self._fee_option("fallbackfee"),
                                  self._fee_option("mintxfee"),
-                                 max(1, self.config.get_int("txconfirmtarget")))
+                                 max(1, self.config.get_int("txconfirmtarget")),
+                                 self.config.get_bool("walletrbf", False))
         if 0 < fees.pay_tx_fee < policy.min_relay_fee.sat_per_kb:
             raise StartupError("Invalid amount for -paytxfee=<amount>: '%s' (must be at least %s)"
                                % (self.config.get("paytxfee"), policy.min_relay_fee.to_string()))

@@ -24,6 +24,7 @@ import bisect
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.mempool.policy import FeeRate, dust_threshold
+from coin.mempool.rbf import MAX_BIP125_RBF_SEQUENCE
 from coin.primitives.script import push_minimal
 from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
 from coin.script.sign import sign_transaction
@@ -39,7 +40,7 @@ DEFAULT_FALLBACK_FEE = 20_000
 DEFAULT_CONFIRM_TARGET = 6
 #: Core's DEFAULT_TRANSACTION_MINFEE (base units per kB): -mintxfee.
 DEFAULT_TRANSACTION_MINFEE = 1_000
-#: Sequence of wallet inputs: final, no replaceability (this coin has no RBF).
+#: Sequence of wallet inputs: final, no replaceability.
 WALLET_SEQUENCE = 0xFFFFFFFF
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
 DUMMY_SIGNATURE = bytes(72)
@@ -78,6 +79,8 @@ class WalletFeeSettings(NamedTuple):
     fallback_fee: int = DEFAULT_FALLBACK_FEE
     min_tx_fee: int = DEFAULT_TRANSACTION_MINFEE
     confirm_target: int = DEFAULT_CONFIRM_TARGET
+    #: -walletrbf: sends signal BIP125 replaceability unless the call says otherwise.
+    wallet_rbf: bool = False
 
 
 class FeePolicy(NamedTuple):
@@ -98,6 +101,8 @@ class FeePolicy(NamedTuple):
     #: the relay minimum).
     fallback: FeeRate = FeeRate(DEFAULT_FALLBACK_FEE)
     min_tx: FeeRate = FeeRate(DEFAULT_TRANSACTION_MINFEE)
+    #: Inputs opt in to BIP125 replacement (Core's CCoinControl::signalRbf).
+    signal_rbf: bool = False
 
     def rate(self, pay_tx_fee: int) -> FeeRate:
         if self.fixed is not None:
@@ -168,6 +173,7 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
     if any(r.amount < 0 for r in recipients):
         raise SpendError(RPC_WALLET_ERROR, "Transaction amounts must not be negative")
     rate = fees.rate(wallet.pay_tx_fee)
+    sequence = MAX_BIP125_RBF_SEQUENCE if fees.signal_rbf else WALLET_SEQUENCE
     preset = list(preset)
     taken = {c.outpoint for c in preset}
     available = [c for c in (coins if coins is not None else wallet.available_coins())
@@ -200,21 +206,21 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
             outputs[first] = TxOut(outputs[first].value + change, outputs[first].script_pubkey)
         # Sized with dummy signatures (at least as long as real ones); signed once at the end.
-        tx, size = _build(wallet, chosen, outputs, False)
+        tx, size = _build(wallet, chosen, outputs, False, sequence=sequence)
         needed = rate.get_fee(size)
         paid = value_in - tx.total_out()
         if fees.max_fee and needed > fees.max_fee:
             raise SpendError(RPC_WALLET_ERROR, "Fee exceeds maximum configured by -maxtxfee")
         if paid >= needed and (subtracting == 0 or fee >= needed):
             if sign:
-                tx, size = _build(wallet, chosen, outputs, True)
+                tx, size = _build(wallet, chosen, outputs, True, sequence=sequence)
             # The fee is the rate times the final size: what the last attempt left over goes
             # back to the change (or to the recipient paying the fee).
             adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
                           change_pos)
             if adjust >= 0 and paid != rate.get_fee(size):
                 tx, paid = _settle(wallet, chosen, outputs, adjust, rate, fees.min_relay, sign,
-                                   tx, size)
+                                   tx, size, sequence)
             return Created(tx, paid, change_pos)
         fee = needed
     raise SpendError(RPC_WALLET_ERROR, "Transaction too large for fee policy")
@@ -247,11 +253,11 @@ def _outputs(recipients: Sequence[Recipient], fee: int, subtracting: int,
 
 def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adjust: int,
             rate: FeeRate, dust_relay_fee: FeeRate, sign: bool, tx: Transaction,
-            size: int) -> Tuple[Transaction, int]:
+            size: int, sequence: int) -> Tuple[Transaction, int]:
     """Move the difference between the fee paid and the fee the size needs into output
     ``adjust`` until they agree.  A new signature may be a byte longer or shorter, and
     two amounts can send each other back and forth; then the lock time (meaningless with
-    final sequences) changes, for a new signature.  Falls back to the last version paying
+    final sequences, and below the tip's height otherwise) changes, for a new signature.  Falls back to the last version paying
     enough."""
     value_in = sum(c.txout.value for c in chosen)
     best = tx
@@ -271,14 +277,15 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
         while (value, locktime) in tried:
             locktime += 1
         tried.add((value, locktime))
-        tx, size = _build(wallet, chosen, outputs, sign, locktime)
+        tx, size = _build(wallet, chosen, outputs, sign, locktime, sequence)
     return best, value_in - best.total_out()
 
 
 def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
-           sign: bool, locktime: int = 0) -> Tuple[Transaction, int]:
+           sign: bool, locktime: int = 0,
+           sequence: int = WALLET_SEQUENCE) -> Tuple[Transaction, int]:
     """The transaction (signed, or unsigned) and the size its fee is computed on."""
-    unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", WALLET_SEQUENCE) for c in chosen],
+    unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", sequence) for c in chosen],
                            list(outputs), locktime, CURRENT_TX_VERSION)
     scripts = [c.txout.script_pubkey for c in chosen]
     if not sign:

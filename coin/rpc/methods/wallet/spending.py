@@ -54,16 +54,19 @@ def _fee_policy(ctx: RPCContext, conf_target: Optional[int], estimate_mode: str,
     target = settings.confirm_target if conf_target is None else _conf_target(ctx, conf_target)
     if estimate_mode not in _ESTIMATE_MODES:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid estimate_mode parameter")
-    # Estimates are conservative unless the transaction signals replaceability (Core).
+    # The call's replaceable, else -walletrbf; estimates are conservative unless the
+    # transaction signals replaceability (Core).
+    signal_rbf = settings.wallet_rbf if replaceable is None else replaceable
     conservative = {"ECONOMICAL": False, "CONSERVATIVE": True}.get(estimate_mode,
-                                                                    not replaceable)
+                                                                    not signal_rbf)
     with service.pool.lock:
         rate, _ = service.estimator.estimate_smart_fee(target, conservative)
         floor = service.pool.get_min_fee()
     return FeePolicy(min_relay=service.policy.min_relay_fee, pool_floor=floor,
                      estimate=FeeRate(rate) if rate is not None else None,
                      max_fee=service.max_tx_fee, fixed=fixed, use_pay_tx_fee=conf_target is None,
-                     fallback=FeeRate(settings.fallback_fee), min_tx=FeeRate(settings.min_tx_fee))
+                     fallback=FeeRate(settings.fallback_fee), min_tx=FeeRate(settings.min_tx_fee),
+                     signal_rbf=signal_rbf)
 
 
 def _reject_reason(error: Exception) -> str:
