@@ -51,6 +51,9 @@ def wallet_tx_fields(wallet: Wallet, wtx: WalletTx, chain: ChainState | ChainSna
     out["time"] = wtx.time_received
     out["timereceived"] = wtx.time_received
     out["bip125-replaceable"] = bip125_replaceable(wtx, depth, pool)
+    # Core's mapValue entries, by key: bumpfee's replaced_by_txid and replaces_txid.
+    for key, other in sorted(wallet.tx_values.get(wtx.txid, {}).items()):
+        out[key] = hash_to_hex(other)
     return out
 
 
