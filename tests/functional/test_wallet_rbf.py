@@ -162,3 +162,11 @@ class BumpFeeTests(FundedCase):
         self.assertError(node, -13, UNLOCK_FIRST, "bumpfee", opted)
         call(node, "walletpassphrase", "secret", 60)
         self.assertEqual(call(node, "bumpfee", opted)["errors"], [])
+
+    def test_marks_survive_a_restart(self) -> None:
+        node = self.shared.node
+        original = self.send()
+        bumped = call(node, "bumpfee", original)["txid"]
+        node.restart()
+        self.assertEqual(call(node, "gettransaction", original)["replaced_by_txid"], bumped)
+        self.assertEqual(call(node, "gettransaction", bumped)["replaces_txid"], original)
