@@ -76,7 +76,7 @@ def check_replacement(pool: Mempool, tx: Transaction, conflicts: Dict[bytes, Mem
     if not conflicts:
         return set()
     new_rate = FeeRate.from_fee(modified_fee, size)
-    conflict_parents = set()
+    conflict_parents: Set[bytes] = set()
     count = 0
     for entry in conflicts.values():
         old_rate = FeeRate.from_fee(entry.modified_fee, entry.size)

@@ -263,8 +263,8 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
     """Move the difference between the fee paid and the fee the size needs into output
     ``adjust`` until they agree.  A new signature may be a byte longer or shorter, and
     two amounts can send each other back and forth; then the lock time (meaningless with
-    final sequences, and below the tip's height otherwise) changes, for a new signature.  Falls back to the last version paying
-    enough."""
+    final sequences, and a past height otherwise) changes, for a new signature.  Falls back
+    to the last version paying enough."""
     value_in = sum(c.txout.value for c in chosen)
     best = tx
     locktime = tx.locktime

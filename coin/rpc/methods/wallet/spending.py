@@ -404,8 +404,8 @@ async def signrawtransactionwithwallet(ctx: RPCContext, hexstring: str,
     return await sign_transaction_json(ctx, tx, wallet.keys, prevtxs, sighashtype, False, known)
 
 
-_BUMP_OPTIONS = {"confTarget": "number", "totalFee": "number", "replaceable": "bool",
-                 "estimate_mode": "string"}
+_BUMP_OPTIONS: Dict[str, Optional[str]] = {
+    "confTarget": "number", "totalFee": "number", "replaceable": "bool", "estimate_mode": "string"}
 _TOTAL_FEE = Arg("totalFee", INT)
 
 
