@@ -1,7 +1,8 @@
 """Mempool throughput, block-template time and memory, on a real chain state.
 
     python bench/mempool.py [--txs 2000] [--chains 80] [--chain-length 25]
-                            [--pool-size 10000] [--runs 5] [--quick] [--no-profile]
+                            [--pool-size 10000] [--replacements 100] [--runs 5] [--quick]
+                            [--no-profile]
 
 Builds a regtest chain with ChainBuilder whose confirmed fan-out transactions
 fund every spend, then calls ``accept_to_mempool`` directly on this thread (what
@@ -17,6 +18,11 @@ the validation worker runs), signature checks included.  Prints one JSON object:
 * ``memory``: the pool's ``total_usage`` against tracemalloc and RSS growth,
   measured in a fresh child process so earlier phases' freed memory does not
   hide growth;
+* ``replacement``: BIP125 replacements per second, each evicting a signalling chain of
+  25 (``--replacements`` of them, median of ``--runs`` passes), and the cost of the
+  replacement checks on ordinary acceptance: the time ``find_conflicts`` and
+  ``check_replacement`` take per independent spend, against the warm accept time of the
+  same transactions in the same run (medians of ``--runs``);
 * ``profile_accept``: cProfile of the warm accept loop (cProfile inflates Python
   code; read the numbers as shares).
 
@@ -52,6 +58,7 @@ from coin.chain.chainstate import ChainState  # noqa: E402
 from coin.chainparams import MAX_BLOCK_SIGOPS, MAX_BLOCK_SIZE  # noqa: E402
 from coin.mempool.accept import PoolPolicy, accept_to_mempool  # noqa: E402
 from coin.mempool.pool import Mempool  # noqa: E402
+from coin.mempool.rbf import MAX_BIP125_RBF_SEQUENCE, check_replacement, find_conflicts  # noqa: E402
 from coin.mining.assembler import create_block_from_pool  # noqa: E402
 from coin.mining.selection import select_transactions  # noqa: E402
 from coin.primitives.transaction import Transaction  # noqa: E402
@@ -59,7 +66,9 @@ from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain  # noq
 
 FANOUT_OUTPUTS = 1_000   # outputs per confirmed fan-out transaction (one coinbase each)
 START_TIME = 1_700_000_000
-QUICK = {"txs": 200, "chains": 8, "pool_size": 1_000}
+QUICK = {"txs": 200, "chains": 8, "pool_size": 1_000, "replacements": 20}
+#: A replacement's fee: above any chain of 25 (at most 20,000 each) plus its relay fee.
+REPLACEMENT_FEE = 1_000_000
 
 
 # ---------------------------------------------------------------- preparation
@@ -86,6 +95,62 @@ def chains_of(builder: ChainBuilder, roots: Sequence[Spendable], length: int,
             txs.append(tx)
             spendable = ChainBuilder.outputs_of(tx)[0]
     return txs
+
+
+def replaceable_chains(builder: ChainBuilder, roots: Sequence[Spendable], length: int,
+                       rng: random.Random) -> Tuple[List[Transaction], List[Transaction]]:
+    """For each root a chain of ``length`` whose first transaction signals BIP125, and a
+    replacement of that first transaction paying more than the whole chain."""
+    chains, replacements = [], []
+    for root in roots:
+        first = builder.spend(root, fee=rng.randrange(1_000, 20_000),
+                              sequence=MAX_BIP125_RBF_SEQUENCE)
+        chains += [first] + chains_of(builder, ChainBuilder.outputs_of(first)[:1], length - 1, rng)
+        replacements.append(builder.spend(root, fee=REPLACEMENT_FEE))
+    return chains, replacements
+
+
+def replacement_rate(chain: ChainState, chain_raws: Sequence[bytes],
+                     replacement_raws: Sequence[bytes], policy: PoolPolicy, now: int,
+                     runs: int) -> Dict[str, object]:
+    """Replacements per second, each evicting a chain (pool filled before the clock starts)."""
+    times = []
+    for _ in range(runs):
+        pool = new_pool(policy, now)
+        accept_all(chain, pool, fresh(chain_raws), policy, now)
+        replacements = fresh(replacement_raws)
+        gc.collect()
+        elapsed = accept_one_by_one(chain, pool, replacements, policy, now)
+        if len(pool) != len(replacements):
+            raise RuntimeError("replacements left %d transactions in the pool" % len(pool))
+        times.append(elapsed)
+    seconds = statistics.median(times)
+    return dict({"replacements": len(replacement_raws), "evicted_each": len(chain_raws)
+                 // len(replacement_raws), "runs_seconds": [round(t, 3) for t in times]},
+                **rate(len(replacement_raws), seconds))
+
+
+def rbf_check_share(chain: ChainState, raws: Sequence[bytes], policy: PoolPolicy, now: int,
+                    runs: int) -> Dict[str, object]:
+    """The replacement checks' time per ordinary transaction against its whole acceptance."""
+    accept_times, check_times = [], []
+    for _ in range(runs):
+        pool = new_pool(policy, now)
+        gc.collect()
+        accept_times.append(accept_all(chain, pool, fresh(raws), policy, now))
+        txs = fresh(raws)
+        other = new_pool(policy, now)  # the same pool state acceptance saw: no conflicts
+        start = time.perf_counter()
+        for tx in txs:
+            conflicts = find_conflicts(other, tx, policy.replacement)
+            check_replacement(other, tx, conflicts, set(), 10_000, tx.size,
+                              policy.incremental_relay_fee)
+        check_times.append(time.perf_counter() - start)
+    accept_us = statistics.median(accept_times) / len(raws) * 1e6
+    check_us = statistics.median(check_times) / len(raws) * 1e6
+    return {"transactions": len(raws), "accept_us_per_tx_median": round(accept_us, 1),
+            "rbf_checks_us_per_tx_median": round(check_us, 2),
+            "rbf_checks_share_of_accept": round(check_us / accept_us, 4)}
 
 
 def order_parents_first(txs: List[Transaction]) -> List[Transaction]:
@@ -323,6 +388,8 @@ def main() -> None:
                         help="transactions per chain (default: the ancestor limit)")
     parser.add_argument("--pool-size", type=int, default=10_000,
                         help="transactions in the template/memory pool (half of them in chains)")
+    parser.add_argument("--replacements", type=int, default=100,
+                        help="BIP125 replacements timed, each evicting a chain of 25")
     parser.add_argument("--runs", type=int, default=5, help="template runs (median reported)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: --txs %(txs)d --chains %(chains)d --pool-size %(pool_size)d"
@@ -355,7 +422,11 @@ def main() -> None:
         started = time.perf_counter()
         chain = open_chain(datadir)
         builder = ChainBuilder(chain, start_time=START_TIME)
-        coins = fund(builder, args.txs + args.chains + pool_independent + pool_chains)
+        coins = fund(builder, args.txs + args.chains + pool_independent + pool_chains
+                     + args.replacements)
+        replaceable, replacements = replaceable_chains(builder, coins[-args.replacements:], 25,
+                                                       rng)
+        coins = coins[:-args.replacements]
         spends = independent_spends(builder, coins[:args.txs], rng)
         chained = chains_of(builder, coins[args.txs:args.txs + args.chains], length, rng)
         rest = coins[args.txs + args.chains:]
@@ -366,6 +437,8 @@ def main() -> None:
         spend_raws = [tx.serialize() for tx in spends]
         chain_raws = [tx.serialize() for tx in chained]
         pool_raws = [tx.serialize() for tx in pool_txs]
+        replaceable_raws = [tx.serialize() for tx in replaceable]
+        replacement_raws = [tx.serialize() for tx in replacements]
         chain.close()
         chain = open_chain(datadir)          # cold UTXO cache: funding coins only in SQLite
         policy = PoolPolicy()
@@ -395,6 +468,14 @@ def main() -> None:
                                    "chains": pool_chains, "chain_length": length},
                                   **template(chain, pool_raws, policy, now, builder.script_pubkey,
                                              args.runs))
+        gc.collect()
+
+        # -- 5. BIP125: replacements, and the checks' cost on ordinary acceptance
+        result["replacement"] = {
+            "chain_of_25_replaced": replacement_rate(chain, replaceable_raws, replacement_raws,
+                                                     policy, now, args.runs),
+            "checks_on_ordinary_accept": rbf_check_share(chain, spend_raws, policy, now,
+                                                         args.runs)}
         gc.collect()
 
         # -- profile of the warm accept loop

@@ -448,7 +448,8 @@ class NodeService(service.MultiService):
         """-paytxfee, -fallbackfee, -mintxfee, -txconfirmtarget (Core's checks)."""
         fees = WalletFeeSettings(self._fee_option("paytxfee"), self._fee_option("fallbackfee"),
                                  self._fee_option("mintxfee"),
-                                 max(1, self.config.get_int("txconfirmtarget")))
+                                 max(1, self.config.get_int("txconfirmtarget")),
+                                 self.config.get_bool("walletrbf", False))
         if 0 < fees.pay_tx_fee < policy.min_relay_fee.sat_per_kb:
             raise StartupError("Invalid amount for -paytxfee=<amount>: '%s' (must be at least %s)"
                                % (self.config.get("paytxfee"), policy.min_relay_fee.to_string()))
@@ -478,7 +479,8 @@ class NodeService(service.MultiService):
                                   config.get_int("limitancestorsize") * 1000,
                                   config.get_int("limitdescendantcount"), descendant_size),
             max_usage=max_usage,
-            expiry_seconds=config.get_int("mempoolexpiry") * 3600)
+            expiry_seconds=config.get_int("mempoolexpiry") * 3600,
+            replacement=config.get_bool("mempoolreplacement", True))
         return policy, self._fee_option("maxtxfee")
 
     def _check_prune_state(self, store: ChainStore, prune_mode: bool) -> None:

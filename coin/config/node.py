@@ -539,7 +539,7 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("walletnotify", "Execute command when a wallet transaction changes (%s in cmd is "
           "replaced by TxID, %w by the wallet name)", category=c, meta="=<cmd>")
     r.add("walletrbf", "Send transactions with full-RBF opt-in enabled (default: 0)",
-          kind="bool", category=c, refused="this chain has no replace-by-fee")
+          kind="bool", default=False, category=c)
     r.add("zapwallettxes", "Delete all wallet transactions and only recover those parts of "
           "the blockchain through -rescan on startup (1 = keep tx meta data e.g. account "
           "owner and payment request information, 2 = drop tx meta data)", category=c,
@@ -629,7 +629,7 @@ def _add_core_options(r: OptionRegistry) -> None:
           "(default: 0.00003)", category=c, meta="=<amt>", debug_only=True,
           refused="the dust fee rate is fixed")
     r.add("mempoolreplacement", "Enable transaction replacement in the memory pool (default: "
-          "0)", kind="bool", category=c, refused="this chain has no replace-by-fee")
+          "1)", kind="bool", default=True, category=c)
     r.add("whitelistforcerelay", "Force relay of transactions from whitelisted peers even if "
           "they violate local relay policy (Core's default: 1)", kind="bool", category=c,
           refused="whitelisted peers' transactions are relayed only once the mempool accepts "

@@ -26,8 +26,9 @@ from coin.mempool.policy import (
     input_priority, modified_size,
 )
 from coin.mempool.pool import (
-    REMOVED_REORG, AncestorLimits, LimitError, Mempool, MempoolEntry, UNLIMITED,
+    REMOVED_REORG, REMOVED_REPLACED, AncestorLimits, LimitError, Mempool, MempoolEntry, UNLIMITED,
 )
+from coin.mempool.rbf import check_replacement, find_conflicts
 from coin.primitives.coin import Coin
 from coin.primitives.transaction import Transaction
 from coin.script.flags import MANDATORY_SCRIPT_VERIFY_FLAGS, STANDARD_SCRIPT_VERIFY_FLAGS
@@ -66,6 +67,8 @@ class PoolPolicy:
     limits: AncestorLimits = field(default_factory=AncestorLimits)
     max_usage: int = 300_000_000
     expiry_seconds: int = 336 * 60 * 60
+    #: -mempoolreplacement: BIP125 replacement of transactions that opt in.
+    replacement: bool = True
 
 
 @dataclass
@@ -76,6 +79,8 @@ class Accepted:
     fee: int
     size: int
     entry: Optional[MempoolEntry] = None
+    #: The pool entries a BIP125 replacement evicted (conflicts and their descendants).
+    replaced: List[MempoolEntry] = field(default_factory=list)
 
 
 def next_block_entry(tip: BlockIndexEntry) -> BlockIndexEntry:
@@ -125,10 +130,7 @@ def accept_to_mempool(chainstate: ChainState, pool: Mempool, tx: Transaction,
         raise ValidationError("non-final", code=REJECT_NONSTANDARD)
     if txid in pool.entries:
         raise ValidationError("txn-already-in-mempool", code=REJECT_DUPLICATE)
-    for txin in tx.vin:
-        if (txin.prevout.txid, txin.prevout.n) in pool.spenders:
-            # No replacement: the first transaction seen wins.
-            raise ValidationError("txn-mempool-conflict", code=REJECT_DUPLICATE)
+    conflicts = find_conflicts(pool, tx, policy.replacement)
 
     spent = coins_with_pool(chainstate, pool, [(i.prevout.txid, i.prevout.n) for i in tx.vin])
     if any(coin is None for coin in spent):
@@ -169,6 +171,8 @@ def accept_to_mempool(chainstate: ChainState, pool: Mempool, tx: Transaction,
     except LimitError as error:
         raise ValidationError("too-long-mempool-chain", str(error),
                               code=REJECT_NONSTANDARD) from None
+    evicted = check_replacement(pool, tx, conflicts, ancestors, modified, size,
+                                policy.incremental_relay_fee)
 
     verify_standard_scripts(tx, coins)
     if test_only:
@@ -181,12 +185,15 @@ def accept_to_mempool(chainstate: ChainState, pool: Mempool, tx: Transaction,
         starting_priority=compute_priority(priority_inputs, tx), in_chain_value=in_chain_value,
         mod_size=modified_size(tx), sigops=sigops,
         spends_coinbase=any(c.coinbase for c in coins))
+    if evicted:
+        # No ancestor of tx is evicted (bad-txns-spends-conflicting-tx), so its set holds.
+        pool.remove_staged(evicted, REMOVED_REPLACED)
     pool.add(entry, ancestors)
     if not bypass_limits:
         limit_pool_size(pool, policy, now)
         if txid not in pool.entries:
             raise ValidationError("mempool full", code=REJECT_INSUFFICIENTFEE)
-    return Accepted(tx, fee, size, entry)
+    return Accepted(tx, fee, size, entry, sorted(evicted))
 
 
 def limit_pool_size(pool: Mempool, policy: PoolPolicy, now: int) -> None:

@@ -35,6 +35,7 @@ REMOVED_SIZELIMIT = "sizelimit"
 REMOVED_REORG = "reorg"
 REMOVED_BLOCK = "block"
 REMOVED_CONFLICT = "conflict"
+REMOVED_REPLACED = "replaced"
 
 # Estimated bytes of Python heap per entry beyond the transaction's own bytes: the
 # entry object, its sets, the index dicts and the parsed Transaction objects.

@@ -114,9 +114,14 @@ class MempoolService(service.Service):
                                    max_fee=max_fee, test_only=test_only, accept_time=accept_time)
         entry = result.entry
         if entry is not None:
+            for gone in result.replaced:
+                log.debug("replacing tx {old} with {new}", old=gone.tx.txid_hex,
+                          new=entry.tx.txid_hex)
             with self.pool.lock:
+                # A BIP125 replacement is not a sample for fee estimation (Core).
                 self.estimator.process_transaction(entry.txid, entry.height, entry.fee,
-                                                   entry.size, not entry.parents)
+                                                   entry.size,
+                                                   not entry.parents and not result.replaced)
             log.debug("AcceptToMemoryPool: accepted {txid} (poolsz {size} txn, {kb} kB)",
                       txid=entry.tx.txid_hex, size=len(self.pool),
                       kb=self.pool.total_usage // 1000)

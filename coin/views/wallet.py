@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 from coin.chain.chainstate import ChainState
 from coin.chain.snapshot import ChainSnapshot
 from coin.mempool.pool import Mempool
+from coin.mempool.rbf import rbf_state
 from coin.primitives.address import Destination, encode_address, try_decode_address
 from coin.primitives.hashes import hash_to_hex
 from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, solve
@@ -27,28 +28,9 @@ from coin.wallet.addresses import p2pkh_address
 from coin.wallet.keystore import ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 from coin.wallet.wallet import Output, Wallet, WalletTx
 
-#: BIP125: a sequence below this signals replaceability.
-_RBF_SEQUENCE_LIMIT = 0xFFFFFFFE
-
-
-def _signals_rbf(wtx: WalletTx) -> bool:
-    return any(txin.sequence < _RBF_SEQUENCE_LIMIT for txin in wtx.tx.vin)
-
-
 def bip125_replaceable(wtx: WalletTx, depth: int, pool: Mempool) -> str:
     """Core's IsRBFOptIn as gettransaction reports it: "yes", "no" or "unknown"."""
-    if depth > 0:
-        return "no"
-    if _signals_rbf(wtx):
-        return "yes"
-    with pool.lock:
-        entry = pool.get(wtx.txid)
-        if entry is None:
-            return "unknown"
-        if any(any(i.sequence < _RBF_SEQUENCE_LIMIT for i in e.tx.vin)
-               for e in pool.ancestors_of(entry)):
-            return "yes"
-    return "no"
+    return "no" if depth > 0 else rbf_state(pool, wtx.tx)
 
 
 def wallet_tx_fields(wallet: Wallet, wtx: WalletTx, chain: ChainState | ChainSnapshot,
@@ -69,6 +51,9 @@ def wallet_tx_fields(wallet: Wallet, wtx: WalletTx, chain: ChainState | ChainSna
     out["time"] = wtx.time_received
     out["timereceived"] = wtx.time_received
     out["bip125-replaceable"] = bip125_replaceable(wtx, depth, pool)
+    # Core's mapValue entries, by key: bumpfee's replaced_by_txid and replaces_txid.
+    for key, other in sorted(wallet.tx_values.get(wtx.txid, {}).items()):
+        out[key] = hash_to_hex(other)
     return out
 
 

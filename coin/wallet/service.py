@@ -50,8 +50,10 @@ from coin.wallet.errors import (
 )
 from coin.wallet.keystore import ISMINE_SPENDABLE
 from coin.wallet.rescan import Reservation, Rescanner, height_for_time
+from coin.mempool.policy import FeeRate
 from coin.wallet.spend import (
-    Created, FeePolicy, Recipient, SpendError, WalletFeeSettings, create_transaction,
+    DEFAULT_DISCARD_FEE, Bumped, Created, FeePolicy, Recipient, SpendError, WalletFeeSettings,
+    bump_fee, create_transaction,
 )
 from coin.wallet.wallet import Output, Wallet
 
@@ -473,6 +475,17 @@ class WalletService(service.Service):
         return self.validation.call(_fund_on_worker, wallet, tx, recipients, fees,
                                     change_script, watching, lock)
 
+    def bump(self, wallet: Wallet, txid: bytes, fees: FeePolicy, total_fee: int) -> Deferred:
+        """``bumpfee``: replace ``txid`` by a copy paying more from its change, record it,
+        submit it and mark the original replaced, in one turn of the validation worker.
+
+        Fires with ``(Bumped, the pool's refusal or None)``: as in Core, a refused
+        replacement stays in the wallet and the original is marked replaced all the same.
+        Fails with SpendError when no replacement can be made.
+        """
+        return self.validation.call(_bump_on_worker, self.mempool, wallet, txid, fees, total_fee,
+                                    self.broadcast)
+
     def abandon(self, wallet: Wallet, txid: bytes) -> Deferred:
         """``abandontransaction``: give back the inputs of an unconfirmed transaction that is
         not in the mempool, and of its wallet descendants.  On the validation worker, so it
@@ -635,6 +648,23 @@ def _send_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wal
         error: Exception = e
     wallet.abandon(created.tx.txid)
     raise TransactionRejected(error)
+
+
+def _bump_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wallet,
+                    txid: bytes, fees: FeePolicy, total_fee: int,
+                    broadcast: bool) -> Tuple[Bumped, Optional[Exception]]:
+    with wallet.lock:
+        bumped = bump_fee(wallet, mempool.pool, txid, fees, total_fee,
+                          mempool.policy.incremental_relay_fee, FeeRate(DEFAULT_DISCARD_FEE))
+        wallet.sync_transaction(bumped.tx, None)
+    refusal: Optional[Exception] = None
+    if broadcast:
+        try:
+            mempool.accept_on_worker(chainstate, bumped.tx, mempool.max_tx_fee)
+        except (MissingInputs, ValidationError) as e:
+            refusal = e
+    wallet.mark_replaced(txid, bumped.tx.txid)
+    return bumped, refusal
 
 
 def _preset_inputs(wallet: Wallet, tx: Transaction) -> List[Output]:

@@ -23,13 +23,20 @@ import bisect
 
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+from coin.consensus.tx_check import format_money
 from coin.mempool.policy import FeeRate, dust_threshold
+from coin.mempool.pool import Mempool
+from coin.mempool.rbf import MAX_BIP125_RBF_SEQUENCE, signals_rbf
 from coin.primitives.script import push_minimal
 from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
 from coin.script.sign import sign_transaction
 from coin.script.standard import TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, solve
-from coin.wallet.errors import RPC_WALLET_ERROR, RPC_WALLET_INSUFFICIENT_FUNDS
-from coin.wallet.wallet import Output, Wallet
+from coin.wallet.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_WALLET_ERROR,
+    RPC_WALLET_INSUFFICIENT_FUNDS,
+)
+from coin.wallet.keystore import ISMINE_SPENDABLE
+from coin.wallet.wallet import Output, Wallet, WalletTx
 
 #: Core's MIN_CHANGE (CENT): change smaller than this is avoided when possible.
 MIN_CHANGE = 1_000_000
@@ -39,7 +46,7 @@ DEFAULT_FALLBACK_FEE = 20_000
 DEFAULT_CONFIRM_TARGET = 6
 #: Core's DEFAULT_TRANSACTION_MINFEE (base units per kB): -mintxfee.
 DEFAULT_TRANSACTION_MINFEE = 1_000
-#: Sequence of wallet inputs: final, no replaceability (this coin has no RBF).
+#: Sequence of wallet inputs: final, no replaceability.
 WALLET_SEQUENCE = 0xFFFFFFFF
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
 DUMMY_SIGNATURE = bytes(72)
@@ -78,6 +85,8 @@ class WalletFeeSettings(NamedTuple):
     fallback_fee: int = DEFAULT_FALLBACK_FEE
     min_tx_fee: int = DEFAULT_TRANSACTION_MINFEE
     confirm_target: int = DEFAULT_CONFIRM_TARGET
+    #: -walletrbf: sends signal BIP125 replaceability unless the call says otherwise.
+    wallet_rbf: bool = False
 
 
 class FeePolicy(NamedTuple):
@@ -98,6 +107,8 @@ class FeePolicy(NamedTuple):
     #: the relay minimum).
     fallback: FeeRate = FeeRate(DEFAULT_FALLBACK_FEE)
     min_tx: FeeRate = FeeRate(DEFAULT_TRANSACTION_MINFEE)
+    #: Inputs opt in to BIP125 replacement (Core's CCoinControl::signalRbf).
+    signal_rbf: bool = False
 
     def rate(self, pay_tx_fee: int) -> FeeRate:
         if self.fixed is not None:
@@ -168,6 +179,7 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
     if any(r.amount < 0 for r in recipients):
         raise SpendError(RPC_WALLET_ERROR, "Transaction amounts must not be negative")
     rate = fees.rate(wallet.pay_tx_fee)
+    sequence = MAX_BIP125_RBF_SEQUENCE if fees.signal_rbf else WALLET_SEQUENCE
     preset = list(preset)
     taken = {c.outpoint for c in preset}
     available = [c for c in (coins if coins is not None else wallet.available_coins())
@@ -200,21 +212,21 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
             outputs[first] = TxOut(outputs[first].value + change, outputs[first].script_pubkey)
         # Sized with dummy signatures (at least as long as real ones); signed once at the end.
-        tx, size = _build(wallet, chosen, outputs, False)
+        tx, size = _build(wallet, chosen, outputs, False, sequence=sequence)
         needed = rate.get_fee(size)
         paid = value_in - tx.total_out()
         if fees.max_fee and needed > fees.max_fee:
             raise SpendError(RPC_WALLET_ERROR, "Fee exceeds maximum configured by -maxtxfee")
         if paid >= needed and (subtracting == 0 or fee >= needed):
             if sign:
-                tx, size = _build(wallet, chosen, outputs, True)
+                tx, size = _build(wallet, chosen, outputs, True, sequence=sequence)
             # The fee is the rate times the final size: what the last attempt left over goes
             # back to the change (or to the recipient paying the fee).
             adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
                           change_pos)
             if adjust >= 0 and paid != rate.get_fee(size):
                 tx, paid = _settle(wallet, chosen, outputs, adjust, rate, fees.min_relay, sign,
-                                   tx, size)
+                                   tx, size, sequence)
             return Created(tx, paid, change_pos)
         fee = needed
     raise SpendError(RPC_WALLET_ERROR, "Transaction too large for fee policy")
@@ -247,12 +259,12 @@ def _outputs(recipients: Sequence[Recipient], fee: int, subtracting: int,
 
 def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adjust: int,
             rate: FeeRate, dust_relay_fee: FeeRate, sign: bool, tx: Transaction,
-            size: int) -> Tuple[Transaction, int]:
+            size: int, sequence: int) -> Tuple[Transaction, int]:
     """Move the difference between the fee paid and the fee the size needs into output
     ``adjust`` until they agree.  A new signature may be a byte longer or shorter, and
     two amounts can send each other back and forth; then the lock time (meaningless with
-    final sequences) changes, for a new signature.  Falls back to the last version paying
-    enough."""
+    final sequences, and a past height otherwise) changes, for a new signature.  Falls back
+    to the last version paying enough."""
     value_in = sum(c.txout.value for c in chosen)
     best = tx
     locktime = tx.locktime
@@ -271,14 +283,15 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
         while (value, locktime) in tried:
             locktime += 1
         tried.add((value, locktime))
-        tx, size = _build(wallet, chosen, outputs, sign, locktime)
+        tx, size = _build(wallet, chosen, outputs, sign, locktime, sequence)
     return best, value_in - best.total_out()
 
 
 def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
-           sign: bool, locktime: int = 0) -> Tuple[Transaction, int]:
+           sign: bool, locktime: int = 0,
+           sequence: int = WALLET_SEQUENCE) -> Tuple[Transaction, int]:
     """The transaction (signed, or unsigned) and the size its fee is computed on."""
-    unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", WALLET_SEQUENCE) for c in chosen],
+    unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", sequence) for c in chosen],
                            list(outputs), locktime, CURRENT_TX_VERSION)
     scripts = [c.txout.script_pubkey for c in chosen]
     if not sign:
@@ -317,3 +330,116 @@ def dummy_script_sig(wallet: Wallet, script_pubkey: bytes, allow_p2sh: bool = Tr
     else:
         return None
     return b"".join(push_minimal(item) for item in items)
+
+
+#: Core's WALLET_INCREMENTAL_RELAY_FEE: bumpfee raises the rate by at least this per kB.
+WALLET_INCREMENTAL_RELAY_FEE = 5_000
+#: Core's DEFAULT_DISCARD_FEE: change worth less than spending it at this rate is dropped.
+DEFAULT_DISCARD_FEE = 10_000
+
+
+class Bumped(NamedTuple):
+    tx: Transaction
+    old_fee: int
+    new_fee: int
+
+
+def bump_preconditions(wallet: Wallet, pool: Mempool, txid: bytes) -> WalletTx:
+    """Core's feebumper PreconditionChecks (raises SpendError with bumpfee's code)."""
+    wtx = wallet.txs.get(txid)
+    if wtx is None:
+        raise SpendError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid or non-wallet transaction id")
+    if any(wallet.spends.get((txid, n)) for n in range(len(wtx.tx.vout))):
+        raise SpendError(RPC_INVALID_PARAMETER, "Transaction has descendants in the wallet")
+    with pool.lock:
+        entry = pool.get(txid)
+        if entry is not None and entry.count_with_descendants > 1:
+            raise SpendError(RPC_INVALID_PARAMETER, "Transaction has descendants in the mempool")
+    if wallet.depth(wtx) != 0:
+        raise SpendError(RPC_WALLET_ERROR, "Transaction has been mined, or is conflicted with "
+                         "a mined transaction")
+    if not signals_rbf(wtx.tx):
+        raise SpendError(RPC_WALLET_ERROR, "Transaction is not BIP 125 replaceable")
+    replaced_by = wallet.tx_values.get(txid, {}).get("replaced_by_txid")
+    if replaced_by is not None:
+        raise SpendError(RPC_WALLET_ERROR, "Cannot bump transaction %s which was already "
+                         "bumped by transaction %s" % (wtx.tx.txid_hex, replaced_by[::-1].hex()))
+    if not wallet.is_all_from_me(wtx.tx, ISMINE_SPENDABLE):
+        raise SpendError(RPC_WALLET_ERROR,
+                         "Transaction contains inputs that don't belong to this wallet")
+    return wtx
+
+
+def bump_fee(wallet: Wallet, pool: Mempool, txid: bytes, fees: FeePolicy, total_fee: int,
+             incremental_relay_fee: FeeRate, discard_rate: FeeRate) -> Bumped:
+    """Core 0.17's feebumper::CreateTransaction and SignTransaction: the same transaction
+    with its change output lowered to pay a higher fee (``total_fee``, or the wallet's
+    rate, at least the old rate plus the wallet's increment).  Raises SpendError."""
+    wtx = bump_preconditions(wallet, pool, txid)
+    tx = wtx.tx
+    change = [n for n, out in enumerate(tx.vout) if wallet.is_change(out)]
+    if len(change) > 1:
+        raise SpendError(RPC_WALLET_ERROR, "Transaction has multiple change outputs")
+    if not change:
+        raise SpendError(RPC_WALLET_ERROR, "Transaction does not have a change output")
+    spent = [wallet.txs[i.prevout.txid].tx.vout[i.prevout.n].script_pubkey for i in tx.vin]
+    dummies = [dummy_script_sig(wallet, script) for script in spent]
+    if any(d is None for d in dummies):
+        raise SpendError(RPC_INVALID_ADDRESS_OR_KEY,
+                         "Transaction contains inputs that cannot be signed")
+    max_size = Transaction([TxIn(i.prevout, d, i.sequence) for i, d in zip(tx.vin, dummies)],
+                           tx.vout, tx.locktime, tx.version).size
+    old_fee = wallet.debit(tx, ISMINE_SPENDABLE) - tx.total_out()
+    old_rate = FeeRate.from_fee(old_fee, tx.size)
+    required = max(fees.min_tx, fees.min_relay).get_fee(max_size)
+    if total_fee > 0:
+        minimum = old_rate.get_fee(max_size) + incremental_relay_fee.get_fee(max_size)
+        if total_fee < minimum:
+            raise SpendError(RPC_INVALID_PARAMETER, "Insufficient totalFee, must be at least %s "
+                             "(oldFee %s + incrementalFee %s)" % (
+                                 format_money(minimum), format_money(old_rate.get_fee(max_size)),
+                                 format_money(incremental_relay_fee.get_fee(max_size))))
+        if total_fee < required:
+            raise SpendError(RPC_INVALID_PARAMETER, "Insufficient totalFee (cannot be less "
+                             "than required fee %s)" % format_money(required))
+        new_fee = total_fee
+    else:
+        new_fee = max(fees.rate(wallet.pay_tx_fee).get_fee(max_size), required)
+        if fees.max_fee:
+            new_fee = min(new_fee, fees.max_fee)  # Core's GetMinimumFee caps at -maxtxfee
+        increment = max(incremental_relay_fee.sat_per_kb, WALLET_INCREMENTAL_RELAY_FEE)
+        floor = old_rate.sat_per_kb + 1 + increment
+        if FeeRate.from_fee(new_fee, max_size).sat_per_kb < floor:
+            new_fee = FeeRate(floor).get_fee(max_size)
+    new_rate = FeeRate.from_fee(new_fee, max_size)
+    if fees.max_fee and new_fee > fees.max_fee:
+        raise SpendError(RPC_WALLET_ERROR, "Specified or calculated fee %s is too high (cannot "
+                         "be higher than maxTxFee %s)" % (format_money(new_fee),
+                                                           format_money(fees.max_fee)))
+    pool_rate = fees.pool_floor
+    if new_rate.sat_per_kb < pool_rate.sat_per_kb:
+        raise SpendError(RPC_WALLET_ERROR, "New fee rate (%s) is lower than the minimum fee rate "
+                         "(%s) to get into the mempool -- the totalFee value should be at least "
+                         "%s or the settxfee value should be at least %s to add transaction" % (
+                             format_money(new_rate.sat_per_kb), format_money(pool_rate.sat_per_kb),
+                             format_money(pool_rate.get_fee(max_size)),
+                             format_money(pool_rate.sat_per_kb)))
+    outputs = list(tx.vout)
+    n = change[0]
+    delta = new_fee - old_fee
+    if outputs[n].value < delta:
+        raise SpendError(RPC_WALLET_ERROR, "Change output is too small to bump the fee")
+    lowered = TxOut(outputs[n].value - delta, outputs[n].script_pubkey)
+    if lowered.value <= dust_threshold(lowered, discard_rate):
+        new_fee += lowered.value  # dust change goes to the fee (Core)
+        del outputs[n]
+    else:
+        outputs[n] = lowered
+    # Not replaceable on request: every input at least 0xfffffffe (Core).
+    unsigned = Transaction([TxIn(i.prevout, b"", i.sequence if fees.signal_rbf else
+                                 max(i.sequence, MAX_BIP125_RBF_SEQUENCE + 1)) for i in tx.vin],
+                           outputs, tx.locktime, tx.version)
+    signed, complete = sign_transaction(unsigned, spent, wallet.keys)
+    if not complete:
+        raise SpendError(RPC_WALLET_ERROR, "Can't sign transaction.")
+    return Bumped(signed, old_fee, new_fee)

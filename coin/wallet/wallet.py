@@ -14,6 +14,7 @@ holds :attr:`Wallet.lock`.
 
 from __future__ import annotations
 
+import base64
 import threading
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
@@ -57,6 +58,9 @@ class BlockRef(NamedTuple):
     height: int
     index: int
 
+
+#: Meta-table name prefixes of bumpfee's marks (names stay within 64 characters).
+_TX_VALUE_KEYS = {"replaced_by": "replaced_by_txid", "replaces": "replaces_txid"}
 
 class WalletTx:
     """A transaction the wallet cares about."""
@@ -128,6 +132,9 @@ class Wallet:
         #: Address -> (label, purpose).
         self.names: Dict[str, Tuple[str, str]] = {}
         self.locked_coins: Set[Outpoint] = set()
+        #: bumpfee's marks (Core's mapValue ``replaced_by_txid``/``replaces_txid``):
+        #: txid -> {key: other txid}, kept in the meta table.
+        self.tx_values: Dict[bytes, Dict[str, bytes]] = {}
         #: settxfee's rate in base units per kB (0: estimate).
         self.pay_tx_fee = 0
         #: -spendzeroconfchange: coin selection may fall back to own unconfirmed change.
@@ -154,6 +161,11 @@ class Wallet:
                                     % (self.db.path, self._corrupt_key_text(e))) from None
             meta = {row["name"]: row["value"] for row in rows["meta"]}
             self.best_block = meta.get("best_block") or None
+            for name, value in meta.items():
+                key, _, encoded = name.partition(":")
+                if key in _TX_VALUE_KEYS and encoded:
+                    txid = base64.urlsafe_b64decode(encoded.encode())
+                    self.tx_values.setdefault(txid, {})[_TX_VALUE_KEYS[key]] = value
             for row in rows["names"]:
                 self.names[row["address"]] = (row["label"], row["purpose"])
             for row in sorted(rows["txs"], key=lambda r: r["order_pos"]):
@@ -361,6 +373,17 @@ class Wallet:
             self.db.put_meta("best_block", self.best_block)
         self._unsaved_blocks = 0
 
+    def mark_replaced(self, original: bytes, replacement: bytes) -> None:
+        """bumpfee: ``replacement`` replaces ``original`` (Core's MarkReplaced and the
+        replacement's ``replaces_txid``), in the file and in memory."""
+        with self.lock, self.db.batch():
+            for txid, key, other in ((original, "replaced_by_txid", replacement),
+                                     (replacement, "replaces_txid", original)):
+                short = next(k for k, v in _TX_VALUE_KEYS.items() if v == key)
+                self.db.put_meta("%s:%s" % (short, base64.urlsafe_b64encode(txid).decode()),
+                                 other)
+                self.tx_values.setdefault(txid, {})[key] = other
+
     def transaction_added_to_mempool(self, tx: Transaction) -> None:
         self.sync_transaction(tx, None)
 
@@ -457,6 +480,10 @@ class Wallet:
         if tx.is_coinbase():
             return 0
         return sum(self._debit_of_input(i.prevout.txid, i.prevout.n, filter_) for i in tx.vin)
+
+    def is_all_from_me(self, tx: Transaction, filter_: int) -> bool:
+        """Core's IsAllFromMe: every input spends a wallet output matching ``filter_``."""
+        return all(self._debit_of_input(i.prevout.txid, i.prevout.n, filter_) > 0 for i in tx.vin)
 
     def change(self, tx: Transaction) -> int:
         return sum(out.value for out in tx.vout if self.is_change(out))

@@ -1087,3 +1087,92 @@ class FeeEstimateTests(MempoolTestCase):
             self.assertGreaterEqual(estimate["blocks"], 2)
             self.assertTrue(amount(min(rates)) <= estimate["feerate"] <= amount(max(rates)),
                             (estimate, min(rates), max(rates)))
+
+
+# ---------------------------------------------------------------------------------------- BIP125
+
+#: nSequence values that opt in to replacement (BIP125), and the lowest that does not.
+RBF_SEQUENCE = 0xFFFFFFFD
+FINAL_SEQUENCE = 0xFFFFFFFE
+
+
+class ReplacementTests(MempoolTestCase):
+    """BIP125 replace-by-fee through sendrawtransaction, and its relay to a peer."""
+
+    def test_replacement_accepted_and_relayed(self):
+        datadir, _ = self.copy_of(shared_chain)
+        peer = self.start_node("-listen=0", "-connect=127.0.0.1:%d" % self.relay_hub().p2p_port,
+                               datadir=datadir)
+        hub = self.relay_hub()
+        wait_until(lambda: rpc(hub, "getpeerinfo"), "the peer to connect")
+        coin = coinbase_at(hub, 20)
+        original = spend(coin, sequence=RBF_SEQUENCE)
+        send(hub, original)
+        wait_until(lambda: pool(peer) == txids(original), "the original relayed")
+        replacement = spend(coin, fee=3 * FEE, sequence=FINAL_SEQUENCE)
+        self.assertTestAccept(hub, replacement, None)
+        self.assertEqual(send(hub, replacement), replacement.txid_hex)
+        self.assertEqual(pool(hub), txids(replacement))
+        wait_until(lambda: pool(peer) == txids(replacement), "the replacement relayed")
+        # The replacement does not signal: it cannot be replaced in turn.
+        self.assertRejected(hub, spend(coin, fee=10 * FEE), -26, "txn-mempool-conflict (code 18)")
+
+    def relay_hub(self) -> InProcessNode:
+        """A listening node on its own copy of the shared chain (started on first use)."""
+        if not hasattr(self, "_hub"):
+            datadir, _ = self.copy_of(shared_chain)
+            self._hub = self.start_node("-listen=1", "-connect=0", datadir=datadir)
+        return self._hub
+
+    def test_rules_refused_with_core_reasons(self):
+        state = self.shared()
+        self.node, coin, other = state["node"], state["coins"].take(), state["coins"].take()
+        original = spend(coin, sequence=RBF_SEQUENCE)
+        child = spend(out(original), fee=5 * FEE, sequence=RBF_SEQUENCE)
+        unrelated = spend(other, sequence=RBF_SEQUENCE)
+        for tx in (original, child, unrelated):
+            send(self.node, tx)
+        # Rule 3: at least the fees of everything evicted (original and its child).
+        cheap = spend(coin, fee=3 * FEE)
+        message = ("insufficient fee, rejecting replacement %s, less fees than conflicting "
+                   "txs; 0.0003 < 0.0006 (code 66)" % cheap.txid_hex)
+        self.assertRejected(self.node, cheap, -26, message)
+        self.assertTestAccept(self.node, cheap, "66: insufficient fee")
+        # Rule 4: pays for its own bandwidth at -incrementalrelayfee.
+        thin = spend(coin, fee=6 * FEE + 10)
+        self.assertRejected(self.node, thin, -26, "insufficient fee, rejecting replacement %s, "
+                            "not enough additional fees to relay; 0.0000001 < 0.00000%d (code 66)"
+                            % (thin.txid_hex, size_of(thin)))
+        # Rule 2: no new unconfirmed input.
+        adds = spend([coin, out(unrelated)], fee=20 * FEE)
+        self.assertRejected(self.node, adds, -26, "replacement-adds-unconfirmed, replacement %s "
+                            "adds unconfirmed input, idx 1 (code 64)" % adds.txid_hex)
+        # Rule 6 (fee rate over each direct conflict): a bigger replacement paying less per kB.
+        rest = coin.value - 39 * FEE - 7 * FEE
+        wide = spend(coin, outputs=[(SCRIPT, FEE)] * 39 + [(SCRIPT, rest)])
+        self.assertRejected(self.node, wide, -26, "insufficient fee, rejecting replacement %s; "
+                            "new feerate 0.%08d COIN/kB <= old feerate 0.%08d COIN/kB "
+                            "(code 66)" % (wide.txid_hex, fee_rate(7 * FEE, size_of(wide)),
+                                           fee_rate(FEE, size_of(original))))
+        self.assertEqual(sorted(pool(self.node)), sorted(txids(original, child, unrelated)))
+        good = spend(coin, fee=7 * FEE)
+        send(self.node, good)
+        self.assertEqual(sorted(pool(self.node)), sorted(txids(good, unrelated)))
+
+    def test_too_many_potential_replacements(self):
+        node = self.private_node(["-limitancestorcount=200", "-limitdescendantcount=200"],
+                                 blocks=SHARED_BLOCKS)
+        coin = coinbase_at(node, 1)
+        root = spend(coin, sequence=RBF_SEQUENCE)
+        for tx in [root] + chain_of(out(root), [FEE] * 100):
+            send(node, tx)
+        replacement = spend(coin, fee=200 * FEE)
+        self.assertRejected(node, replacement, -26, "too many potential replacements, "
+                            "rejecting replacement %s; too many potential replacements "
+                            "(101 > 100)\n (code 64)" % replacement.txid_hex)
+
+    def test_mempoolreplacement_off(self):
+        node = self.private_node(["-mempoolreplacement=0"], blocks=SHARED_BLOCKS)
+        coin = coinbase_at(node, 1)
+        send(node, spend(coin, sequence=RBF_SEQUENCE))
+        self.assertRejected(node, spend(coin, fee=5 * FEE), -26, "txn-mempool-conflict (code 18)")

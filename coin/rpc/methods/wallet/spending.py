@@ -54,16 +54,19 @@ def _fee_policy(ctx: RPCContext, conf_target: Optional[int], estimate_mode: str,
     target = settings.confirm_target if conf_target is None else _conf_target(ctx, conf_target)
     if estimate_mode not in _ESTIMATE_MODES:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid estimate_mode parameter")
-    # Estimates are conservative unless the transaction signals replaceability (Core).
+    # The call's replaceable, else -walletrbf; estimates are conservative unless the
+    # transaction signals replaceability (Core).
+    signal_rbf = settings.wallet_rbf if replaceable is None else replaceable
     conservative = {"ECONOMICAL": False, "CONSERVATIVE": True}.get(estimate_mode,
-                                                                    not replaceable)
+                                                                    not signal_rbf)
     with service.pool.lock:
         rate, _ = service.estimator.estimate_smart_fee(target, conservative)
         floor = service.pool.get_min_fee()
     return FeePolicy(min_relay=service.policy.min_relay_fee, pool_floor=floor,
                      estimate=FeeRate(rate) if rate is not None else None,
                      max_fee=service.max_tx_fee, fixed=fixed, use_pay_tx_fee=conf_target is None,
-                     fallback=FeeRate(settings.fallback_fee), min_tx=FeeRate(settings.min_tx_fee))
+                     fallback=FeeRate(settings.fallback_fee), min_tx=FeeRate(settings.min_tx_fee),
+                     signal_rbf=signal_rbf)
 
 
 def _reject_reason(error: Exception) -> str:
@@ -401,5 +404,92 @@ async def signrawtransactionwithwallet(ctx: RPCContext, hexstring: str,
     return await sign_transaction_json(ctx, tx, wallet.keys, prevtxs, sighashtype, False, known)
 
 
+_BUMP_OPTIONS: Dict[str, Optional[str]] = {
+    "confTarget": "number", "totalFee": "number", "replaceable": "bool", "estimate_mode": "string"}
+_TOTAL_FEE = Arg("totalFee", INT)
+
+
+@rpc_method(
+    "bumpfee", category="wallet", needs_wallet=True,
+    signature='bumpfee "txid" ( options ) ',
+    args=[Arg("txid", STR, typecheck=True, help="The txid to be bumped"),
+          Arg("options", OBJ, default=None, typecheck=True, help=(
+              "\n   {\n"
+              '     "confTarget"        (numeric, optional) Confirmation target (in blocks)\n'
+              '     "totalFee"          (numeric, optional) Total fee (NOT feerate) to pay, in '
+              "satoshis.\n                         In rare cases, the actual fee paid might be "
+              "slightly higher than the specified\n                         totalFee if the tx "
+              "change output has to be removed because it is too close to\n"
+              "                         the dust threshold.\n"
+              '     "replaceable"       (boolean, optional, default true) Whether the new '
+              "transaction should still be\n                         marked bip-125 replaceable. "
+              "If true, the sequence numbers in the transaction will\n"
+              "                         be left unchanged from the original. If false, any input "
+              "sequence numbers in the\n                         original transaction that were "
+              "less than 0xfffffffe will be increased to 0xfffffffe\n"
+              "                         so the new transaction will not be explicitly bip-125 "
+              "replaceable (though it may\n                         still be replaceable in "
+              "practice, for example if it has unconfirmed ancestors which\n"
+              "                         are replaceable).\n"
+              '     "estimate_mode"     (string, optional, default=UNSET) The fee estimate mode, '
+              'must be one of:\n         "UNSET"\n         "ECONOMICAL"\n'
+              '         "CONSERVATIVE"\n   }'))],
+    help=("Bumps the fee of an opt-in-RBF transaction T, replacing it with a new transaction B.\n"
+          "An opt-in RBF transaction with the given txid must be in the wallet.\n"
+          "The command will pay the additional fee by decreasing (or perhaps removing) its "
+          "change output.\nIf the change output is not big enough to cover the increased fee, "
+          "the command will currently fail\ninstead of adding new inputs to compensate. (A "
+          "future implementation could improve this.)\nThe command will fail if the wallet or "
+          "mempool contains a transaction that spends one of T's outputs.\nBy default, the new "
+          "fee will be calculated automatically using estimatesmartfee.\nThe user can specify a "
+          "confirmation target for estimatesmartfee.\nAlternatively, the user can specify "
+          "totalFee, or use RPC settxfee to set a higher fee rate.\nAt a minimum, the new fee "
+          "rate must be high enough to pay an additional new relay fee (incrementalfee\n"
+          "returned by getnetworkinfo) to enter the node's mempool."),
+    result=("{\n"
+            '  "txid":    "value",   (string)  The id of the new transaction\n'
+            '  "origfee":  n,         (numeric) Fee of the replaced transaction\n'
+            '  "fee":      n,         (numeric) Fee of the new transaction\n'
+            '  "errors":  [ str... ] (json array of strings) Errors encountered during '
+            "processing (may be empty)\n}"),
+    examples="\nBump the fee, get the new transaction's txid\n" + example_cli("bumpfee",
+                                                                              "<txid>"))
+async def bumpfee(ctx: RPCContext, txid: str, options: Optional[Dict[str, Any]]
+                  ) -> Dict[str, Any]:
+    """Core 0.17's bumpfee: options checked in its order, then the wallet unlocked (-13)."""
+    given: Dict[str, Any] = {}
+    if options is not None:
+        check_object(options, _BUMP_OPTIONS, allow_null=True, strict=True)
+        given = {key: value for key, value in options.items() if value is not None}
+    conf_target, total_fee = None, 0
+    if "confTarget" in given and "totalFee" in given:
+        raise RPCError(RPC_INVALID_PARAMETER, "confTarget and totalFee options should not both be "
+                       "set. Please provide either a confirmation target for fee estimation or "
+                       "an explicit total fee for the transaction.")
+    if "confTarget" in given:
+        conf_target = _CONF_TARGET.convert(given["confTarget"])
+    elif "totalFee" in given:
+        total_fee = _TOTAL_FEE.convert(given["totalFee"])
+        if total_fee <= 0:
+            raise RPCError(RPC_INVALID_PARAMETER, "Invalid totalFee %s (must be greater than 0)"
+                           % format_money(total_fee))
+    fees = _fee_policy(ctx, conf_target, given.get("estimate_mode", "UNSET"),
+                       given.get("replaceable", True))
+    ensure_unlocked(ctx.wallet)
+    try:
+        raw = bytes.fromhex(txid)[::-1]
+    except ValueError:
+        raw = b""  # Core's SetHex accepts anything: no such wallet transaction
+    try:
+        bumped, refusal = await wallet_service(ctx).bump(ctx.wallet, raw, fees, total_fee)
+    except SpendError as e:
+        raise RPCError(e.rpc_code, e.message) from None
+    errors = [] if refusal is None else [
+        "Error: The transaction was rejected: " + _reject_reason(refusal)]
+    return {"txid": bumped.tx.txid_hex, "origfee": amount_to_json(bumped.old_fee),
+            "fee": amount_to_json(bumped.new_fee), "errors": errors}
+
+
 #: What the ``wallet_spending`` entry point registers.
-METHODS = [settxfee, sendtoaddress, sendmany, fundrawtransaction, signrawtransactionwithwallet]
+METHODS = [settxfee, sendtoaddress, sendmany, fundrawtransaction, signrawtransactionwithwallet,
+           bumpfee]
