@@ -406,6 +406,61 @@ class BrowserPageTests(BrowserTestCase):
         page.click("#send-button")
         wait_text(message(page, "send"), r"^Invalid amount: at most 8 decimal places in this unit$")
 
+    def test_bump_fee_of_a_replaceable_send(self) -> None:
+        gui, _ = start_gui(os.path.abspath(self.mktemp()), server=False)
+        self.addCleanup(gui.stop)
+        gui.call("generate", 101)
+        page = self.open(gui)
+
+        def send(replaceable: bool) -> str:
+            tab(page, "send")
+            # Row ids go on counting after a send (it clears the rows): take the first row.
+            page.locator("#page-send [id^=send-address-]").first.fill(gui.call("getnewaddress"))
+            page.locator("#page-send [id^=send-amount-]").first.fill("1")
+            if replaceable:
+                page.check("#send-rbf")
+            page.click("#send-button")
+            page.locator("dialog[open] button[type=submit]").click()
+            return wait_text(message(page, "send"), r"^Sent: transaction [0-9a-f]{64}$").split()[-1]
+
+        def details(txid: str) -> Any:
+            tab(page, "transactions")
+            page.fill("#tx-search", txid)
+            page.locator("#page-transactions tbody tr").first.locator("button").click()
+            dialog = page.locator("dialog[open]")
+            wait_text(dialog.locator("dl"), txid)  # opened (after its gettransaction)
+            return dialog
+
+        # A send without the Replace-By-Fee request cannot be bumped: no button.
+        final = send(replaceable=False)
+        self.assertEqual(gui.call("gettransaction", final)["bip125-replaceable"], "no")
+        self.assertEqual(details(final).locator("#tx-bump").count(), 0)
+        page.keyboard.press("Escape")
+        page.locator("dialog").wait_for(state="detached")
+
+        txid = send(replaceable=True)
+        self.assertEqual(gui.call("gettransaction", txid)["bip125-replaceable"], "yes")
+        details(txid).locator("#tx-bump").click()
+        confirm = page.locator("dialog[open]")
+        wait_text(confirm.locator("h2"), "^Bump fee$")
+        confirm.locator("button[type=submit]").click()
+        done = wait_text(message(page, "transactions"),
+                         r"^Fee bumped from 0\.\d{8} COIN to 0\.\d{8} COIN: replacement [0-9a-f]{64}$")
+        replacement = done.split()[-1]
+        self.assertEqual(gui.call("gettransaction", txid)["replaced_by_txid"], replacement)
+        self.assertEqual(gui.call("gettransaction", replacement)["replaces_txid"], txid)
+        pool = gui.call("getrawmempool")
+        self.assertIn(replacement, pool)
+        self.assertNotIn(txid, pool)
+        old_fee, new_fee = (Decimal(part.split()[0]) for part in
+                            re.findall(r"0\.\d{8} COIN", done))
+        self.assertGreater(new_fee, old_fee)
+        # The replaced transaction's details name its replacement and offer no second bump.
+        dialog = details(txid)
+        self.assertIn(replacement, dialog.inner_text())
+        self.assertEqual(dialog.locator("#tx-bump").count(), 0)
+        page.keyboard.press("Escape")
+
     def test_amounts_are_exact(self) -> None:
         gui = shared_gui()[0]
         page = self.open(gui)

@@ -3,6 +3,7 @@
 
 import { call } from "./api.js";
 import { formatAmount, toBase } from "./amount.js";
+import { dialog, h } from "./dom.js";
 
 export const state = {
   session: null,
@@ -60,4 +61,19 @@ export async function methods() {
 /** The wallet name as people read it ("" is the default wallet). */
 export function walletLabel(name) {
   return name === "" ? "(default wallet)" : name;
+}
+
+/** Unlock the selected wallet for one signature if it is encrypted and locked: asks for the
+ * passphrase (60 s). True when it unlocked it (the caller locks it again after signing). */
+export async function unlockForSigning(purpose) {
+  const info = await walletCall("getwalletinfo");
+  if (info.unlocked_until === undefined || info.unlocked_until > 0) return false;
+  const answer = await dialog({
+    title: "Unlock wallet", ok: "Unlock",
+    body: [h("p", {}, "The wallet is encrypted. Enter its passphrase to " + purpose + ".")],
+    fields: [{ name: "passphrase", label: "Passphrase", type: "password", autocomplete: "current-password" }],
+  });
+  if (answer === null) throw new Error("Cancelled: the wallet stays locked");
+  await walletCall("walletpassphrase", [answer.passphrase, 60]);
+  return true;
 }

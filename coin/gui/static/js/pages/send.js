@@ -6,7 +6,7 @@
 import { call } from "../api.js";
 import { formatDecimal, parseAmount, toBase, toRpc, unitByName } from "../amount.js";
 import { busy, dialog, fill, h, showError, showOk } from "../dom.js";
-import { money, on, state, walletCall } from "../state.js";
+import { money, on, state, unlockForSigning, walletCall } from "../state.js";
 
 const TARGETS = [2, 4, 6, 12, 24, 48, 144, 504, 1008];
 let els = null;
@@ -89,6 +89,11 @@ function feeOptions() {
   return { conf_target: Number(els.target.value) };
 }
 
+/** fundrawtransaction's options: the fee choice and BIP125 opt-in (Qt's "Request Replace-By-Fee"). */
+function fundOptions(subtract) {
+  return { ...feeOptions(), subtractFeeFromOutputs: subtract, replaceable: els.rbf.checked };
+}
+
 async function showEstimate() {
   try {
     const answer = await call("estimatesmartfee", [Number(els.target.value)]);
@@ -98,19 +103,6 @@ async function showEstimate() {
   } catch (e) {
     fill(els.estimate, e.message);
   }
-}
-
-async function unlockForSigning() {
-  const info = await walletCall("getwalletinfo");
-  if (info.unlocked_until === undefined || info.unlocked_until > 0) return false;
-  const answer = await dialog({
-    title: "Unlock wallet", ok: "Unlock",
-    body: [h("p", {}, "The wallet is encrypted. Enter its passphrase to sign this transaction.")],
-    fields: [{ name: "passphrase", label: "Passphrase", type: "password", autocomplete: "current-password" }],
-  });
-  if (answer === null) throw new Error("Sending cancelled: the wallet stays locked");
-  await walletCall("walletpassphrase", [answer.passphrase, 60]);
-  return true;
 }
 
 async function send() {
@@ -130,7 +122,7 @@ async function send() {
     if (row.subtract.checked) subtract.push(index);
     return { address, amount, label: row.label.value.trim(), subtract: row.subtract.checked };
   });
-  const options = { ...feeOptions(), subtractFeeFromOutputs: subtract };
+  const options = fundOptions(subtract);
   const raw = await call("createrawtransaction", [[], outputs]);
   const funded = await walletCall("fundrawtransaction", [raw, options]);
   const fee = toBase(funded.fee);
@@ -149,7 +141,7 @@ async function send() {
     ],
   });
   if (ok === null) return null;
-  const unlocked = await unlockForSigning();
+  const unlocked = await unlockForSigning("sign this transaction");
   try {
     const signed = await walletCall("signrawtransactionwithwallet", [funded.hex]);
     if (!signed.complete) throw new Error("The wallet could not sign every input");
@@ -187,6 +179,7 @@ export default {
         value: formatDecimal(10000n, unitByName(unitName()).decimals) }),
       rateUnit: h("span", { class: "unit" }),
       estimate: h("span", { class: "hint", "aria-live": "polite" }),
+      rbf: h("input", { id: "send-rbf", type: "checkbox" }),
     };
     const sendButton = h("button", { type: "submit", class: "primary", id: "send-button" }, "Send");
     const form = h("form", { class: "send" },
@@ -197,7 +190,9 @@ export default {
         h("p", { class: "check" }, els.recommended, h("label", { for: els.recommended.id }, "Recommended, confirm within"),
           h("label", { for: els.target.id, class: "visually-hidden" }, "Confirmation target"), els.target, els.estimate),
         h("p", { class: "check" }, els.custom, h("label", { for: els.custom.id }, "Custom, per kB:"),
-          h("label", { for: els.rate.id, class: "visually-hidden" }, "Custom fee per kB"), els.rate, els.rateUnit)),
+          h("label", { for: els.rate.id, class: "visually-hidden" }, "Custom fee per kB"), els.rate, els.rateUnit),
+        h("p", { class: "check" }, els.rbf, h("label", { for: els.rbf.id },
+          "Request Replace-By-Fee (the fee can be raised later with Bump fee)"))),
       els.error,
       h("p", { class: "buttons" },
         h("button", { type: "button", onclick: () => { resetRows(); showError(els.error, null); } }, "Clear all"),

@@ -3,8 +3,8 @@
 // export from the node (/api/transactions.csv, Qt's columns).
 
 import { parseAmount, toBase } from "../amount.js";
-import { dialog, fill, h, showError, table, when } from "../dom.js";
-import { methods, money, state, walletCall } from "../state.js";
+import { dialog, fill, h, showError, showOk, table, when } from "../dom.js";
+import { methods, money, state, unlockForSigning, walletCall } from "../state.js";
 
 const TYPES = { all: "All", receive: "Received", send: "Sent", generate: "Mined", immature: "Immature",
   orphan: "Orphan" };
@@ -65,7 +65,11 @@ async function details(txid) {
     return;
   }
   const canAbandon = tx.confirmations <= 0 && !tx.abandoned;
+  // Qt offers "Increase transaction fee" for the wallet's own unconfirmed BIP125 sends.
   const haveBump = (await methods()).includes("bumpfee");
+  const canBump = haveBump && tx.confirmations === 0 && tx["bip125-replaceable"] === "yes"
+    && !tx.replaced_by_txid && toBase(tx.amount) + toBase(tx.fee || 0) < 0n;
+  let bump = false;
   const rows = [
     ["Status", tx.confirmations > 0 ? tx.confirmations + " confirmations" : "unconfirmed"],
     ["Date", when(tx.time)],
@@ -73,23 +77,52 @@ async function details(txid) {
     ["Amount", money(tx.amount)],
     tx.fee !== undefined ? ["Fee", money(tx.fee)] : null,
     tx.blockhash ? ["Block", tx.blockhash] : null,
+    tx.replaced_by_txid ? ["Replaced by", tx.replaced_by_txid] : null,
+    tx.replaces_txid ? ["Replaces", tx.replaces_txid] : null,
     ...(tx.details || []).map((d) => [TYPES[d.category] || d.category, money(d.amount) + " " + (d.address || "")]),
   ].filter(Boolean);
   const answer = await dialog({
     title: "Transaction details", ok: canAbandon ? "Abandon transaction" : "Close", cancel: canAbandon ? "Close" : null,
     body: [
       h("dl", { class: "details" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { class: "mono" }, v)])),
+      canBump ? h("p", {}, h("button", { type: "button", id: "tx-bump", onclick: (event) => {
+        bump = true;
+        event.target.closest("dialog").close("bump");
+      } }, "Bump fee…")) : null,
       haveBump ? null : h("p", { class: "hint" }, "Bump fee: this node has no bumpfee method yet."),
     ],
   });
-  if (answer !== null && canAbandon) {
-    try {
+  try {
+    if (bump) {
+      await bumpFee(tx);
+    } else if (answer !== null && canAbandon) {
       await walletCall("abandontransaction", [txid]);
       await load();
-    } catch (e) {
-      showError(els.error, e);
     }
+  } catch (e) {
+    showError(els.error, e);
   }
+}
+
+/** bumpfee after a confirmation, unlocking an encrypted wallet for the new signature. */
+async function bumpFee(tx) {
+  const ok = await dialog({
+    title: "Bump fee", ok: "Bump fee", cancel: "Cancel",
+    body: [h("p", {}, "Replace this transaction with one paying a higher fee (the wallet's estimate for its "
+      + "confirmation target, at least the relay increment more), taken from its change. Current fee: ",
+    h("strong", {}, money(-toBase(tx.fee))), ".")],
+  });
+  if (ok === null) return;
+  const unlocked = await unlockForSigning("sign the replacement");
+  let result;
+  try {
+    result = await walletCall("bumpfee", [tx.txid]);
+  } finally {
+    if (unlocked) await walletCall("walletlock");
+  }
+  await load();
+  showOk(els.error, "Fee bumped from " + money(result.origfee) + " to " + money(result.fee)
+    + ": replacement " + result.txid + (result.errors.length ? " (" + result.errors.join("; ") + ")" : ""));
 }
 
 async function load() {
