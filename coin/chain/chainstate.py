@@ -421,6 +421,10 @@ class ChainState:
             added.append(walk)
             walk = walk.prev
         kept = walk.height + 1 if walk is not None else 0
+        if kept == len(self.chain):
+            if added:  # one copy: a published snapshot may hold the old list
+                self._replace_chain(self.chain + added[::-1])
+            return
         self._replace_chain(self.chain[:kept] + added[::-1])
 
     def _replace_chain(self, chain: List[BlockIndexEntry]) -> None:

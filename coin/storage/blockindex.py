@@ -15,6 +15,7 @@ from coin.storage.schema import block_index
 
 CHAINWORK_BYTES = 32
 _hash = itemgetter(0)
+_height = itemgetter(1)
 
 
 class IndexRow(NamedTuple):
@@ -63,14 +64,17 @@ def entry_row(entry: BlockIndexEntry) -> tuple:
 def load_block_index_txn(conn: Connection, after_seq: int = -1) -> List[IndexRow]:
     """Every row written with a change sequence above ``after_seq`` (all by default),
     parents before children (ordered by height)."""
-    query = select(*_COLUMNS).order_by(block_index.c.height)
-    if after_seq >= 0:
+    query = select(*_COLUMNS)
+    if after_seq < 0:
+        query = query.order_by(block_index.c.height)
+    else:
+        # Sorted here: ORDER BY height would make SQLite scan the height index, every row.
         query = query.where(block_index.c.seq > after_seq)
-    rows = conn.execute(query).tuples()
     make = IndexRow._make
-    out = []
-    for row in rows:
-        out.append(make((*row[:3], int.from_bytes(row[3], "big"), *row[4:])))
+    out = [make((*row[:3], int.from_bytes(row[3], "big"), *row[4:]))
+           for row in conn.execute(query).tuples()]
+    if after_seq >= 0:
+        out.sort(key=_height)
     return out
 
 

@@ -243,6 +243,18 @@ class IndexAndStateTests(SynchronousTestCase):
         self.assertEqual(committed.rows[0].status, first.status)
         self.assertGreater(committed.seq, seq)
 
+    def test_a_flush_of_index_rows_alone_is_a_commit_front_ends_notice(self) -> None:
+        # Pruning or reconsiderblock may change rows without moving the best block.
+        entry = make_entry(1)
+        self.store.flush([entry], entry.hash)
+        watch = self.store.commit_watch()
+        self.addCleanup(watch.close)
+        self.assertTrue(watch.changed())
+        self.assertFalse(watch.changed())
+        entry.status |= 16
+        self.store.flush([entry], entry.hash)
+        self.assertTrue(watch.changed())
+
     def test_chainwork_sorts_as_a_number(self) -> None:
         entries = [make_entry(h, chainwork=w) for h, w in enumerate([2**200, 255, 2**8, 2**255])]
         self.store.flush(entries, entries[0].hash)
