@@ -16,10 +16,11 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, List
+from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.timing import median_seconds  # noqa: E402
 from coin.chain.chainstate import ChainState  # noqa: E402
 from coin.chain.index import BLOCK_HAVE_DATA, BLOCK_VALID_SCRIPTS, BlockIndexEntry  # noqa: E402
 from coin.chainparams import REGTEST  # noqa: E402
@@ -40,15 +41,6 @@ def synthetic_entry(prev: BlockIndexEntry | None) -> BlockIndexEntry:
     entry.file_no, entry.data_pos = height // 1000, 8 + 300 * (height % 1000)
     entry.sequence_id = height
     return entry
-
-
-def median_ms(runs: int, step: Callable[[], None]) -> float:
-    times: List[float] = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def measure(size: int, workdir: str) -> Dict[str, float]:
@@ -79,7 +71,7 @@ def measure(size: int, workdir: str) -> Dict[str, float]:
         incremental.append((time.perf_counter() - start) * 1000)
         seq = committed.seq
         assert follower.tip.hash == entries[-1].hash and len(committed.rows) == 1
-    result = {"entries": size, "full_ms": median_ms(FULL_RUNS, full),
+    result = {"entries": size, "full_ms": round(median_seconds(full, FULL_RUNS) * 1000, 2),
               "incremental_ms": round(statistics.median(incremental), 2)}
     reader.close()
     writer.close()

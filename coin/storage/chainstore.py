@@ -201,14 +201,15 @@ class ChainStore:
         """
         with self.engine.begin() as conn:
             seq = chainmeta.get_index_seq_txn(conn)
-            full = since is None or since > seq or chainmeta.get_index_wiped_txn(conn) > since
-            rows = blockindex.load_block_index_txn(conn, -1 if full else since)
+            if since is None or since > seq or chainmeta.get_index_wiped_txn(conn) > since:
+                since = -1
+            rows = blockindex.load_block_index_txn(conn, since)
             best = chainmeta.get_best_block_txn(conn)
             infos = fileinfo.load_file_info_txn(conn)
             self._have_pruned = chainmeta.get_have_pruned_txn(conn)
         self._open_files().adopt_infos(infos)
         self.coins.clear()
-        return CommittedIndex(rows, best, seq, full)
+        return CommittedIndex(rows, best, seq, full=since < 0)
 
     def commit_watch(self) -> CommitWatch:
         """A cheap test of whether another process committed since the last look."""
