@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.internet import reactor
+from twisted.internet.defer import inlineCallbacks
+from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from coin.chain.chainstate import ChainState
+from coin.chain.clock import NodeClock
 from coin.chain.index import BLOCK_FAILED_MASK
 from coin.chainparams import REGTEST
+from coin.frontend.chain import CommittedChain
 from coin.storage.chainstore import ChainStore, CommittedIndex
-from coin.testing.chainbuilder import ChainBuilder
+from coin.testing.chainbuilder import ChainBuilder, open_chain
+from coin.threads import ThreadRunner
 from tests.unit.chain.test_pruning import FILE_SIZE, open_pruning_chain
 
 
@@ -123,3 +128,43 @@ class IncrementalLoadTests(SynchronousTestCase):
         self.writer.store.wipe_index_and_chainstate()
         committed = self.reader.read_committed(self.seq)
         self.assertEqual((committed.full, committed.rows, committed.best), (True, [], None))
+
+
+class TipListener:
+    def __init__(self) -> None:
+        self.tips: List[bytes] = []
+
+    def tip_changed(self, entry: Any) -> None:
+        self.tips.append(entry.hash)
+
+
+class CommittedChainTests(TestCase):
+    """The front end's service: a full load at start, then in-place loads of each commit."""
+
+    @inlineCallbacks
+    def test_reloads_apply_changes_to_the_loaded_chain_state(self) -> Any:
+        datadir = self.mktemp()
+        writer = open_chain(datadir)
+        self.addCleanup(writer.close)
+        builder = ChainBuilder(writer)
+        builder.mine(2)
+        writer.flush()
+        store = ChainStore(datadir, REGTEST)
+        store.open_read_only()
+        self.addCleanup(store.close)
+        service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
+                                 interval=3600)  # only fresh() looks
+        listener = TipListener()
+        service.subscribe(listener)
+        service.startService()
+        self.addCleanup(service.stopService)
+        loaded = yield service.ready
+        self.assertEqual(loaded.tip.hash, writer.tip.hash)
+        for _ in range(2):
+            builder.mine(1)
+            writer.flush()
+            yield service.fresh()
+            self.assertIs(service.chainstate, loaded)
+            self.assertEqual(loaded.published.tip.hash, writer.tip.hash)
+        self.assertEqual(listener.tips[-2:], [e.hash for e in writer.chain[-2:]])
+        self.assertEqual(service.reloads, 3)
