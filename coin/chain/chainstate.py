@@ -72,7 +72,7 @@ from coin.chain.snapshot import (
     find_fork,
 )
 from coin.storage.blockindex import IndexRow
-from coin.storage.chainstore import ChainStore
+from coin.storage.chainstore import ChainStore, CommittedIndex
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
 from coin.threads import ThreadRunner
@@ -321,36 +321,80 @@ class ChainState:
         self.activate_best_chain()
         self.flush()
 
-    def load_committed(self) -> None:
+    def load_committed(self, committed: CommittedIndex) -> None:
         """Read-only start (a front end): the index and tip as the writer last committed
-        them, published as the snapshot; nothing replayed, activated or written."""
-        rows, best = self.store.read_committed()
-        self._load_index(rows)
-        self._set_tip_from_marker(best)
+        them (a full read), published as the snapshot; nothing replayed, activated or written."""
+        self._load_index(committed.rows)
+        self._set_tip_from_marker(committed.best)
+        self._publish_snapshot()
+
+    def apply_committed(self, committed: CommittedIndex) -> None:
+        """A front end's incremental reload: only the rows the writer changed since the last
+        load (new blocks; status, validity or file positions of known ones), so the work
+        grows with the change, not with the index.  Gives what a full load would."""
+        changed: List[BlockIndexEntry] = []
+        failures_changed = False
+        for row in committed.rows:
+            entry = self.index.get(row.hash)
+            if entry is None:
+                changed.append(self._entry_from_row(row))
+                continue
+            failures_changed |= bool((entry.status ^ row.status) & BLOCK_FAILED_MASK)
+            if (entry.status ^ row.status) & (BLOCK_HAVE_DATA | BLOCK_HAVE_UNDO):
+                self._prune_generation += 1  # pruned: the cached prune height is stale
+            self._copy_row(entry, row)
+            changed.append(entry)
+        self._derive_from(changed, rescan=failures_changed)
+        self._set_tip_from_marker(committed.best)
+        self._prune_candidates()
         self._publish_snapshot()
 
     def _load_index(self, rows: Optional[List[IndexRow]] = None) -> None:
         rows = sorted(self.store.load_block_index() if rows is None else rows,
                       key=lambda r: r.height)
         for row in rows:
-            prev = self.index.get(row.prev_hash) if row.height > 0 else None
-            if row.height > 0 and prev is None:
-                raise CorruptionError("block index is missing the parent of %s"
-                                      % row.hash[::-1].hex())
-            entry = BlockIndexEntry(row.hash, row.height, prev, row.version, row.merkle_root,
-                                    row.time, row.bits, row.nonce, row.chainwork)
-            entry.status = row.status
-            entry.tx_count = row.tx_count
-            entry.file_no, entry.data_pos = row.file_no, row.data_pos
-            entry.undo_file, entry.undo_pos = row.undo_file, row.undo_pos
-            entry.sequence_id = row.sequence_id
-            self._next_sequence = max(self._next_sequence, row.sequence_id + 1)
-            self.index[entry.hash] = entry
-        for entry in sorted(self.index.values(), key=lambda e: e.height):
+            self._entry_from_row(row)
+        self._derive_from(self.index.values())
+
+    def _entry_from_row(self, row: IndexRow) -> BlockIndexEntry:
+        """Add the entry of a stored row (its parent already loaded)."""
+        prev = self.index.get(row.prev_hash) if row.height > 0 else None
+        if row.height > 0 and prev is None:
+            raise CorruptionError("block index is missing the parent of %s"
+                                  % row.hash[::-1].hex())
+        entry = BlockIndexEntry(row.hash, row.height, prev, row.version, row.merkle_root,
+                                row.time, row.bits, row.nonce, row.chainwork)
+        self._copy_row(entry, row)
+        self._next_sequence = max(self._next_sequence, row.sequence_id + 1)
+        self.index[entry.hash] = entry
+        return entry
+
+    @staticmethod
+    def _copy_row(entry: BlockIndexEntry, row: IndexRow) -> None:
+        """The fields a flush can change (chain_tx is derived, not read)."""
+        entry.status = row.status
+        entry.tx_count = row.tx_count
+        entry.file_no, entry.data_pos = row.file_no, row.data_pos
+        entry.undo_file, entry.undo_pos = row.undo_file, row.undo_pos
+        entry.sequence_id = row.sequence_id
+
+    def _derive_from(self, entries: Iterable[BlockIndexEntry], rescan: bool = False) -> None:
+        """Chain tx counts, best header and best invalid block after ``entries`` were loaded;
+        ``rescan`` when a block's failure status changed (either may go down: every entry)."""
+        if rescan:
+            self.best_header = self.best_invalid = None
+        for entry in sorted(entries, key=lambda e: e.height):
             self._link_chain_tx(entry)
-            self._update_best_header(entry)
-            if entry.status & BLOCK_FAILED_VALID:
-                self._note_invalid(entry)
+            if not rescan:
+                self._note_loaded(entry)
+        if rescan:
+            for entry in self.index.values():
+                self._note_loaded(entry)
+
+    def _note_loaded(self, entry: BlockIndexEntry) -> None:
+        self._update_best_header(entry)
+        if entry.status & BLOCK_FAILED_VALID:
+            self._note_invalid(entry)
 
     def _reset_chainstate_status(self) -> None:
         for entry in self.index.values():
@@ -360,8 +404,8 @@ class ChainState:
                 self._dirty.add(entry)
 
     def _set_tip_from_marker(self, best: Optional[bytes]) -> None:
-        self._replace_chain([])
         if best is None:
+            self._replace_chain([])
             return
         entry = self.index.get(best)
         if entry is None:
@@ -370,12 +414,18 @@ class ChainState:
         self._set_chain(entry)
 
     def _set_chain(self, tip: BlockIndexEntry) -> None:
-        chain: List[BlockIndexEntry] = [tip] * (tip.height + 1)
+        """Make ``tip``'s chain the active one, walking back only to the fork point."""
+        added: List[BlockIndexEntry] = []
         walk: Optional[BlockIndexEntry] = tip
-        while walk is not None:
-            chain[walk.height] = walk
+        while walk is not None and not self.contains(walk):
+            added.append(walk)
             walk = walk.prev
-        self._replace_chain(chain)
+        kept = walk.height + 1 if walk is not None else 0
+        if kept == len(self.chain):
+            if added:  # one copy: a published snapshot may hold the old list
+                self._replace_chain(self.chain + added[::-1])
+            return
+        self._replace_chain(self.chain[:kept] + added[::-1])
 
     def _replace_chain(self, chain: List[BlockIndexEntry]) -> None:
         """Give the writer a new list (published snapshots keep theirs)."""

@@ -3,8 +3,12 @@
 :class:`CommittedChain` stands where the validation service stands in a node (what
 :class:`~coin.chain.access.ChainAccess` reads through), but it never validates or writes:
 it loads the block index and best block that the writer last committed, in one read
-transaction, into a fresh :class:`~coin.chain.chainstate.ChainState`, and replaces it whole
-when the database changes (looked at every few milliseconds and before each request).  A
+transaction, into a :class:`~coin.chain.chainstate.ChainState`, and on each new commit of
+the database (looked at every few milliseconds and before each request) applies only the
+index rows written since the last load (``ChainStore.read_committed`` with the last change
+sequence), on the one thread that also answers for it, publishing a new snapshot as the
+writer does; a fresh full load replaces it when the writer's index was wiped (-reindex) or
+an incremental load failed.  A
 reader therefore never sees an uncommitted block, nor, once the writer answered, an older
 chain than it committed; and the tip only moves back when the writer committed a reorg.
 """
@@ -49,8 +53,11 @@ class CommittedChain(service.Service):
         self._in_thread = in_thread
         self._prune_mode = prune_mode
         self._interval = interval
-        #: The chain as last committed (replaced, never changed, on a new commit).
+        #: The chain as last committed (updated on this object's thread, or replaced).
         self.chainstate = self._new_chainstate()
+        #: The writer's change sequence the chain state was loaded up to (None: load all).
+        self._seq: Optional[int] = None
+        self._tip_hash: Optional[bytes] = None
         #: Fires with the chain state once the first commit is loaded.
         self.ready: Deferred = Deferred()
         self._listeners: List[object] = []
@@ -147,17 +154,24 @@ class CommittedChain(service.Service):
                 waiter.callback(None)
 
     def _load(self) -> ChainState:
-        chainstate = self._new_chainstate()
-        chainstate.load_committed()
+        committed = self._store.read_committed(self._seq)
+        self._seq = None  # until this load is complete
+        if committed.full:
+            chainstate = self._new_chainstate()
+            chainstate.load_committed(committed)
+        else:
+            chainstate = self.chainstate
+            chainstate.apply_committed(committed)
+        self._seq = committed.seq
         return chainstate
 
     def _swap(self, chainstate: ChainState) -> None:
-        old_tip = self.chainstate.tip
         self.chainstate = chainstate
         self.reloads += 1
         tip = chainstate.tip
-        if tip is not None and tip is not old_tip and (old_tip is None or tip.hash != old_tip.hash):
+        if tip is not None and tip.hash != self._tip_hash:
             deliver(self._listeners, [TipChanged(tip)])
+        self._tip_hash = tip.hash if tip is not None else None
 
     # -- what ChainAccess uses of the validation service ---------------------------
 

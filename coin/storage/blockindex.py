@@ -15,6 +15,7 @@ from coin.storage.schema import block_index
 
 CHAINWORK_BYTES = 32
 _hash = itemgetter(0)
+_height = itemgetter(1)
 
 
 class IndexRow(NamedTuple):
@@ -40,6 +41,8 @@ class IndexRow(NamedTuple):
 
 
 _COLUMNS = [block_index.c[name] for name in IndexRow._fields]
+#: What an upsert writes: the entry's fields, then the flush's change sequence.
+_WRITTEN = IndexRow._fields + ("seq",)
 
 
 def encode_chainwork(work: int) -> bytes:
@@ -58,28 +61,37 @@ def entry_row(entry: BlockIndexEntry) -> tuple:
             entry.bits, entry.nonce, entry.sequence_id)
 
 
-def load_block_index_txn(conn: Connection) -> List[IndexRow]:
-    """Every row, parents before children (ordered by height)."""
-    rows = conn.execute(select(*_COLUMNS).order_by(block_index.c.height)).tuples()
+def load_block_index_txn(conn: Connection, after_seq: int = -1) -> List[IndexRow]:
+    """Every row written with a change sequence above ``after_seq`` (all by default),
+    parents before children (ordered by height)."""
+    query = select(*_COLUMNS)
+    if after_seq < 0:
+        query = query.order_by(block_index.c.height)
+    else:
+        # Sorted here: ORDER BY height would make SQLite scan the height index, every row.
+        query = query.where(block_index.c.seq > after_seq)
     make = IndexRow._make
-    out = []
-    for row in rows:
-        out.append(make((*row[:3], int.from_bytes(row[3], "big"), *row[4:])))
+    out = [make((*row[:3], int.from_bytes(row[3], "big"), *row[4:]))
+           for row in conn.execute(query).tuples()]
+    if after_seq >= 0:
+        out.sort(key=_height)
     return out
 
 
-def upsert_block_index_txn(conn: Connection, entries: Iterable[BlockIndexEntry]) -> int:
-    """Insert or replace the rows of ``entries``; returns how many.
+def upsert_block_index_txn(conn: Connection, entries: Iterable[BlockIndexEntry],
+                           seq: int) -> int:
+    """Insert or replace the rows of ``entries``, stamped with change sequence ``seq``;
+    returns how many.
 
     Runs on the DBAPI cursor (3-4x faster than Core's executemany here: a
     flush during initial sync carries many thousands of rows), in hash order
     for B-tree locality.
     """
-    rows = sorted(map(entry_row, entries), key=_hash)
+    rows = sorted(((*entry_row(entry), seq) for entry in entries), key=_hash)
     if rows:
         cursor = conn.connection.cursor()
         try:
-            for stmt in raw_upserts(conn.dialect, block_index, IndexRow._fields):
+            for stmt in raw_upserts(conn.dialect, block_index, _WRITTEN):
                 stmt.executemany(cursor, rows)
         finally:
             cursor.close()

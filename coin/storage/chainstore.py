@@ -26,7 +26,19 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+)
 
 from sqlalchemy.engine import Engine
 from twisted.logger import Logger
@@ -62,6 +74,17 @@ DEFAULT_MAX_BLOCKFILE_SIZE = 128 << 20
 
 _T = TypeVar("_T")
 log = Logger()
+
+
+class CommittedIndex(NamedTuple):
+    """What :meth:`ChainStore.read_committed` read in one transaction."""
+
+    #: The rows read: all of them when ``full``, else those changed since the reader's seq.
+    rows: List[IndexRow]
+    best: Optional[bytes]
+    #: The writer's change sequence as of this commit (give it back to read only what follows).
+    seq: int
+    full: bool
 
 
 def _storage_errors(method: Callable[..., _T]) -> Callable[..., _T]:
@@ -168,17 +191,25 @@ class ChainStore:
                                  engine=None if self.db_url is None else engine)
 
     @_storage_errors
-    def read_committed(self) -> Tuple[List[IndexRow], Optional[bytes]]:
+    def read_committed(self, since: Optional[int] = None) -> CommittedIndex:
         """The block index and best block as of the writer's last commit, read in one
-        transaction (so the marker always names a loaded row); file statistics refreshed."""
+        transaction (so the marker always names a loaded row); file statistics refreshed.
+
+        ``since``, the ``seq`` of an earlier result, reads only the rows written after it;
+        all rows are read instead (``full``) when it is None or no longer valid: the index
+        was wiped after it (-reindex) or the counter is behind it (another database).
+        """
         with self.engine.begin() as conn:
-            rows = blockindex.load_block_index_txn(conn)
+            seq = chainmeta.get_index_seq_txn(conn)
+            if since is None or since > seq or chainmeta.get_index_wiped_txn(conn) > since:
+                since = -1
+            rows = blockindex.load_block_index_txn(conn, since)
             best = chainmeta.get_best_block_txn(conn)
             infos = fileinfo.load_file_info_txn(conn)
             self._have_pruned = chainmeta.get_have_pruned_txn(conn)
         self._open_files().adopt_infos(infos)
         self.coins.clear()
-        return rows, best
+        return CommittedIndex(rows, best, seq, full=since < 0)
 
     def commit_watch(self) -> CommitWatch:
         """A cheap test of whether another process committed since the last look."""
@@ -345,7 +376,8 @@ class ChainStore:
         changes = self.coins.changes()
         assert self._utxos is not None
         with self.engine.begin() as conn:
-            blockindex.upsert_block_index_txn(conn, entries)
+            if entries:
+                blockindex.upsert_block_index_txn(conn, entries, chainmeta.next_index_seq_txn(conn))
             cached = self.coins.cached
             self._utxos.write_txn(conn,
                                   [coin_row(key, cached(key)) for key in changes.inserts],
@@ -374,6 +406,7 @@ class ChainStore:
         """Keep only the block files (-reindex): drop index, UTXO set, best block, undo data."""
         with self.engine.begin() as conn:
             blockindex.delete_block_index_txn(conn)
+            chainmeta.note_index_wiped_txn(conn)
             utxodb.delete_all_txn(conn)
             chainmeta.delete_value_txn(conn, chainmeta.BEST_BLOCK)
             fileinfo.reset_undo_sizes_txn(conn)

@@ -2,7 +2,8 @@
 
 On SQLite, ``PRAGMA data_version`` on one long-lived connection changes exactly when
 another connection has committed: a read of a page-cached counter, no transaction, a
-few microseconds.  Other engines compare the committed best-block marker instead.
+few microseconds.  Other engines compare the committed best-block marker and block-index
+change counter instead (a flush that changes index rows without moving the tip counts).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class CommitWatch:
             finally:
                 cursor.close()
         with self._engine.connect() as conn:
-            return chainmeta.get_best_block_txn(conn)
+            return chainmeta.get_best_block_txn(conn), chainmeta.get_index_seq_txn(conn)
 
     def changed(self) -> bool:
         token = self._token()

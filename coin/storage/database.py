@@ -28,7 +28,7 @@ from twisted.logger import Logger
 from coin.storage.dialect import autocommit_connection, configure_engine
 from coin.storage.errors import SchemaError, StorageError
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 #: ``-dbengine`` value naming the embedded default.
 SQLITE = "sqlite"
 #: Advisory-lock key of a database's one writer ("coin").

@@ -52,7 +52,10 @@ block_index = Table(
     Column("bits", BigInteger, nullable=False),
     Column("nonce", BigInteger, nullable=False),
     Column("sequence_id", BigInteger, nullable=False),
+    # The writer's change counter (``chainmeta.INDEX_SEQ``) when the row was last written.
+    Column("seq", BigInteger, nullable=False, server_default="0"),
     Index(None, "height"),
+    Index(None, "seq"),
 )
 
 # Rows are small and always looked up by the full key: no rowid on SQLite.

@@ -26,7 +26,7 @@ from coin.storage.chainstore import DB_FILENAME, ChainStore
 from coin.storage.database import SQLITE
 from coin.storage.dbpool import DBPool
 from coin.storage.errors import SchemaError, StorageError
-from coin.storage.schema import block_index, metadata, utxo
+from coin.storage.schema import block_index, chain_state, metadata, utxo
 from tests.nodeharness import free_port
 from tests.pgserver import OnPostgreSQL, dbengine_for
 from tests.unit.storage.test_storage_blockfiles import fake_block, open_store
@@ -121,6 +121,32 @@ class SchemaTests(SynchronousTestCase):
             self.assertEqual(context.get_current_revision(), database.HEAD_REVISION)
             self.assertEqual(compare_metadata(context, metadata), [])
 
+    def test_index_at_0003_is_upgraded_with_its_rows(self) -> None:
+        # Rows written before change sequences exist come back (seq 0: only a full load
+        # reads them) and the first flush after the upgrade is read alone.
+        path = self.mktemp()
+        store = open_store(self, path)
+        entries = [make_entry(0)]
+        entries.append(make_entry(1, entries[0]))
+        store.flush(entries, entries[-1].hash)
+        before = store.load_block_index()
+        config = Config()
+        config.set_main_option("script_location", database.MIGRATIONS_DIR)
+        with store.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0003")
+            conn.execute(chain_state.delete())
+        store.close()
+        store = open_store(self, path)
+        self.assertEqual(store.load_block_index(), before)
+        committed = store.read_committed(0)
+        self.assertEqual((committed.full, committed.rows, committed.seq), (False, [], 0))
+        added = make_entry(2, entries[-1])
+        store.flush([added], added.hash)
+        committed = store.read_committed(0)
+        self.assertEqual([row.hash for row in committed.rows], [added.hash])
+        self.assertEqual(len(store.read_committed().rows), 3)
+
     def test_unknown_revision_is_refused(self) -> None:
         path = self.mktemp()
         open_store(self, path).close()
@@ -202,6 +228,32 @@ class IndexAndStateTests(SynchronousTestCase):
         self.store.flush([entry], entry.hash)
         [row] = self.store.load_block_index()
         self.assertEqual((row.status, row.undo_file, row.undo_pos), (entry.status, 9, 999))
+
+    def test_each_flush_stamps_its_rows_with_a_new_sequence(self) -> None:
+        first, second = make_entry(1), make_entry(2)
+        self.store.flush([first, second], second.hash)
+        seq = self.store.read_committed().seq
+        self.store.flush([], second.hash)
+        self.assertEqual(self.store.read_committed(seq).seq, seq)
+        first.status |= 16
+        self.store.flush([first], second.hash)
+        committed = self.reopen().read_committed(seq)
+        self.assertEqual((committed.full, [row.hash for row in committed.rows]),
+                         (False, [first.hash]))
+        self.assertEqual(committed.rows[0].status, first.status)
+        self.assertGreater(committed.seq, seq)
+
+    def test_a_flush_of_index_rows_alone_is_a_commit_front_ends_notice(self) -> None:
+        # Pruning or reconsiderblock may change rows without moving the best block.
+        entry = make_entry(1)
+        self.store.flush([entry], entry.hash)
+        watch = self.store.commit_watch()
+        self.addCleanup(watch.close)
+        self.assertTrue(watch.changed())
+        self.assertFalse(watch.changed())
+        entry.status |= 16
+        self.store.flush([entry], entry.hash)
+        self.assertTrue(watch.changed())
 
     def test_chainwork_sorts_as_a_number(self) -> None:
         entries = [make_entry(h, chainwork=w) for h, w in enumerate([2**200, 255, 2**8, 2**255])]

@@ -1,0 +1,170 @@
+"""A front end's incremental load of the writer's commits (``ChainStore.read_committed`` with
+a change sequence, ``ChainState.apply_committed``) gives exactly what a full load gives."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from twisted.internet import reactor
+from twisted.internet.defer import inlineCallbacks
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+
+from coin.chain.chainstate import ChainState
+from coin.chain.clock import NodeClock
+from coin.chain.index import BLOCK_FAILED_MASK
+from coin.chainparams import REGTEST
+from coin.frontend.chain import CommittedChain
+from coin.storage.chainstore import ChainStore, CommittedIndex
+from coin.testing.chainbuilder import ChainBuilder, open_chain
+from coin.threads import ThreadRunner
+from tests.unit.chain.test_pruning import FILE_SIZE, open_pruning_chain
+
+
+def described(chain: ChainState) -> dict:
+    """Everything a front end answers from: entries, active chain, headers, prune height."""
+    def name(entry: Any) -> Any:
+        return entry.hash if entry is not None else None
+    return {
+        "index": {e.hash: (e.height, name(e.prev), e.chainwork, e.status, e.tx_count, e.chain_tx,
+                           e.file_no, e.data_pos, e.undo_file, e.undo_pos, e.sequence_id)
+                  for e in chain.index.values()},
+        "chain": [e.hash for e in chain.chain],
+        "published": (chain.published.height, name(chain.published.tip),
+                      name(chain.published.best_header)),
+        "best_header": name(chain.best_header),
+        "best_invalid": name(chain.best_invalid),
+        "prune_height": chain.prune_height(),
+    }
+
+
+class IncrementalLoadTests(SynchronousTestCase):
+    """A writer ChainState commits; a read-only store follows it, one flush at a time."""
+
+    def setUp(self) -> None:
+        self.datadir = self.mktemp()
+        self.writer = open_pruning_chain(self.datadir, target=0)
+        self.addCleanup(self.writer.close)
+        self.builder = ChainBuilder(self.writer)
+        self.builder.mine(5)
+        self.writer.flush()
+        self.reader = ChainStore(self.datadir, REGTEST, max_blockfile_size=FILE_SIZE)
+        self.reader.open_read_only()
+        self.addCleanup(self.reader.close)
+        committed = self.reader.read_committed()
+        self.assertTrue(committed.full)
+        self.follower = self.new_chainstate()
+        self.follower.load_committed(committed)
+        self.seq = committed.seq
+
+    def new_chainstate(self) -> ChainState:
+        chain = ChainState(REGTEST, self.reader)
+        chain.configure_pruning(True)
+        return chain
+
+    def follow(self) -> CommittedIndex:
+        """Flush the writer, apply its changes to the follower, check it equals a full load."""
+        self.writer.flush()
+        committed = self.reader.read_committed(self.seq)
+        self.assertFalse(committed.full)
+        self.follower.apply_committed(committed)
+        self.seq = committed.seq
+        fresh = self.new_chainstate()
+        fresh.load_committed(self.reader.read_committed())
+        self.assertEqual(described(self.follower), described(fresh))
+        self.assertEqual([e.hash for e in self.follower.chain], [e.hash for e in self.writer.chain])
+        return committed
+
+    def test_new_blocks_read_only_their_rows(self) -> None:
+        blocks = self.builder.mine(3)
+        committed = self.follow()
+        self.assertEqual(sorted(row.hash for row in committed.rows),
+                         sorted(block.hash for block in blocks))
+
+    def test_nothing_changed_reads_no_row(self) -> None:
+        self.writer.flush()
+        committed = self.reader.read_committed(self.seq)
+        self.assertEqual((committed.full, committed.rows, committed.seq), (False, [], self.seq))
+
+    def test_reorg_to_a_longer_branch(self) -> None:
+        fork_point = self.writer.chain[2]
+        self.builder.mine(1)
+        self.follow()
+        branch = self.builder.mine(5, parent=fork_point)
+        self.assertEqual(self.writer.tip.hash, branch[-1].hash)
+        self.follow()
+        self.assertEqual(self.follower.tip.hash, branch[-1].hash)
+        self.assertEqual(self.follower.published.tip.hash, branch[-1].hash)
+
+    def test_invalidate_and_reconsider(self) -> None:
+        target = self.writer.chain[3]
+        self.writer.invalidate_block(target.hash)
+        committed = self.follow()
+        self.assertIn(target.hash, [row.hash for row in committed.rows])
+        self.assertEqual(self.follower.tip.hash, target.prev.hash)
+        self.assertTrue(self.follower.index[target.hash].status & BLOCK_FAILED_MASK)
+        self.assertEqual(self.follower.best_invalid.hash, target.hash)
+        self.writer.reconsider_block(target.hash)
+        self.follow()
+        self.assertIsNone(self.follower.best_invalid)
+        self.assertEqual(self.follower.tip.hash, self.writer.tip.hash)
+
+    def test_pruning_changes_file_fields(self) -> None:
+        self.builder.mine(360)
+        self.follow()
+        self.assertEqual(self.follower.prune_height(), 0)
+        heights = []
+        for height in (30, 70):  # the second makes the first prune height stale
+            self.writer.prune_manual(height)
+            committed = self.follow()
+            pruned: List[bytes] = [row.hash for row in committed.rows]
+            self.assertTrue(pruned)
+            self.assertTrue(all(not self.follower.index[h].have_data() for h in pruned))
+            heights.append(self.follower.prune_height())
+        self.assertLess(1, heights[0])
+        self.assertLess(heights[0], heights[1])
+
+    def test_wiped_or_foreign_index_is_read_whole(self) -> None:
+        self.assertTrue(self.reader.read_committed(self.seq + 1).full)
+        self.writer.store.wipe_index_and_chainstate()
+        committed = self.reader.read_committed(self.seq)
+        self.assertEqual((committed.full, committed.rows, committed.best), (True, [], None))
+
+
+class TipListener:
+    def __init__(self) -> None:
+        self.tips: List[bytes] = []
+
+    def tip_changed(self, entry: Any) -> None:
+        self.tips.append(entry.hash)
+
+
+class CommittedChainTests(TestCase):
+    """The front end's service: a full load at start, then in-place loads of each commit."""
+
+    @inlineCallbacks
+    def test_reloads_apply_changes_to_the_loaded_chain_state(self) -> Any:
+        datadir = self.mktemp()
+        writer = open_chain(datadir)
+        self.addCleanup(writer.close)
+        builder = ChainBuilder(writer)
+        builder.mine(2)
+        writer.flush()
+        store = ChainStore(datadir, REGTEST)
+        store.open_read_only()
+        self.addCleanup(store.close)
+        service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
+                                 interval=3600)  # only fresh() looks
+        listener = TipListener()
+        service.subscribe(listener)
+        service.startService()
+        self.addCleanup(service.stopService)
+        loaded = yield service.ready
+        self.assertEqual(loaded.tip.hash, writer.tip.hash)
+        for _ in range(2):
+            builder.mine(1)
+            writer.flush()
+            yield service.fresh()
+            self.assertIs(service.chainstate, loaded)
+            self.assertEqual(loaded.published.tip.hash, writer.tip.hash)
+        self.assertEqual(listener.tips[-2:], [e.hash for e in writer.chain[-2:]])
+        self.assertEqual(service.reloads, 3)
