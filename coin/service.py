@@ -105,6 +105,8 @@ class NodeFacade:
         self.wallet_service = node.wallets
         #: The P2P service (coin.p2p.connman.P2PService).
         self.p2p = node.p2p
+        #: Transaction announcements to peers (coin.p2p.relay.TxRelay).
+        self.tx_relay = node.tx_relay
         #: The network's sporks (coin.spork.SporkManager).
         self.sporks = node.sporks
         #: Masternodes (coin.masternode.service.MasternodeService).

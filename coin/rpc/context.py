@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from coin.mining.service import MiningService
     from coin.notify.service import NotifyService
     from coin.p2p.connman import P2PService
+    from coin.p2p.relay import TxRelay
     from coin.rpc.plugin import ChainView, PluginContext
     from coin.rpc.registry import MethodTable
     from coin.spork import SporkManager
@@ -51,6 +52,8 @@ class NodeFacade(Protocol):
     wallet_service: Optional[WalletService]
     #: The P2P service.
     p2p: Optional[P2PService]
+    #: Transaction announcements to peers (resendwallettransactions).
+    tx_relay: TxRelay
     #: The network's sporks.
     sporks: SporkManager
     #: Masternodes: the list, payments, sync and this node's own masternode.

@@ -161,12 +161,20 @@ def unspent_json(wallet: Wallet, coin: Output) -> Dict[str, Any]:
 def received_json(address: str, label: str, amount: int, confirmations: Optional[int],
                   txids: List[bytes], watch_only: bool) -> Dict[str, Any]:
     """One listreceivedbyaddress entry (Core 0.17 still shows ``account``)."""
-    out: Dict[str, Any] = {}
-    if watch_only:
-        out["involvesWatchonly"] = True
-    out.update({"address": address, "account": label, "amount": amount_to_json(amount),
+    out: Dict[str, Any] = {"involvesWatchonly": True} if watch_only else {}
+    out["address"] = address
+    out.update(received_by_label_json(label, amount, confirmations, False))
+    out["txids"] = [hash_to_hex(t) for t in txids]
+    return out
+
+
+def received_by_label_json(label: str, amount: int, confirmations: Optional[int],
+                           watch_only: bool) -> Dict[str, Any]:
+    """One listreceivedbylabel entry (with ``account``, as listreceivedbyaddress's)."""
+    out: Dict[str, Any] = {"involvesWatchonly": True} if watch_only else {}
+    out.update({"account": label, "amount": amount_to_json(amount),
                 "confirmations": confirmations if confirmations is not None else 0,
-                "label": label, "txids": [hash_to_hex(t) for t in txids]})
+                "label": label})
     return out
 
 

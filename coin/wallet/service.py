@@ -596,6 +596,11 @@ class WalletService(service.Service):
                           txid=wtx.tx.txid_hex, error=e)
         return count
 
+    def resend(self, wallet: Wallet) -> Deferred:
+        """resendwallettransactions: the wallet's unconfirmed transactions that are (or are
+        now accepted) in the mempool, oldest received first, for the caller to announce."""
+        return self.validation.call(_resend_on_worker, self.mempool, wallet)
+
     # ------------------------------------------------------------------ rescan
 
     @inlineCallbacks
@@ -665,6 +670,26 @@ def _bump_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wal
             refusal = e
     wallet.mark_replaced(txid, bumped.tx.txid)
     return bumped, refusal
+
+
+def _resend_on_worker(chainstate: ChainState, mempool: MempoolService,
+                      wallet: Wallet) -> List[Transaction]:
+    """Core's ResendWalletTransactionsBefore and RelayWalletTransaction, without the
+    announcing: a transaction not pooled is offered again (-maxtxfee applies)."""
+    with wallet.lock:
+        pending = sorted((wtx for wtx in wallet.txs.values()
+                          if not wtx.tx.is_coinbase() and not wtx.abandoned
+                          and wallet.depth(wtx) == 0),
+                         key=lambda wtx: (wtx.time_received, wtx.txid))
+    relayed = []
+    for wtx in pending:
+        if wtx.txid not in mempool.pool.entries:
+            try:
+                mempool.accept_on_worker(chainstate, wtx.tx, mempool.max_tx_fee)
+            except (MissingInputs, ValidationError):
+                continue
+        relayed.append(wtx.tx)
+    return relayed
 
 
 def _preset_inputs(wallet: Wallet, tx: Transaction) -> List[Output]:

@@ -24,7 +24,9 @@ from __future__ import annotations
 from coin.primitives.address import Destination, try_decode_address
 from coin.consensus.tx_check import is_final_tx
 from coin.rpc.context import RPCContext
-from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_METHOD_NOT_FOUND, RPCError
+from coin.rpc.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_METHOD_NOT_FOUND, RPC_WALLET_INVALID_LABEL_NAME, RPCError,
+)
 from coin.rpc.registry import STR, Arg
 from coin.wallet.keystore import ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 from coin.wallet.service import WalletService
@@ -53,6 +55,13 @@ def decode_destination(ctx: RPCContext, text: str, message: str) -> Destination:
     if destination is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, message)
     return destination
+
+
+def label_from_value(value: str) -> str:
+    """Core's LabelFromValue: "*" is no label name (-11)."""
+    if value == "*":
+        raise RPCError(RPC_WALLET_INVALID_LABEL_NAME, "Invalid label name")
+    return value
 
 
 def is_final(wallet: Wallet, wtx: WalletTx) -> bool:

@@ -1,5 +1,6 @@
 """Address methods: getnewaddress, getrawchangeaddress, setlabel, addmultisigaddress,
-getaddressinfo, keypoolrefill and signmessage.
+getaddressinfo, keypoolrefill, signmessage, getaddressesbylabel, listlabels and
+listaddressgroupings.
 
 Registered through the ``coin.rpc`` entry point ``wallet_addresses``.  Hash160
 identifiers (``hdseedid``, ``hdmasterkeyid``) are printed as Core's
@@ -18,23 +19,19 @@ from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_WALLET_INVALID_LABEL_NAME, RPCError,
 )
+from coin.rpc.methods.wallet import label_from_value
 from coin.rpc.methods.util import (
     KEY_ARG, multisig_json, multisig_redeem_script, public_key_from_hex,
 )
 from coin.rpc.registry import ARR, INT, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.views.amounts import amount_to_json
 from coin.views.wallet import address_info_json
 from coin.wallet.access import in_wallet
 from coin.wallet.addresses import (
     add_multisig_script, check_can_derive, ensure_unlocked, new_change_address,
     public_key_of_address, refill_keypool, set_label, sign_message_with,
 )
-
-
-def _label(value: str) -> str:
-    """Core's LabelFromValue."""
-    if value == "*":
-        raise RPCError(RPC_WALLET_INVALID_LABEL_NAME, "Invalid label name")
-    return value
+from coin.wallet.labels import address_groupings, addresses_with_label, labels
 
 
 def _address_type(value: Optional[str]) -> None:
@@ -63,7 +60,7 @@ _ADDRESS_TYPE_HELP = 'The address type to use. Options are "legacy".'
 def getnewaddress(ctx: RPCContext, label: Optional[str], address_type: Optional[str]) -> Deferred:
     wallet = ctx.wallet
     check_can_derive(wallet)
-    label = _label(label) if label is not None else ""
+    label = label_from_value(label) if label is not None else ""
     _address_type(address_type)
     return in_wallet(wallet, wallet.new_address, label, write=True)
 
@@ -95,7 +92,7 @@ def setlabel(ctx: RPCContext, address: str, label: str) -> Deferred:
     destination = try_decode_address(address, wallet.params)
     if destination is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid Coin address")
-    label = _label(label)
+    label = label_from_value(label)
     return in_wallet(wallet, set_label, wallet, destination, label, write=True)
 
 
@@ -136,7 +133,7 @@ _MULTISIG_KEYS_EXAMPLE = ('"[\\"16sSauSf5pF2UkUwvKGq4qjNRzBZYqgEL5\\",'
 def addmultisigaddress(ctx: RPCContext, nrequired: int, keys: List[Any], label: Optional[str],
                        address_type: Optional[str]) -> Deferred:
     wallet = ctx.wallet
-    label = _label(label) if label is not None else ""
+    label = label_from_value(label) if label is not None else ""
     texts = [KEY_ARG.convert(key) for key in keys]
 
     def add() -> Dict[str, str]:
@@ -251,6 +248,72 @@ def signmessage(ctx: RPCContext, address: str, message: str) -> Deferred:
     return in_wallet(wallet, sign_message_with, wallet, address, message)
 
 
+@rpc_method(
+    "getaddressesbylabel", category="wallet", needs_wallet=True,
+    args=[Arg("label", STR, help="The label.")],
+    help="Returns the list of addresses assigned the specified label.",
+    result=("{ (json object with addresses as keys)\n"
+            '  "address": { (json object with information about address)\n'
+            '    "purpose": "string" (string)  Purpose of address ("send" for sending address, '
+            '"receive" for receiving address)\n'
+            "  },...\n}"),
+    examples=(example_cli("getaddressesbylabel", '"tabby"')
+              + example_rpc("getaddressesbylabel", '"tabby"')))
+def getaddressesbylabel(ctx: RPCContext, label: str) -> Deferred:
+    wallet = ctx.wallet
+    label = label_from_value(label)
+
+    def find() -> Dict[str, Any]:
+        found = {address: {"purpose": purpose}
+                 for address, purpose in addresses_with_label(wallet, label)}
+        if not found:
+            raise RPCError(RPC_WALLET_INVALID_LABEL_NAME, "No addresses with label " + label)
+        return found
+
+    return in_wallet(wallet, find)
+
+
+@rpc_method(
+    "listlabels", category="wallet", needs_wallet=True,
+    args=[Arg("purpose", STR, default="", help=(
+        "Address purpose to list labels for ('send','receive'). An empty string is the same "
+        "as not providing this argument."))],
+    help=("Returns the list of all labels, or labels that are assigned to addresses with a "
+          "specific purpose."),
+    result=("[               (json array of string)\n"
+            '  "label",      (string) Label name\n'
+            "  ...\n]"),
+    examples=("\nList all labels\n" + example_cli("listlabels")
+              + "\nList labels that have receiving addresses\n"
+              + example_cli("listlabels", "receive")
+              + "\nList labels that have sending addresses\n" + example_cli("listlabels", "send")
+              + "\nAs json rpc call\n" + example_rpc("listlabels", "receive")))
+def listlabels(ctx: RPCContext, purpose: str) -> Deferred:
+    wallet = ctx.wallet
+    return in_wallet(wallet, labels, wallet, purpose)
+
+
+@rpc_method(
+    "listaddressgroupings", category="wallet", needs_wallet=True,
+    help=("Lists groups of addresses which have had their common ownership\n"
+          "made public by common use as inputs or as the resulting change\n"
+          "in past transactions"),
+    result=("[\n  [\n    [\n"
+            '      "address",            (string) The coin address\n'
+            "      amount,                 (numeric) The amount in COIN\n"
+            '      "label"               (string, optional) The label\n'
+            "    ]\n    ,...\n  ]\n  ,...\n]"),
+    examples=example_cli("listaddressgroupings") + example_rpc("listaddressgroupings"))
+def listaddressgroupings(ctx: RPCContext) -> Deferred:
+    wallet = ctx.wallet
+
+    def groupings() -> List[Any]:
+        return [[[address, amount_to_json(amount)] + ([label] if label is not None else [])
+                 for address, amount, label in group] for group in address_groupings(wallet)]
+
+    return in_wallet(wallet, groupings, slow=True)
+
+
 #: What the ``wallet_addresses`` entry point registers.
 METHODS = [getnewaddress, getrawchangeaddress, setlabel, addmultisigaddress, getaddressinfo,
-           keypoolrefill, signmessage]
+           keypoolrefill, signmessage, getaddressesbylabel, listlabels, listaddressgroupings]

@@ -1,5 +1,5 @@
-"""Coin methods: getbalance, getunconfirmedbalance, getreceivedbyaddress, listunspent,
-lockunspent and listlockunspent.
+"""Coin methods: getbalance, getunconfirmedbalance, getreceivedbyaddress, getreceivedbylabel,
+listunspent, lockunspent and listlockunspent.
 
 Registered through the ``coin.rpc`` entry point ``wallet_coins``.  Reads run
 through :func:`coin.wallet.access.in_wallet`, under the wallet's lock.
@@ -16,7 +16,9 @@ from coin.rpc.errors import (
     RPC_INVALID_PARAMETER, RPC_METHOD_DEPRECATED, RPC_WALLET_ERROR, RPCError,
 )
 from coin.rpc.methods.rawtransactions import check_object
-from coin.rpc.methods.wallet import ADDRESS_ARG, decode_destination, is_final, ismine_filter
+from coin.rpc.methods.wallet import (
+    ADDRESS_ARG, decode_destination, is_final, ismine_filter, label_from_value,
+)
 from coin.primitives.hashes import is_hex
 from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
@@ -27,6 +29,7 @@ from coin.views.amounts import amount_to_json
 from coin.views.wallet import unspent_json
 from coin.wallet.access import in_wallet
 from coin.wallet.keystore import ISMINE_NO
+from coin.wallet.labels import received_by_label
 from coin.wallet.wallet import Output, Wallet
 
 MAX_DEPTH = 9999999
@@ -100,6 +103,28 @@ async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> A
                    for out in wtx.tx.vout if out.script_pubkey == script)
 
     return amount_to_json(await in_wallet(wallet, received, slow=True))
+
+
+@rpc_method(
+    "getreceivedbylabel", category="wallet", needs_wallet=True,
+    args=[Arg("label", STR, help='The selected label, may be the default label using "".'),
+          Arg("minconf", INT, default=1,
+              help="Only include transactions confirmed at least this many times.")],
+    help=("Returns the total amount received by addresses with <label> in transactions with "
+          "at least [minconf] confirmations."),
+    result="amount              (numeric) The total amount in COIN received for this label.",
+    examples=("\nAmount received by the default label with at least 1 confirmation\n"
+              + example_cli("getreceivedbylabel", '""')
+              + "\nAmount received at the tabby label including unconfirmed amounts with zero "
+              "confirmations\n" + example_cli("getreceivedbylabel", '"tabby" 0')
+              + "\nThe amount with at least 6 confirmations\n"
+              + example_cli("getreceivedbylabel", '"tabby" 6')
+              + "\nAs a json rpc call\n" + example_rpc("getreceivedbylabel", '"tabby", 6')))
+async def getreceivedbylabel(ctx: RPCContext, label: str, minconf: int) -> Any:
+    wallet = ctx.wallet
+    return amount_to_json(await in_wallet(wallet, received_by_label, wallet, label_from_value(label),
+                                          minconf,
+                                          slow=True))
 
 
 _OUTPOINT_FIELDS = {"txid": "string", "vout": "number"}
@@ -302,5 +327,5 @@ async def listlockunspent(ctx: RPCContext) -> List[Any]:
 
 
 #: What the ``wallet_coins`` entry point registers.
-METHODS = [getbalance, getunconfirmedbalance, getreceivedbyaddress, listunspent, lockunspent,
-           listlockunspent]
+METHODS = [getbalance, getunconfirmedbalance, getreceivedbyaddress, getreceivedbylabel,
+           listunspent, lockunspent, listlockunspent]

@@ -1,5 +1,6 @@
-"""Transaction methods: listreceivedbyaddress, listtransactions, listsinceblock,
-gettransaction, abandontransaction, rescanblockchain and abortrescan.
+"""Transaction methods: listreceivedbyaddress, listreceivedbylabel, listtransactions, listsinceblock,
+gettransaction, abandontransaction, rescanblockchain, abortrescan and
+resendwallettransactions.
 
 Registered through the ``coin.rpc`` entry point ``wallet_transactions``.  JSON
 objects come from :mod:`coin.views.wallet`; rescans run in chunks on the
@@ -21,9 +22,12 @@ from coin.rpc.methods.wallet import is_final, ismine_filter, wallet_service
 from coin.rpc.params import parse_hash_v, uint256_from_hex
 from coin.rpc.registry import BOOL, INT, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.script.standard import destination_script
-from coin.views.wallet import gettransaction_json, received_json, transaction_entries
+from coin.views.wallet import (
+    gettransaction_json, received_by_label_json, received_json, transaction_entries,
+)
 from coin.wallet.access import in_wallet
 from coin.wallet.keystore import ISMINE_WATCH_ONLY
+from coin.wallet.labels import book_order
 from coin.wallet.wallet import Wallet, WalletTx
 
 
@@ -41,14 +45,6 @@ def _wallet_tx(wallet: Wallet, txid: bytes) -> WalletTx:
     if wtx is None:
         raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid or non-wallet transaction id")
     return wtx
-
-
-def _book_order(wallet: Wallet) -> List[Tuple[str, str, Destination]]:
-    """The address book as Core's std::map iterates it: key hashes, then script hashes."""
-    entries = [(address, label, try_decode_address(address, wallet.params))
-               for address, (label, _purpose) in wallet.names.items()]
-    return sorted((e for e in entries if e[2] is not None),
-                  key=lambda e: (e[2].kind != "pubkeyhash", e[2].hash160))
 
 
 @rpc_method(
@@ -88,12 +84,50 @@ async def listreceivedbyaddress(ctx: RPCContext, minconf: int, include_empty: bo
         only = try_decode_address(address_filter, wallet.params)
         if only is None:
             raise RPCError(RPC_WALLET_ERROR, "address_filter parameter was invalid")
-    return await in_wallet(wallet, _list_received, wallet, minconf, include_empty,
+    rows = await in_wallet(wallet, _list_received, wallet, minconf, include_empty,
                            ismine_filter(include_watchonly), only, slow=True)
+    return [received_json(*row) for row in rows]
+
+
+@rpc_method(
+    "listreceivedbylabel", category="wallet", needs_wallet=True,
+    signature="listreceivedbylabel ( minconf include_empty include_watchonly)",
+    args=[Arg("minconf", INT, default=1,
+              help="The minimum number of confirmations before payments are included."),
+          Arg("include_empty", BOOL, default=False,
+              help="Whether to include labels that haven't received any payments."),
+          Arg("include_watchonly", BOOL, default=False,
+              help="Whether to include watch-only addresses (see 'importaddress').")],
+    help="List received transactions by label.",
+    result=("[\n  {\n"
+            '    "involvesWatchonly" : true,   (bool) Only returned if imported addresses were '
+            "involved in transaction\n"
+            '    "account" : "accountname",    (string) DEPRECATED. Backwards compatible alias for '
+            "label.\n"
+            '    "amount" : x.xxx,             (numeric) The total amount received by addresses '
+            "with this label\n"
+            '    "confirmations" : n,          (numeric) The number of confirmations of the most '
+            "recent transaction included\n"
+            '    "label" : "label"           (string) The label of the receiving address. The '
+            'default label is "".\n'
+            "  }\n  ,...\n]"),
+    examples=(example_cli("listreceivedbylabel") + example_cli("listreceivedbylabel", "6 true")
+              + example_rpc("listreceivedbylabel", "6, true, true")))
+async def listreceivedbylabel(ctx: RPCContext, minconf: int, include_empty: bool,
+                              include_watchonly: bool) -> List[Any]:
+    wallet = ctx.wallet
+    rows = await in_wallet(wallet, _list_received, wallet, minconf, include_empty,
+                           ismine_filter(include_watchonly), None, slow=True)
+    return _by_label(rows)
+
+
+#: One address's tally: address, label, amount, lowest confirmations (None: no payment),
+#: txids, whether watch-only outputs were involved.
+Received = Tuple[str, str, int, Optional[int], List[bytes], bool]
 
 
 def _list_received(wallet: Wallet, minconf: int, include_empty: bool, filter_: int,
-                   only: Optional[Destination]) -> List[Any]:
+                   only: Optional[Destination]) -> List[Received]:
     """Core's ListReceived by address: tally the wallet, answer in address-book order."""
     # address -> [amount, lowest confirmations, txids, watch-only]
     tally: Dict[str, list] = {}
@@ -118,8 +152,8 @@ def _list_received(wallet: Wallet, minconf: int, include_empty: bool, filter_: i
             item[1] = depth if item[1] is None else min(item[1], depth)
             item[2].append(wtx.txid)
             item[3] = item[3] or bool(mine & ISMINE_WATCH_ONLY)
-    result = []
-    for address, label, destination in _book_order(wallet):
+    result: List[Received] = []
+    for address, label, _purpose, destination in book_order(wallet):
         if only is not None and destination != only:
             continue
         item = tally.get(address)
@@ -128,8 +162,21 @@ def _list_received(wallet: Wallet, minconf: int, include_empty: bool, filter_: i
         if not wallet.is_mine(destination_script(destination)) & filter_:
             continue
         amount, confirmations, txids, watch_only = item or (0, None, [], False)
-        result.append(received_json(address, label, amount, confirmations, txids, watch_only))
+        result.append((address, label, amount, confirmations, txids, watch_only))
     return result
+
+
+def _by_label(rows: List[Received]) -> List[Any]:
+    """Core's ListReceived by label: the address tallies summed per label, labels sorted
+    (the watch-only flag is the last address's, as Core's)."""
+    labels: Dict[str, list] = {}
+    for _address, label, amount, confirmations, _txids, watch_only in rows:
+        item = labels.setdefault(label, [0, None, False])
+        item[0] += amount
+        if confirmations is not None:
+            item[1] = confirmations if item[1] is None else min(item[1], confirmations)
+        item[2] = watch_only
+    return [received_by_label_json(label, *labels[label]) for label in sorted(labels)]
 
 
 _TX_ENTRY_FIELDS = """\
@@ -401,6 +448,24 @@ def abortrescan(ctx: RPCContext) -> bool:
     return wallet_service(ctx).rescanner.abort(ctx.wallet)
 
 
+@rpc_method(
+    "resendwallettransactions", category="wallet", needs_wallet=True,
+    help=("Immediately re-broadcast unconfirmed wallet transactions to all peers.\n"
+          "Intended only for testing; the wallet code periodically re-broadcasts\n"
+          "automatically.\n"
+          "Returns an RPC error if -walletbroadcast is set to false.\n"
+          "Returns array of transaction ids that were re-broadcast."))
+async def resendwallettransactions(ctx: RPCContext) -> List[str]:
+    service = wallet_service(ctx)
+    if not service.broadcast:
+        raise RPCError(RPC_WALLET_ERROR,
+                       "Error: Wallet transaction broadcasting is disabled with -walletbroadcast")
+    relayed = await service.resend(ctx.wallet)
+    for tx in relayed:
+        ctx.node.tx_relay.tx_added(tx)
+    return [tx.txid_hex for tx in relayed]
+
+
 #: What the ``wallet_transactions`` entry point registers.
-METHODS = [listreceivedbyaddress, listtransactions, listsinceblock, gettransaction,
-           abandontransaction, rescanblockchain, abortrescan]
+METHODS = [listreceivedbyaddress, listreceivedbylabel, listtransactions, listsinceblock, gettransaction,
+           abandontransaction, rescanblockchain, abortrescan, resendwallettransactions]
