@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 import os
 import time
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import coincurve
 
@@ -21,10 +21,13 @@ from coin.primitives.address import (
 )
 from coin.primitives.hashes import hash160
 from coin.primitives.hashes import is_hex
-from coin.script.standard import TX_MULTISIG, destination_script, extract_destinations, p2pk_script
+from coin.script.standard import (
+    TX_MULTISIG, TX_SCRIPTHASH, destination_script, extract_destinations, p2pk_script, p2pkh_script,
+    p2sh_script,
+)
 from coin.wallet.addresses import ensure_unlocked, key_of_address, p2pkh_address
 from coin.wallet.errors import (
-    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPC_WALLET_ERROR,
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_MISC_ERROR, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPC_WALLET_ERROR,
     WalletError,
 )
 from coin.wallet.hd import ExtKey
@@ -100,6 +103,168 @@ def dump_privkey(wallet: Wallet, address: str) -> str:
         WalletError(RPC_TYPE_ERROR, "Address does not refer to a key"),
         WalletError(RPC_WALLET_ERROR, "Private key for address %s is not known" % address))
     return encode_wif(wallet.keys.secret_of(pubkey), wallet.params, len(pubkey) == 33)
+
+
+# ---------------------------------------------------------------------------------- importmulti
+
+def _missing_fields() -> WalletError:
+    """What Core answers for a request field of the wrong JSON type (its catch-all)."""
+    return WalletError(RPC_MISC_ERROR, "Missing required fields")
+
+
+def import_timestamp(request: Any, now: int) -> int:
+    """Core's GetImportTimestamp: a number, or "now" (the tip's median time past)."""
+    if not isinstance(request, dict) or "timestamp" not in request:
+        raise WalletError(RPC_TYPE_ERROR, "Missing required timestamp field for key")
+    value = request["timestamp"]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if value == "now":
+        return now
+    raise WalletError(RPC_TYPE_ERROR, 'Expected number or "now" timestamp value for key. got '
+                      "type %s" % _json_type_name(value))
+
+
+def _json_type_name(value: Any) -> str:
+    """UniValue's uvTypeName."""
+    for kind, name in ((bool, "bool"), (str, "string"), (dict, "object"), (list, "array"),
+                       ((int, float), "number")):
+        if isinstance(value, kind):
+            return name
+    return "null"
+
+
+def _field(request: Dict[str, Any], name: str, kind: type, default: Any) -> Any:
+    value = request.get(name, default)
+    if not isinstance(value, kind):
+        raise _missing_fields()
+    return value
+
+
+def _check_mine(wallet: Wallet, script: bytes) -> None:
+    if wallet.is_mine(script) == ISMINE_SPENDABLE:
+        raise WalletError(RPC_WALLET_ERROR, "The wallet already contains the private key for "
+                          "this address or script")
+
+
+def _watch(wallet: Wallet, script: bytes) -> None:
+    _check_mine(wallet, script)
+    if script not in wallet.keys.watch:
+        wallet.keys.add_watch(script)
+
+
+def _key_from_wif(wallet: Wallet, text: Any) -> Tuple[bytes, bool, bytes]:
+    """(secret, compressed, public key) of a WIF text; -5 when it is none."""
+    if not isinstance(text, str):
+        raise _missing_fields()
+    try:
+        secret, compressed = decode_wif(text, wallet.params)
+    except AddressError:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid private key encoding") from None
+    return secret, compressed, coincurve.PrivateKey(secret).public_key.format(compressed)
+
+
+def _consistent(pubkey: bytes, destination: Optional[Destination], script: bytes) -> None:
+    """The key must be the address's (or the script's, when it has one destination)."""
+    key_destination = Destination("pubkeyhash", hash160(pubkey))
+    if destination is None:
+        _, found, _ = extract_destinations(script)
+        destination = found[0] if len(found) == 1 else key_destination
+    if destination != key_destination:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Consistency check failed")
+
+
+def _add_key(wallet: Wallet, secret: bytes, compressed: bool, pubkey: bytes, label: str,
+             timestamp: int, duplicate: str) -> None:
+    wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
+    if wallet.keys.have_secret(pubkey):
+        raise WalletError(RPC_WALLET_ERROR, duplicate)
+    wallet.keys.add_key(secret, compressed, created=timestamp)
+
+
+def import_multi_request(wallet: Wallet, request: Dict[str, Any], timestamp: int) -> None:
+    """One importmulti request (Core 0.17's ProcessImport, without witness scripts); what a
+    refused request stored before its error stays, as in Core."""
+    target = request.get("scriptPubKey")
+    is_script = isinstance(target, str)
+    if not is_script and not (isinstance(target, dict) and "address" in target):
+        raise WalletError(RPC_INVALID_PARAMETER, "Invalid scriptPubKey")
+    redeem_hex = _field(request, "redeemscript", str, "")
+    pubkeys = _field(request, "pubkeys", list, [])
+    keys = _field(request, "keys", list, [])
+    internal = _field(request, "internal", bool, False)
+    watch_only = _field(request, "watchonly", bool, False)
+    label = "" if internal else _field(request, "label", str, "")
+    output = target if is_script else target["address"]
+    if not isinstance(output, str):
+        raise _missing_fields()
+    destination: Optional[Destination] = None
+    if is_script:
+        if not is_hex(output):
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid scriptPubKey")
+        script = bytes.fromhex(output)
+    else:
+        destination = try_decode_address(output, wallet.params)
+        if destination is None:
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid address")
+        script = destination_script(destination)
+    if watch_only and keys:
+        raise WalletError(RPC_INVALID_PARAMETER, "Incompatibility found between watchonly and keys")
+    if internal and "label" in request:
+        raise WalletError(RPC_INVALID_PARAMETER, "Incompatibility found between internal and label")
+    if not redeem_hex and (len(keys) > 1 or len(pubkeys) > 1):
+        raise WalletError(RPC_INVALID_PARAMETER, "More than private key given for one address")
+    if redeem_hex and not is_hex(redeem_hex):
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid redeem script")
+    if redeem_hex:
+        _import_p2sh(wallet, script, bytes.fromhex(redeem_hex), destination, keys, label,
+                     timestamp, internal)
+        return
+    if pubkeys and not keys:
+        text = pubkeys[0]
+        if not isinstance(text, str):
+            raise _missing_fields()
+        if not is_hex(text):
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Pubkey must be a hex string")
+        pubkey = bytes.fromhex(text)
+        try:
+            coincurve.PublicKey(pubkey)
+        except ValueError:
+            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY,
+                              "Pubkey is not a valid public key") from None
+        _consistent(pubkey, destination, script)
+        _watch(wallet, p2pkh_script(hash160(pubkey)))
+        if not internal:
+            wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
+        _watch(wallet, p2pk_script(pubkey))
+    if keys:
+        secret, compressed, pubkey = _key_from_wif(wallet, keys[0])
+        _consistent(pubkey, destination, script)
+        _add_key(wallet, secret, compressed, pubkey, label, timestamp,
+                 "The wallet already contains the private key for this address or script")
+    if not pubkeys and not keys:
+        _watch(wallet, script)
+        if destination is not None and not internal:
+            wallet.set_name(encode_address(destination, wallet.params), label, PURPOSE_RECEIVE)
+
+
+def _import_p2sh(wallet: Wallet, script: bytes, redeem_script: bytes,
+                 destination: Optional[Destination], keys: List[Any], label: str,
+                 timestamp: int, internal: bool) -> None:
+    """importmulti with a redeem script: the script, its P2SH output watched, the keys."""
+    kind, _, _ = extract_destinations(script)
+    if kind != TX_SCRIPTHASH:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid P2SH address / script")
+    if redeem_script not in wallet.keys.watch:
+        wallet.keys.add_watch(redeem_script)
+    if hash160(redeem_script) not in wallet.keys.scripts:
+        wallet.keys.add_script(redeem_script)
+    _watch(wallet, p2sh_script(hash160(redeem_script)))
+    if destination is not None and not internal:
+        wallet.set_name(encode_address(destination, wallet.params), label, PURPOSE_RECEIVE)
+    for text in keys:
+        secret, compressed, pubkey = _key_from_wif(wallet, text)
+        _add_key(wallet, secret, compressed, pubkey, label, timestamp, "Already have this key")
 
 
 # ---------------------------------------------------------------------------------- dump files

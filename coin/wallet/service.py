@@ -544,11 +544,17 @@ class WalletService(service.Service):
             lines = await self.in_thread(read_dump_lines, filename)
             time_begin, good = await in_wallet(wallet, import_dump, wallet, lines,
                                                self._tip().time, write=True, slow=True)
-            start = height_for_time(self.validation.chainstate.published, time_begin)
-            if start is not None:
-                await reservation.scan_to_tip(start)
+            await self.rescan_from_time(wallet, reservation, time_begin)
         if not good:
             raise WalletError(RPC_WALLET_ERROR, "Error adding some keys/scripts to wallet")
+
+    async def rescan_from_time(self, wallet: Wallet, reservation: Reservation,
+                               timestamp: int) -> None:
+        """Core's RescanFromTime: from the first block within TIMESTAMP_WINDOW of
+        ``timestamp`` to the tip (nothing when every block is older)."""
+        start = height_for_time(self.validation.chainstate.published, timestamp)
+        if start is not None:
+            await reservation.scan_to_tip(start)
 
     def import_wallet(self, wallet: Wallet, filename: str) -> Deferred:
         """``importwallet``: the keys and scripts of a dump file, then a rescan from the

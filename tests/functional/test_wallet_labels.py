@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
-from typing import Any
+from typing import Any, Dict
 
 from tests.inprocess import InProcessNode, NodeTestCase
 from tests.nodeharness import RPCFailure
@@ -143,3 +143,90 @@ class ResendTests(NodeTestCase):
             node.rpc("resendwallettransactions")
         self.assertEqual((caught.exception.code, caught.exception.message), (
             -4, "Error: Wallet transaction broadcasting is disabled with -walletbroadcast"))
+
+
+class ImportMultiTests(NodeTestCase):
+    def test_imports_with_per_request_results_and_rescan(self) -> None:
+        source = funded(self)
+        node = self.start_node("-keypool=20", "-connect=127.0.0.1:%d" % source.p2p_port)
+        watched, spent_to, keyed, shared = (source.rpc("getnewaddress") for _ in range(4))
+        pubkey = source.rpc("getaddressinfo", keyed)["pubkey"]
+        multisig = source.rpc("addmultisigaddress", 1, [shared])
+        # One transaction: the source wallet spends none of these outputs afterwards.
+        source.rpc("sendmany", "", {address: 1 for address in (watched, spent_to, keyed,
+                                                                 multisig["address"])})
+        source.rpc("generate", 1)
+        deadline = time.monotonic() + 30
+        while node.rpc("getblockcount") != 102:
+            self.assertLess(time.monotonic(), deadline, "the node never synced")
+            time.sleep(0.1)
+        now = "now"
+        results = node.rpc("importmulti", [
+            {"scriptPubKey": {"address": watched}, "timestamp": 0, "label": "watched"},
+            {"scriptPubKey": source.rpc("getaddressinfo", spent_to)["scriptPubKey"],
+             "timestamp": 0},
+            {"scriptPubKey": {"address": keyed}, "timestamp": 0,
+             "keys": [source.rpc("dumpprivkey", keyed)]},
+            {"scriptPubKey": {"address": multisig["address"]}, "timestamp": 0,
+             "redeemscript": multisig["redeemScript"], "keys": [source.rpc("dumpprivkey", shared)]},
+            # Refused, each with Core's error; the others still import.
+            {"scriptPubKey": {"address": "notanaddress"}, "timestamp": now},
+            {"scriptPubKey": {"address": watched}, "timestamp": now, "watchonly": True,
+             "keys": [source.rpc("dumpprivkey", watched)]},
+            {"scriptPubKey": {"address": watched}, "timestamp": now, "internal": True,
+             "label": "x"},
+            {"scriptPubKey": {"address": watched}, "timestamp": now, "pubkeys": [pubkey]},
+            {"scriptPubKey": {"address": watched}, "timestamp": now, "keys": ["nokey"]},
+            {"scriptPubKey": {"address": keyed}, "timestamp": now, "redeemscript": "51"},
+            {"scriptPubKey": "zz", "timestamp": now},
+            {"scriptPubKey": 5, "timestamp": now},
+            {"scriptPubKey": {"address": keyed}, "timestamp": now, "keys": "notalist"},
+        ])
+
+        def error(code: int, message: str) -> Dict[str, Any]:
+            return {"success": False, "error": {"code": code, "message": message}}
+
+        self.assertEqual(results, [{"success": True}] * 4 + [
+            error(-5, "Invalid address"),
+            error(-8, "Incompatibility found between watchonly and keys"),
+            error(-8, "Incompatibility found between internal and label"),
+            error(-5, "Consistency check failed"),
+            error(-5, "Invalid private key encoding"),
+            error(-5, "Invalid P2SH address / script"),
+            error(-5, "Invalid scriptPubKey"),
+            error(-8, "Invalid scriptPubKey"),
+            error(-1, "Missing required fields")])
+        # The rescan from time 0 found the four payments: two watched, two spendable.
+        self.assertEqual(node.rpc("getbalance"), 2)
+        self.assertEqual(node.rpc("getbalance", "*", 1, True), 4)
+        self.assertEqual(node.rpc("getaddressesbylabel", "watched"), {watched: {"purpose": "receive"}})
+        self.assertTrue(node.rpc("getaddressinfo", multisig["address"])["ismine"])
+        # The imported P2SH 1-of-1 multisig output is spendable: the wallet signs it.
+        txid = node.rpc("sendtoaddress", node.rpc("getnewaddress"), 1.9)
+        self.assertEqual(len(node.rpc("getrawtransaction", txid, True)["vin"]), 2)
+
+    def test_whole_call_errors_and_no_rescan(self) -> None:
+        node = self.start_node("-keypool=20", "-listen=0")
+        address = node.rpc("getnewaddress")
+        for call, code, message in (
+                (([{"scriptPubKey": {"address": address}}],), -3,
+                 "Missing required timestamp field for key"),
+                (([{"scriptPubKey": {"address": address}, "timestamp": "later"}],), -3,
+                 'Expected number or "now" timestamp value for key. got type string'),
+                (({},), -3, "Expected type array, got object"),
+                (([], []), -3, "Expected type object, got array")):
+            with self.assertRaises(RPCFailure) as caught:
+                node.rpc("importmulti", *call)
+            self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
+        # Already spendable: refused; watch-only of a new script without a rescan.
+        script = "76a914" + "11" * 20 + "88ac"
+        self.assertEqual(node.rpc("importmulti", [
+            {"scriptPubKey": {"address": address}, "timestamp": "now"},
+            {"scriptPubKey": script, "timestamp": "now"}], {"rescan": False}), [
+            {"success": False, "error": {"code": -4, "message": "The wallet already contains "
+                                                               "the private key for this address or script"}},
+            {"success": True}])
+        node.rpc("encryptwallet", "secret")
+        with self.assertRaises(RPCFailure) as caught:
+            node.rpc("importmulti", [{"scriptPubKey": script, "timestamp": "now"}])
+        self.assertEqual(caught.exception.code, -13)

@@ -1,5 +1,5 @@
 """Backup methods: backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey,
-dumpwallet and importwallet.
+dumpwallet, importwallet and importmulti.
 
 Registered through the ``coin.rpc`` entry point ``wallet_backup``.  An import that
 rescans first reserves the wallet (one user rescan at a time, see
@@ -10,21 +10,26 @@ rescans first reserves the wallet (one user rescan at a time, see
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import coincurve
 from twisted.internet.defer import Deferred
 
 from coin.primitives.address import AddressError, decode_wif
 from coin.rpc.context import RPCContext
-from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_WALLET_ERROR, RPCError
+from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_TYPE_ERROR, RPC_WALLET_ERROR, RPCError
 from coin.rpc.methods.wallet import wallet_service
 from coin.primitives.hashes import is_hex
-from coin.rpc.registry import BOOL, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.rpc.registry import ARR, BOOL, OBJ, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.wallet.access import in_wallet
 from coin.wallet.addresses import ensure_unlocked
-from coin.wallet.backup import dump_privkey, import_address_or_script, import_key, import_pubkey
+from coin.wallet.backup import (
+    dump_privkey, import_address_or_script, import_key, import_multi_request, import_pubkey,
+    import_timestamp,
+)
+from coin.wallet.errors import WalletError
 from coin.wallet.rescan import Reservation
+from coin.wallet.wallet import Wallet
 
 _RESCAN_NOTE = (
     "\n\nNote: This call can take minutes to complete if rescan is true, during that time, other "
@@ -206,6 +211,105 @@ async def importwallet(ctx: RPCContext, filename: str) -> None:
     return None
 
 
+_IMPORTMULTI_REQUESTS = """\
+  [     (array of json objects)
+    {
+      "scriptPubKey": "<script>" | { "address":"<address>" }, (string / json, required) Type of \
+scriptPubKey (string for script, json for address)
+      "timestamp": timestamp | "now"                        , (integer / string, required) Creation \
+time of the key in seconds since epoch (Jan 1 1970 GMT),
+                                                              or the string "now" to substitute the \
+current synced blockchain time. The timestamp of the oldest
+                                                              key will determine how far back \
+blockchain rescans need to begin for missing wallet transactions.
+                                                              "now" can be specified to bypass \
+scanning, for keys which are known to never have been used, and
+                                                              0 can be specified to scan the \
+entire blockchain. Blocks up to 2 hours before the earliest key
+                                                              creation time of all keys being \
+imported by the importmulti call will be scanned.
+      "redeemscript": "<script>"                            , (string, optional) Allowed only if \
+the scriptPubKey is a P2SH address or a P2SH scriptPubKey
+      "pubkeys": ["<pubKey>", ... ]                         , (array, optional) Array of strings \
+giving pubkeys that must occur in the output or redeemscript
+      "keys": ["<key>", ... ]                               , (array, optional) Array of strings \
+giving private keys whose corresponding public keys must occur in the output or redeemscript
+      "internal": <true>                                    , (boolean, optional, default: false) \
+Stating whether matching outputs should be treated as not incoming payments
+      "watchonly": <true>                                   , (boolean, optional, default: false) \
+Stating whether matching outputs should be considered watched even when they're not spendable, \
+only allowed if keys are empty
+      "label": <label>                                      , (string, optional, default: '') \
+Label to assign to the address (aka account), only allowed with internal=false
+    }
+  ,...
+  ]"""
+
+_IMPORTMULTI_EXAMPLE = ('\'[{ "scriptPubKey": { "address": "<my address>" }, "timestamp":1455191478 }, '
+                        '{ "scriptPubKey": { "address": "<my 2nd address>" }, "label": "example 2", '
+                        '"timestamp": 1455191480 }]\'')
+
+
+@rpc_method(
+    "importmulti", category="wallet", needs_wallet=True,
+    signature='importmulti "requests" ( "options" )',
+    args=[Arg("requests", ARR, typecheck=True,
+              help="Data to be imported\n" + _IMPORTMULTI_REQUESTS),
+          Arg("options", OBJ, default=None, typecheck=True, help=(
+              "\n  {\n"
+              '     "rescan": <false>,         (boolean, optional, default: true) Stating if '
+              "should rescan the blockchain after all imports\n  }"))],
+    help=("Import addresses/scripts (with private or public keys, redeem script (P2SH)), "
+          "rescanning all addresses in one-shot-only (rescan can be disabled via options). "
+          "Requires a new wallet backup."),
+    result=("\nNote: This call can take minutes to complete if rescan is true, during that "
+            "time, other rpc calls\nmay report that the imported keys, addresses or scripts "
+            "exists but related transactions are still missing.\n"),
+    examples=("\n> coin-cli importmulti " + _IMPORTMULTI_EXAMPLE + "\n"
+              + "> coin-cli importmulti '[{ \"scriptPubKey\": { \"address\": \"<my address>\" "
+              '}, "timestamp":1455191478 }]\' \'{ "rescan": false}\'\n'
+              "\nResponse is an array with the same size as the input that has the execution "
+              "result :\n"
+              '  [{ "success": true } , { "success": false, "error": { "code": -1, "message": '
+              '"Internal Server Error"} }, ... ]\n'))
+async def importmulti(ctx: RPCContext, requests: List[Any], options: Optional[Dict[str, Any]]
+                      ) -> List[Any]:
+    wallet = ctx.wallet
+    rescan = True
+    if options is not None and "rescan" in options:
+        rescan = options["rescan"]
+        if not isinstance(rescan, bool):
+            raise RPCError(RPC_TYPE_ERROR, "JSON value is not a boolean as expected")
+    service = wallet_service(ctx)
+    with service.rescanner.maybe_reserve(wallet, rescan) as reservation:
+        ensure_unlocked(wallet)
+        tip = ctx.node.chain.state.tip
+        results, lowest = await in_wallet(wallet, _import_all, wallet, requests,
+                                          tip.median_time_past(), tip.time, write=True)
+        if reservation is not None and any(r["success"] for r in results) and requests:
+            await service.rescan_from_time(wallet, reservation, lowest)
+    return results
+
+
+def _import_all(wallet: Wallet, requests: List[Any], now: int, tip_time: int
+                ) -> Tuple[List[Dict[str, Any]], int]:
+    """Every request in turn (timestamps checked first, as Core): the per-request results
+    and the earliest timestamp (at most the tip's time) to rescan from."""
+    for request in requests:
+        import_timestamp(request, now)
+    results: List[Dict[str, Any]] = []
+    lowest = tip_time
+    for request in requests:
+        timestamp = max(import_timestamp(request, now), 1)
+        try:
+            import_multi_request(wallet, request, timestamp)
+            results.append({"success": True})
+        except WalletError as e:
+            results.append({"success": False, "error": {"code": e.rpc_code, "message": e.message}})
+        lowest = min(lowest, timestamp)
+    return results, lowest
+
+
 #: What the ``wallet_backup`` entry point registers.
 METHODS = [backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey, dumpwallet,
-           importwallet]
+           importwallet, importmulti]

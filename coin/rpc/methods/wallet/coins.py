@@ -74,11 +74,15 @@ async def getunconfirmedbalance(ctx: RPCContext) -> Any:
     return amount_to_json(await in_wallet(wallet, wallet.unconfirmed_balance, slow=True))
 
 
+#: getreceivedbyaddress's and getreceivedbylabel's.
+_MINCONF = Arg("minconf", INT, default=1,
+               help="Only include transactions confirmed at least this many times.")
+
+
 @rpc_method(
     "getreceivedbyaddress", category="wallet", needs_wallet=True,
     args=[Arg("address", STR, help="The coin address for transactions."),
-          Arg("minconf", INT, default=1,
-              help="Only include transactions confirmed at least this many times.")],
+          _MINCONF],
     help=("Returns the total amount received by the given address in transactions with at "
           "least minconf confirmations."),
     result="amount   (numeric) The total amount in COIN received at this address.",
@@ -108,8 +112,7 @@ async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> A
 @rpc_method(
     "getreceivedbylabel", category="wallet", needs_wallet=True,
     args=[Arg("label", STR, help='The selected label, may be the default label using "".'),
-          Arg("minconf", INT, default=1,
-              help="Only include transactions confirmed at least this many times.")],
+          _MINCONF],
     help=("Returns the total amount received by addresses with <label> in transactions with "
           "at least [minconf] confirmations."),
     result="amount              (numeric) The total amount in COIN received for this label.",
@@ -122,8 +125,8 @@ async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> A
               + "\nAs a json rpc call\n" + example_rpc("getreceivedbylabel", '"tabby", 6')))
 async def getreceivedbylabel(ctx: RPCContext, label: str, minconf: int) -> Any:
     wallet = ctx.wallet
-    return amount_to_json(await in_wallet(wallet, received_by_label, wallet, label_from_value(label),
-                                          minconf,
+    label = label_from_value(label)
+    return amount_to_json(await in_wallet(wallet, received_by_label, wallet, label, minconf,
                                           slow=True))
 
 

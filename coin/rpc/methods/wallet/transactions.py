@@ -47,15 +47,20 @@ def _wallet_tx(wallet: Wallet, txid: bytes) -> WalletTx:
     return wtx
 
 
+def _received_args(what: str) -> List[Arg]:
+    """The arguments listreceivedbyaddress and listreceivedbylabel share."""
+    return [Arg("minconf", INT, default=1,
+                help="The minimum number of confirmations before payments are included."),
+            Arg("include_empty", BOOL, default=False,
+                help="Whether to include %s that haven't received any payments." % what),
+            Arg("include_watchonly", BOOL, default=False,
+                help="Whether to include watch-only addresses (see 'importaddress').")]
+
+
 @rpc_method(
     "listreceivedbyaddress", category="wallet", needs_wallet=True,
     signature="listreceivedbyaddress ( minconf include_empty include_watchonly address_filter )",
-    args=[Arg("minconf", INT, default=1,
-              help="The minimum number of confirmations before payments are included."),
-          Arg("include_empty", BOOL, default=False,
-              help="Whether to include addresses that haven't received any payments."),
-          Arg("include_watchonly", BOOL, default=False,
-              help="Whether to include watch-only addresses (see 'importaddress')."),
+    args=_received_args("addresses") + [
           Arg("address_filter", STR, default=None,
               help="If present, only return information on this address.")],
     help="List balances by receiving address.",
@@ -92,12 +97,7 @@ async def listreceivedbyaddress(ctx: RPCContext, minconf: int, include_empty: bo
 @rpc_method(
     "listreceivedbylabel", category="wallet", needs_wallet=True,
     signature="listreceivedbylabel ( minconf include_empty include_watchonly)",
-    args=[Arg("minconf", INT, default=1,
-              help="The minimum number of confirmations before payments are included."),
-          Arg("include_empty", BOOL, default=False,
-              help="Whether to include labels that haven't received any payments."),
-          Arg("include_watchonly", BOOL, default=False,
-              help="Whether to include watch-only addresses (see 'importaddress').")],
+    args=_received_args("labels"),
     help="List received transactions by label.",
     result=("[\n  {\n"
             '    "involvesWatchonly" : true,   (bool) Only returned if imported addresses were '
