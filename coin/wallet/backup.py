@@ -175,10 +175,10 @@ def _consistent(pubkey: bytes, destination: Optional[Destination], script: bytes
 
 
 def _add_key(wallet: Wallet, secret: bytes, compressed: bool, pubkey: bytes, label: str,
-             timestamp: int, duplicate: str) -> None:
+             timestamp: int, duplicate: WalletError) -> None:
     wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
     if wallet.keys.have_secret(pubkey):
-        raise WalletError(RPC_WALLET_ERROR, duplicate)
+        raise duplicate
     wallet.keys.add_key(secret, compressed, created=timestamp)
 
 
@@ -212,13 +212,15 @@ def import_multi_request(wallet: Wallet, request: Dict[str, Any], timestamp: int
         raise WalletError(RPC_INVALID_PARAMETER, "Incompatibility found between watchonly and keys")
     if internal and "label" in request:
         raise WalletError(RPC_INVALID_PARAMETER, "Incompatibility found between internal and label")
+    if not internal and is_script:
+        raise WalletError(RPC_INVALID_PARAMETER, "Internal must be set for hex scriptPubKey")
     if not redeem_hex and (len(keys) > 1 or len(pubkeys) > 1):
         raise WalletError(RPC_INVALID_PARAMETER, "More than private key given for one address")
     if redeem_hex and not is_hex(redeem_hex):
         raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid redeem script")
     if redeem_hex:
         _import_p2sh(wallet, script, bytes.fromhex(redeem_hex), destination, keys, label,
-                     timestamp, internal)
+                     timestamp)
         return
     if pubkeys and not keys:
         text = pubkeys[0]
@@ -234,23 +236,22 @@ def import_multi_request(wallet: Wallet, request: Dict[str, Any], timestamp: int
                               "Pubkey is not a valid public key") from None
         _consistent(pubkey, destination, script)
         _watch(wallet, p2pkh_script(hash160(pubkey)))
-        if not internal:
-            wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
+        wallet.set_name(p2pkh_address(wallet, pubkey), label, PURPOSE_RECEIVE)
         _watch(wallet, p2pk_script(pubkey))
     if keys:
         secret, compressed, pubkey = _key_from_wif(wallet, keys[0])
         _consistent(pubkey, destination, script)
-        _add_key(wallet, secret, compressed, pubkey, label, timestamp,
-                 "The wallet already contains the private key for this address or script")
+        _add_key(wallet, secret, compressed, pubkey, label, timestamp, WalletError(
+            RPC_WALLET_ERROR, "The wallet already contains the private key for this address or script"))
     if not pubkeys and not keys:
         _watch(wallet, script)
-        if destination is not None and not internal:
+        if destination is not None:
             wallet.set_name(encode_address(destination, wallet.params), label, PURPOSE_RECEIVE)
 
 
 def _import_p2sh(wallet: Wallet, script: bytes, redeem_script: bytes,
                  destination: Optional[Destination], keys: List[Any], label: str,
-                 timestamp: int, internal: bool) -> None:
+                 timestamp: int) -> None:
     """importmulti with a redeem script: the script, its P2SH output watched, the keys."""
     kind, _, _ = extract_destinations(script)
     if kind != TX_SCRIPTHASH:
@@ -260,11 +261,12 @@ def _import_p2sh(wallet: Wallet, script: bytes, redeem_script: bytes,
     if hash160(redeem_script) not in wallet.keys.scripts:
         wallet.keys.add_script(redeem_script)
     _watch(wallet, p2sh_script(hash160(redeem_script)))
-    if destination is not None and not internal:
+    if destination is not None:
         wallet.set_name(encode_address(destination, wallet.params), label, PURPOSE_RECEIVE)
     for text in keys:
         secret, compressed, pubkey = _key_from_wif(wallet, text)
-        _add_key(wallet, secret, compressed, pubkey, label, timestamp, "Already have this key")
+        _add_key(wallet, secret, compressed, pubkey, label, timestamp,
+                 WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Already have this key"))
 
 
 # ---------------------------------------------------------------------------------- dump files

@@ -164,7 +164,7 @@ class ImportMultiTests(NodeTestCase):
         results = node.rpc("importmulti", [
             {"scriptPubKey": {"address": watched}, "timestamp": 0, "label": "watched"},
             {"scriptPubKey": source.rpc("getaddressinfo", spent_to)["scriptPubKey"],
-             "timestamp": 0},
+             "timestamp": 0, "internal": True},
             {"scriptPubKey": {"address": keyed}, "timestamp": 0,
              "keys": [source.rpc("dumpprivkey", keyed)]},
             {"scriptPubKey": {"address": multisig["address"]}, "timestamp": 0,
@@ -179,6 +179,7 @@ class ImportMultiTests(NodeTestCase):
             {"scriptPubKey": {"address": watched}, "timestamp": now, "keys": ["nokey"]},
             {"scriptPubKey": {"address": keyed}, "timestamp": now, "redeemscript": "51"},
             {"scriptPubKey": "zz", "timestamp": now},
+            {"scriptPubKey": "51", "timestamp": now},
             {"scriptPubKey": 5, "timestamp": now},
             {"scriptPubKey": {"address": keyed}, "timestamp": now, "keys": "notalist"},
         ])
@@ -194,6 +195,7 @@ class ImportMultiTests(NodeTestCase):
             error(-5, "Invalid private key encoding"),
             error(-5, "Invalid P2SH address / script"),
             error(-5, "Invalid scriptPubKey"),
+            error(-8, "Internal must be set for hex scriptPubKey"),
             error(-8, "Invalid scriptPubKey"),
             error(-1, "Missing required fields")])
         # The rescan from time 0 found the four payments: two watched, two spendable.
@@ -222,11 +224,11 @@ class ImportMultiTests(NodeTestCase):
         script = "76a914" + "11" * 20 + "88ac"
         self.assertEqual(node.rpc("importmulti", [
             {"scriptPubKey": {"address": address}, "timestamp": "now"},
-            {"scriptPubKey": script, "timestamp": "now"}], {"rescan": False}), [
+            {"scriptPubKey": script, "timestamp": "now", "internal": True}], {"rescan": False}), [
             {"success": False, "error": {"code": -4, "message": "The wallet already contains "
                                                                "the private key for this address or script"}},
             {"success": True}])
         node.rpc("encryptwallet", "secret")
         with self.assertRaises(RPCFailure) as caught:
-            node.rpc("importmulti", [{"scriptPubKey": script, "timestamp": "now"}])
+            node.rpc("importmulti", [{"scriptPubKey": script, "timestamp": "now", "internal": True}])
         self.assertEqual(caught.exception.code, -13)
