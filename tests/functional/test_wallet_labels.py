@@ -232,3 +232,29 @@ class ImportMultiTests(NodeTestCase):
         with self.assertRaises(RPCFailure) as caught:
             node.rpc("importmulti", [{"scriptPubKey": script, "timestamp": "now", "internal": True}])
         self.assertEqual(caught.exception.code, -13)
+
+
+class MultisigSpendTests(NodeTestCase):
+    def test_wallet_spends_p2sh_multisig_it_holds_every_key_of(self) -> None:
+        node = funded(self, "-listen=0")
+        keys = [node.rpc("getaddressinfo", node.rpc("getnewaddress"))["pubkey"] for _ in range(3)]
+        created = node.rpc("addmultisigaddress", 2, keys, "vault")
+        txid = node.rpc("sendtoaddress", created["address"], 5)
+        node.rpc("generate", 1)
+        [coin] = [u for u in node.rpc("listunspent") if u["address"] == created["address"]]
+        self.assertEqual((coin["txid"], coin["spendable"], coin["redeemScript"], coin["label"]),
+                         (txid, True, created["redeemScript"], "vault"))
+        self.assertEqual(node.rpc("getreceivedbylabel", "vault"), 5)
+        raw = node.rpc("createrawtransaction", [{"txid": txid, "vout": coin["vout"]}],
+                       {node.rpc("getnewaddress"): 4.999})
+        signed = node.rpc("signrawtransactionwithwallet", raw)
+        self.assertTrue(signed["complete"])
+        spend = node.rpc("sendrawtransaction", signed["hex"])
+        # Two signatures, then the redeem script: OP_0 <sig> <sig> <script>.
+        script_sig = node.rpc("getrawtransaction", spend, True)["vin"][0]["scriptSig"]["asm"]
+        self.assertEqual(len(script_sig.split()), 4)
+        self.assertEqual(script_sig.split()[-1], created["redeemScript"])
+        # One key of the script not held: not the wallet's (Core 0.17 wants every key).
+        foreign = "02" + "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798"
+        partial = node.rpc("addmultisigaddress", 1, [keys[0], foreign])
+        self.assertFalse(node.rpc("getaddressinfo", partial["address"])["ismine"])
