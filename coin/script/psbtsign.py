@@ -8,7 +8,9 @@ keeps only the final scriptSig, as Core does.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Protocol, Tuple
+
+from coincurve import PrivateKey
 
 from coin.primitives.hashes import hash160
 from coin.primitives.psbt import PSBT, PSBTInput
@@ -18,6 +20,14 @@ from coin.script.interpreter import ScriptError, TransactionSignatureChecker, ve
 from coin.script.sighash import SIGHASH_ALL, SighashCache
 from coin.script.sign import KeyStore, create_signature
 from coin.script.standard import TX_MULTISIG, TX_PUBKEY, TX_PUBKEYHASH, TX_SCRIPTHASH, solve
+
+
+class SigningProvider(Protocol):
+    """What signing needs of a key store: :class:`~coin.script.sign.KeyStore`, a wallet's."""
+
+    def get_key(self, key_hash: bytes) -> Optional[Tuple[PrivateKey, bytes]]: ...
+
+    def get_script(self, script_hash: bytes) -> Optional[bytes]: ...
 
 
 def _pubkeys(script: bytes) -> List[bytes]:
@@ -48,7 +58,7 @@ def _stack(script: bytes, inp: PSBTInput) -> Optional[List[bytes]]:
     return None
 
 
-def _sign(script: bytes, inp: PSBTInput, keystore: KeyStore, psbt: PSBT, index: int,
+def _sign(script: bytes, inp: PSBTInput, keystore: SigningProvider, psbt: PSBT, index: int,
           hash_type: int, cache: SighashCache) -> None:
     """Add a partial signature for each key of ``script`` that ``keystore`` holds."""
     kind, solutions = solve(script)
@@ -64,7 +74,7 @@ def _sign(script: bytes, inp: PSBTInput, keystore: KeyStore, psbt: PSBT, index: 
                                                         hash_type, cache)
 
 
-def sign_psbt_input(psbt: PSBT, index: int, keystore: KeyStore, hash_type: int = SIGHASH_ALL,
+def sign_psbt_input(psbt: PSBT, index: int, keystore: SigningProvider, hash_type: int = SIGHASH_ALL,
                     cache: Optional[SighashCache] = None) -> bool:
     """Sign input ``index`` with what ``keystore`` holds and finalize it when complete.
 
