@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from coincurve import PublicKey
 
@@ -103,6 +103,14 @@ def _add_keypath(paths: Dict[bytes, KeyPath], key: bytes, value: bytes) -> None:
     paths[pubkey] = _keypath(value)
 
 
+def _redeem_script(current: bytes, key: bytes, value: bytes, where: str, title: str) -> bytes:
+    """A map's redeem script record, checked (Core's messages name the map)."""
+    if current:
+        raise PSBTError("Duplicate Key, %s redeemScript already provided" % where)
+    _single_byte(key, "%s redeemScript key is more than one byte type" % title)
+    return value
+
+
 def _read_map(r: ByteReader, where: str) -> List[Tuple[bytes, bytes]]:
     """The key-value records of one map, up to its separator."""
     records: List[Tuple[bytes, bytes]] = []
@@ -113,6 +121,19 @@ def _read_map(r: ByteReader, where: str) -> List[Tuple[bytes, bytes]]:
         if not key:
             return records
         records.append((key, r.read_var_bytes()))
+
+
+def _fill(mine: Dict[bytes, Any], theirs: Dict[bytes, Any]) -> None:
+    """Add the entries of ``theirs`` whose key ``mine`` lacks (a merge keeps what is there)."""
+    for key, value in theirs.items():
+        mine.setdefault(key, value)
+
+
+def _merge_scripts_and_maps(mine: "PSBTInput | PSBTOutput", theirs: "PSBTInput | PSBTOutput") -> None:
+    """What input and output maps merge alike: key paths, unknown entries, redeem script."""
+    _fill(mine.keypaths, theirs.keypaths)
+    _fill(mine.unknown, theirs.unknown)
+    mine.redeem_script = mine.redeem_script or theirs.redeem_script
 
 
 class PSBTInput:
@@ -184,10 +205,7 @@ class PSBTInput:
                     raise PSBTError("Size of value was not the stated size")
                 inp.sighash = struct.unpack("<i", value)[0]
             elif kind == IN_REDEEM_SCRIPT:
-                if inp.redeem_script:
-                    raise PSBTError("Duplicate Key, input redeemScript already provided")
-                _single_byte(key, "Input redeemScript key is more than one byte type")
-                inp.redeem_script = value
+                inp.redeem_script = _redeem_script(inp.redeem_script, key, value, "input", "Input")
             elif kind == IN_BIP32_DERIVATION:
                 _add_keypath(inp.keypaths, key, value)
             elif kind == IN_FINAL_SCRIPTSIG:
@@ -203,13 +221,8 @@ class PSBTInput:
         """Core's PSBTInput::Merge: fill what is missing, keep what is there."""
         if self.non_witness_utxo is None:
             self.non_witness_utxo = other.non_witness_utxo
-        for pubkey, sig in other.partial_sigs.items():
-            self.partial_sigs.setdefault(pubkey, sig)
-        for pubkey, path in other.keypaths.items():
-            self.keypaths.setdefault(pubkey, path)
-        for key, value in other.unknown.items():
-            self.unknown.setdefault(key, value)
-        self.redeem_script = self.redeem_script or other.redeem_script
+        _fill(self.partial_sigs, other.partial_sigs)
+        _merge_scripts_and_maps(self, other)
         self.final_script_sig = self.final_script_sig or other.final_script_sig
 
 
@@ -239,10 +252,7 @@ class PSBTOutput:
         for key, value in _read_map(r, "an output map"):
             kind = key[0]
             if kind == OUT_REDEEM_SCRIPT:
-                if out.redeem_script:
-                    raise PSBTError("Duplicate Key, output redeemScript already provided")
-                _single_byte(key, "Output redeemScript key is more than one byte type")
-                out.redeem_script = value
+                out.redeem_script = _redeem_script(out.redeem_script, key, value, "output", "Output")
             elif kind == OUT_BIP32_DERIVATION:
                 _add_keypath(out.keypaths, key, value)
             else:
@@ -250,11 +260,7 @@ class PSBTOutput:
         return out
 
     def merge(self, other: "PSBTOutput") -> None:
-        for pubkey, path in other.keypaths.items():
-            self.keypaths.setdefault(pubkey, path)
-        for key, value in other.unknown.items():
-            self.unknown.setdefault(key, value)
-        self.redeem_script = self.redeem_script or other.redeem_script
+        _merge_scripts_and_maps(self, other)
 
 
 class PSBT:
@@ -350,8 +356,7 @@ class PSBT:
             mine.merge(theirs)
         for out, other_out in zip(self.outputs, other.outputs, strict=True):
             out.merge(other_out)
-        for key, value in other.unknown.items():
-            self.unknown.setdefault(key, value)
+        _fill(self.unknown, other.unknown)
 
     def spent_output(self, index: int) -> Optional[TxOut]:
         """The output input ``index`` spends, when the PSBT carries it."""

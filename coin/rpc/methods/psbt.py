@@ -97,6 +97,33 @@ def _script_json(ctx: RPCContext, script: bytes) -> Dict[str, Any]:
     return {"asm": described["asm"], "hex": script.hex(), "type": described["type"]}
 
 
+def _map_json(ctx: RPCContext, entry: Dict[str, Any], redeem_script: bytes,
+              keypaths: Dict[bytes, KeyPath], unknown: Dict[bytes, bytes],
+              final_script_sig: bytes = b"") -> Dict[str, Any]:
+    """The fields input and output maps share, after ``entry``'s, in Core's key order."""
+    result = dict(entry)
+    if redeem_script:
+        result["redeem_script"] = _script_json(ctx, redeem_script)
+    if keypaths:
+        result["bip32_derivs"] = _keypaths_json(keypaths)
+    if final_script_sig:
+        result["final_scriptSig"] = script_sig_json(final_script_sig)
+    if unknown:
+        result["unknown"] = _unknown_json(unknown)
+    return result
+
+
+_REDEEM_HELP = ('      "redeem_script" : {       (json object, optional)\n'
+                '          "asm" : "asm",            (string) The asm\n'
+                '          "hex" : "hex",            (string) The hex\n'
+                '          "type" : "pubkeyhash",    (string) The type, eg \'pubkeyhash\'\n'
+                "        }\n")
+_UNKNOWN_HELP = ('      "unknown" : {                (json object) The unknown global fields\n'
+                 '        "key" : "value"            (key-value pair) An unknown key-value pair\n'
+                 "         ...\n"
+                 "      },\n")
+
+
 @rpc_method(
     "decodepsbt", category="rawtransactions",
     args=[Arg("psbt", STR, typecheck=True, help="The PSBT base64 string")],
@@ -120,11 +147,7 @@ def _script_json(ctx: RPCContext, script: bytes) -> Dict[str, Any]:
             "      }\n"
             '      "sighash" : "type",                  (string, optional) The sighash type to '
             "be used\n"
-            '      "redeem_script" : {       (json object, optional)\n'
-            '          "asm" : "asm",            (string) The asm\n'
-            '          "hex" : "hex",            (string) The hex\n'
-            '          "type" : "pubkeyhash",    (string) The type, eg \'pubkeyhash\'\n'
-            "        }\n"
+            + _REDEEM_HELP +
             '      "bip32_derivs" : {          (json object, optional)\n'
             '        "pubkey" : {                     (json object, optional) The public key '
             "with the derivation path as the value.\n"
@@ -138,20 +161,13 @@ def _script_json(ctx: RPCContext, script: bytes) -> Dict[str, Any]:
             '          "asm" : "asm",            (string) The asm\n'
             '          "hex" : "hex",            (string) The hex\n'
             "        }\n"
-            '      "unknown" : {                (json object) The unknown global fields\n'
-            '        "key" : "value"            (key-value pair) An unknown key-value pair\n'
-            "         ...\n"
-            "      },\n"
+            + _UNKNOWN_HELP +
             "    }\n"
             "    ,...\n"
             "  ]\n"
             '  "outputs" : [                 (array of json objects)\n'
             "    {\n"
-            '      "redeem_script" : {       (json object, optional)\n'
-            '          "asm" : "asm",            (string) The asm\n'
-            '          "hex" : "hex",            (string) The hex\n'
-            '          "type" : "pubkeyhash",    (string) The type, eg \'pubkeyhash\'\n'
-            "        }\n"
+            + _REDEEM_HELP +
             '      "bip32_derivs" : [          (array of json objects, optional)\n'
             "        {\n"
             '          "pubkey" : "pubkey",                     (string) The public key this '
@@ -163,10 +179,7 @@ def _script_json(ctx: RPCContext, script: bytes) -> Dict[str, Any]:
             "        }\n"
             "        ,...\n"
             "      ],\n"
-            '      "unknown" : {                (json object) The unknown global fields\n'
-            '        "key" : "value"            (key-value pair) An unknown key-value pair\n'
-            "         ...\n"
-            "      },\n"
+            + _UNKNOWN_HELP +
             "    }\n"
             "    ,...\n"
             "  ]\n"
@@ -191,27 +204,11 @@ def decodepsbt(ctx: RPCContext, psbt: str) -> Dict[str, Any]:
             entry["partial_signatures"] = {k.hex(): v.hex() for k, v in sorted(inp.partial_sigs.items())}
         if inp.sighash is not None and inp.sighash > 0:
             entry["sighash"] = SIGHASH_NAMES.get(inp.sighash, "")
-        if inp.redeem_script:
-            entry["redeem_script"] = _script_json(ctx, inp.redeem_script)
-        if inp.keypaths:
-            entry["bip32_derivs"] = _keypaths_json(inp.keypaths)
-        if inp.final_script_sig:
-            entry["final_scriptSig"] = script_sig_json(inp.final_script_sig)
-        if inp.unknown:
-            entry["unknown"] = _unknown_json(inp.unknown)
-        inputs.append(entry)
+        inputs.append(_map_json(ctx, entry, inp.redeem_script, inp.keypaths, inp.unknown,
+                                inp.final_script_sig))
     result["inputs"] = inputs
-    outputs: List[Dict[str, Any]] = []
-    for out in decoded.outputs:
-        out_entry: Dict[str, Any] = {}
-        if out.redeem_script:
-            out_entry["redeem_script"] = _script_json(ctx, out.redeem_script)
-        if out.keypaths:
-            out_entry["bip32_derivs"] = _keypaths_json(out.keypaths)
-        if out.unknown:
-            out_entry["unknown"] = _unknown_json(out.unknown)
-        outputs.append(out_entry)
-    result["outputs"] = outputs
+    result["outputs"] = [_map_json(ctx, {}, out.redeem_script, out.keypaths, out.unknown)
+                         for out in decoded.outputs]
     if total_in is not None:
         result["fee"] = amount_to_json(total_in - decoded.tx.total_out())
     return result
