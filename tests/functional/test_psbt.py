@@ -85,5 +85,13 @@ class MultisigPSBTTests(RPCCase):
         self.assertEqual(call(node, "finalizepsbt", psbt), {"psbt": psbt, "complete": False})
         self.assertError(node, -8, "all is not a valid sighash parameter.",
                          "walletprocesspsbt", psbt, True, "all")
+        # Nothing of the wallet's: the PSBT comes back as it was, incomplete.
+        self.assertEqual(call(node, "walletprocesspsbt", psbt, False),
+                         {"psbt": psbt, "complete": False})
+        # The input's scriptSig (after version, count, outpoint) becomes OP_1.
+        with_sig = raw[:82] + "0151" + raw[84:]
+        self.assertError(node, -22, "Inputs must not have scriptSigs and scriptWitnesses",
+                         "converttopsbt", with_sig)
+        self.assertEqual(call(node, "converttopsbt", with_sig, True), psbt)
         signed = call(node, "signrawtransactionwithkey", raw, [])["hex"]
         self.assertEqual(call(node, "converttopsbt", signed), psbt)  # no scriptSig to refuse
