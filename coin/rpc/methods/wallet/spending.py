@@ -347,7 +347,13 @@ def _fund_outputs(tx: Transaction, subtract: Sequence[Any]) -> List[Recipient]:
               + example_cli("sendrawtransaction", '"signedtransactionhex"')))
 async def fundrawtransaction(ctx: RPCContext, hexstring: str, options: Any,
                              iswitness: Optional[bool]) -> Dict[str, Any]:
-    tx = decode_transaction(hexstring)
+    funded, fee, change_pos = await fund_transaction(ctx, decode_transaction(hexstring), options)
+    return {"hex": funded.serialize().hex(), "fee": amount_to_json(fee), "changepos": change_pos}
+
+
+async def fund_transaction(ctx: RPCContext, tx: Transaction,
+                           options: Any) -> Tuple[Transaction, int, int]:
+    """Core's FundTransaction: ``(funded tx, fee, change position)``; walletcreatefundedpsbt too."""
     opts = _read_fund_options(ctx, options)
     if not tx.vout:
         raise RPCError(RPC_INVALID_PARAMETER, "TX must have at least one output")
@@ -369,8 +375,7 @@ async def fundrawtransaction(ctx: RPCContext, hexstring: str, options: Any,
     # The given inputs as they were (signed or not), then the added ones, unsigned.
     funded = Transaction(list(tx.vin) + list(created.tx.vin[len(tx.vin):]), outputs,
                          tx.locktime, tx.version, tx.tx_type, tx.extra_payload)
-    return {"hex": funded.serialize().hex(), "fee": amount_to_json(created.fee),
-            "changepos": change_pos}
+    return funded, created.fee, change_pos
 
 
 @rpc_method(
