@@ -22,7 +22,7 @@ from coin.rpc.methods.rawtransactions import (
     _CREATE_HELP, _chain, createrawtransaction, createrawtransaction_, decode_transaction,
 )
 from coin.rpc.methods.wallet.spending import fund_transaction
-from coin.rpc.registry import ANY, ARR, BOOL, INT64, STR, Arg, RPCMethod, example_cli, example_rpc, rpc_method
+from coin.rpc.registry import ANY, ARR, BOOL, INT64, STR, Arg, RPCMethod, example_cli, rpc_method
 from coin.script.psbtsign import finalize_psbt, sign_psbt_input
 from coin.script.sighash import SighashCache
 from coin.views.amounts import amount_to_json

@@ -100,8 +100,8 @@ INVALID = {
     ),
 }
 # BIP174 "valid": unknown keys in an input, kept and written back unchanged.
-VALID_UNKNOWN = ("cHNidP8BAD8CAAAAAf//////////////////////////////////////////AAAAAAD/////AQAAAAAAAAAAA2oBAAAAAA"
-                 "AACg8BAgMEBQYHCAkPAQIDBAUGBwgJCgsMDQ4PAAA=")
+VALID_UNKNOWN = ("cHNidP8BAD8CAAAAAf//////////////////////////////////////////AAAAAAD/////AQAAAAAAAAAAA2oB"
+                 "AAAAAAAACg8BAgMEBQYHCAkPAQIDBAUGBwgJCgsMDQ4PAAA=")
 
 KEYS = [PrivateKey(bytes([i]) * 32) for i in (1, 2, 3)]
 PUBKEYS = [key.public_key.format() for key in KEYS]
