@@ -1,5 +1,6 @@
 """gettxoutproof / verifytxoutproof against a node in this process, with and without -txindex:
-proofs in Core's merkle-block format, which block is used, and Core 0.17's errors."""
+proofs in Core's merkle-block format, which block is used, and Core 0.17's errors; and the
+wallet's importprunedfunds / removeprunedfunds, which take such a proof."""
 
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def _spend_whole(node: NodeClient, unspent: Dict[str, Any]) -> str:
 
 
 class TxOutProofTests(NodeTestCase):
-    def rpc_error(self, node: NodeClient, method: str, *params: Any):
+    def rpc_error(self, node: NodeClient, method: str, *params: Any, path: str = "/"):
         try:
-            node.rpc(method, *params)
+            node.rpc(method, *params, path=path)
         except RPCFailure as e:
             return e.code, e.message
         self.fail("%s succeeded" % method)
@@ -129,3 +130,73 @@ class TxOutProofTests(NodeTestCase):
                          (-5, "Transaction not yet in block"))
         self.assertEqual(self.rpc_error(node, "gettxoutproof", [UNKNOWN]),
                          (-5, "Transaction not yet in block"))
+
+
+def paid_to_other(node: InProcessNode) -> Dict[str, Any]:
+    """``build``'s chain, and a second wallet "other" watching the address of the first send
+    (imported without rescan: it does not know the payment)."""
+    state = build(node)
+    node.rpc("createwallet", "other")
+    send = node.rpc("gettransaction", state["sends"][0], path="/wallet/")
+    address = next(d["address"] for d in send["details"] if d["category"] == "receive")
+    node.rpc("importaddress", address, "", False, path="/wallet/other")
+    state["address"] = address
+    return state
+
+
+class PrunedFundsTests(NodeTestCase):
+    rpc_error = TxOutProofTests.rpc_error
+
+    def test_import_and_remove(self) -> None:
+        node = self.start_node(chain=paid_to_other)
+        node.rpc("loadwallet", "other")
+        state = node.state
+        first, second = state["sends"]
+        other = "/wallet/other"
+        raw = node.rpc("getrawtransaction", first, False, state["block_a"])
+        proof = node.rpc("gettxoutproof", [first])
+        self.assertEqual(node.rpc("getbalance", "*", 1, True, path=other), 0)
+        self.assertIsNone(node.rpc("importprunedfunds", raw, proof, path=other))
+        imported = node.rpc("gettransaction", first, True, path=other)
+        self.assertEqual((imported["blockhash"], imported["confirmations"]), (state["block_a"], 3))
+        self.assertEqual(node.rpc("getbalance", "*", 1, True, path=other), 1)
+        # Again: nothing changes.
+        self.assertIsNone(node.rpc("importprunedfunds", raw, proof, path=other))
+        self.assertEqual(len(node.rpc("listtransactions", "*", 10, 0, True, path=other)), 1)
+        self.assertIsNone(node.rpc("removeprunedfunds", first, path=other))
+        self.assertEqual(self.rpc_error(node, "gettransaction", first, True, path=other),
+                         (-5, "Invalid or non-wallet transaction id"))
+        self.assertEqual(node.rpc("getbalance", "*", 1, True, path=other), 0)
+        self.assertEqual(self.rpc_error(node, "removeprunedfunds", first, path=other),
+                         (-8, "Transaction does not exist in wallet."))
+        self.assertEqual(self.rpc_error(node, "removeprunedfunds", "zz", path=other),
+                         (-8, "txid must be hexadecimal string (not 'zz')"))
+
+    def test_import_errors(self) -> None:
+        node = self.start_node(chain=paid_to_other)
+        node.rpc("loadwallet", "other")
+        state = node.state
+        first, second = state["sends"]
+        other = "/wallet/other"
+        raw = node.rpc("getrawtransaction", first, False, state["block_a"])
+        proof = node.rpc("gettxoutproof", [first])
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", "zz", proof, path=other),
+                         (-22, "TX decode failed"))
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw, "zz", path=other),
+                         (-8, "proof must be hexadecimal string (not 'zz')"))
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw, proof[:-2], path=other),
+                         (-1, "CDataStream::read(): end of data: iostream error"))
+        tampered = bytearray.fromhex(proof)
+        tampered[90] ^= 1
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw, tampered.hex(), path=other),
+                         (-5, "Something wrong with merkleblock"))
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw,
+                                        node.rpc("gettxoutproof", [second]), path=other),
+                         (-5, "Transaction given doesn't exist in proof"))
+        raw_second = node.rpc("getrawtransaction", second, False, state["block_a"])
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw_second,
+                                        node.rpc("gettxoutproof", [second]), path=other),
+                         (-5, "No addresses in wallet correspond to included transaction"))
+        node.rpc("invalidateblock", state["block_a"])
+        self.assertEqual(self.rpc_error(node, "importprunedfunds", raw, proof, path=other),
+                         (-5, "Block not found in chain"))
