@@ -220,7 +220,8 @@ def _extract_signatures(tx: Transaction, index: int, script_pubkey: bytes, scrip
     except ScriptError:
         stack = []
     kind, solutions = solve(script_pubkey)
-    script, redeem_script = script_pubkey, None
+    script = script_pubkey
+    redeem_script: Optional[bytes] = None
     if kind == TX_SCRIPTHASH and stack and stack[-1]:
         script = redeem_script = stack.pop()
         kind, solutions = solve(script)
@@ -255,8 +256,8 @@ def combine_signatures(tx: Transaction, index: int, script_pubkey: bytes,
             return script_sig
         if script is not None and redeem_script is None:
             redeem_script = script
-        for key_id, sig in found.items():
-            signatures.setdefault(key_id, sig)
+        for key_id, signature in found.items():
+            signatures.setdefault(key_id, signature)
     kind, solutions = solve(script_pubkey)
     suffix: List[bytes] = []
     if kind == TX_SCRIPTHASH:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from coin.primitives.merkleblock import MerkleBlock
 from tests.inprocess import InProcessNode, NodeTestCase
@@ -144,17 +144,26 @@ def paid_to_other(node: InProcessNode) -> Dict[str, Any]:
     return state
 
 
+OTHER = "/wallet/other"
+
+
 class PrunedFundsTests(NodeTestCase):
     rpc_error = TxOutProofTests.rpc_error
 
-    def test_import_and_remove(self) -> None:
+    def first_send(self) -> Tuple[InProcessNode, Dict[str, Any], str, str]:
+        """A node on ``paid_to_other``'s chain with "other" loaded, its state, and the first
+        send's raw transaction and proof."""
         node = self.start_node(chain=paid_to_other)
         node.rpc("loadwallet", "other")
         state = node.state
-        first, second = state["sends"]
-        other = "/wallet/other"
+        first = state["sends"][0]
         raw = node.rpc("getrawtransaction", first, False, state["block_a"])
-        proof = node.rpc("gettxoutproof", [first])
+        return node, state, raw, node.rpc("gettxoutproof", [first])
+
+    def test_import_and_remove(self) -> None:
+        node, state, raw, proof = self.first_send()
+        first = state["sends"][0]
+        other = OTHER
         self.assertEqual(node.rpc("getbalance", "*", 1, True, path=other), 0)
         self.assertIsNone(node.rpc("importprunedfunds", raw, proof, path=other))
         imported = node.rpc("gettransaction", first, True, path=other)
@@ -173,13 +182,9 @@ class PrunedFundsTests(NodeTestCase):
                          (-8, "txid must be hexadecimal string (not 'zz')"))
 
     def test_import_errors(self) -> None:
-        node = self.start_node(chain=paid_to_other)
-        node.rpc("loadwallet", "other")
-        state = node.state
+        node, state, raw, proof = self.first_send()
         first, second = state["sends"]
-        other = "/wallet/other"
-        raw = node.rpc("getrawtransaction", first, False, state["block_a"])
-        proof = node.rpc("gettxoutproof", [first])
+        other = OTHER
         self.assertEqual(self.rpc_error(node, "importprunedfunds", "zz", proof, path=other),
                          (-22, "TX decode failed"))
         self.assertEqual(self.rpc_error(node, "importprunedfunds", raw, "zz", path=other),

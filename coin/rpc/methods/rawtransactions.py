@@ -36,7 +36,7 @@ from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transactio
 from coin.rpc.context import RPCContext, request_wallet
 from coin.rpc.errors import (
     RPC_DESERIALIZATION_ERROR, RPC_INTERNAL_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER,
-    RPC_METHOD_DEPRECATED, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPC_VERIFY_ERROR, RPCError,
+    RPC_METHOD_DEPRECATED, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPC_VERIFY_ERROR, RPCError,
 )
 from coin.rpc.params import parse_hash_v, parse_hex_v, uint256_from_hex
 from coin.rpc.registry import (
@@ -758,6 +758,8 @@ async def signrawtransaction_(ctx: RPCContext, *params: Any) -> Dict[str, Any]:
                                                        sighashtype or "ALL")
     wallet = request_wallet(ctx.wallets, ctx.wallet_name)
     wallet_method = ctx.methods.get("signrawtransactionwithwallet")
+    if wallet_method is None:
+        raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")
     return await wallet_method.handler(replace(ctx, wallet=wallet), hexstring, prevtxs,
                                        sighashtype or "ALL")
 
