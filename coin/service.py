@@ -119,6 +119,8 @@ class NodeFacade:
         self.wallets: dict = node.wallets.wallets if node.wallets is not None else {}
         #: Templates, block submission, long polls (stateless over the chain and its pool).
         self.mining = MiningService(chain, node.reactor)
+        #: The methods -deprecatedrpc re-enables.
+        self.deprecated_rpc = frozenset(node.config.get_all("deprecatedrpc"))
 
     def shutdown(self) -> None:
         self._node.request_shutdown()

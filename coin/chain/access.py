@@ -162,7 +162,7 @@ class ChainAccess:
                     tx = yield self.in_thread(_read_tx_at, state, entry, pos.tx_offset, txid)
                     if tx is not None:
                         return (tx, entry)
-        found = yield self._service.call(_entry_of_unspent, txid)
+        found = yield self.block_of_unspent(txid)
         if found is None:
             return None
         block = yield self.read_block(found)
@@ -170,6 +170,11 @@ class ChainAccess:
             if tx.txid == txid:
                 return (tx, found)
         return None
+
+    def block_of_unspent(self, txid: bytes) -> Deferred:
+        """Fires with the active-chain entry of the block holding ``txid`` when an output of
+        it is unspent (Core's AccessByTxid), else None."""
+        return self._service.call(_entry_of_unspent, txid)
 
     def submit_block(self, block: Block) -> Deferred:
         return self._service.submit_block(block)

@@ -591,8 +591,9 @@ def _add_core_options(r: OptionRegistry) -> None:
     r.add("debugexclude", "Exclude debugging information for a category. Can be used in "
           "conjunction with -debug=1 to output debug logs for all categories except one or "
           "more specified categories.", repeatable=True, category=c, meta="=<category>")
-    r.add("deprecatedrpc", "Allows deprecated RPC method(s) to be used (this node has none, so "
-          "every value is accepted and changes nothing, as Core with a name it does not know)",
+    r.add("deprecatedrpc", "Allows deprecated RPC method(s) to be used (this node has one, "
+          "signrawtransaction; any other value is accepted and changes nothing, as Core with a "
+          "name it does not know)",
           repeatable=True, category=c, meta="=<method>", debug_only=True)
     r.add("dropmessagestest", "Randomly drop 1 of every <n> network messages", kind="int",
           category=c, meta="=<n>", debug_only=True, refused="it drops no messages for tests")

@@ -55,7 +55,7 @@ import bisect
 import hashlib
 import math
 import struct
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from coin.storage.atomicfile import write_file_atomic
 
@@ -168,15 +168,23 @@ class _Horizon:
         until it cleared.  ``active``, highest first, may leave out buckets
         with no history and nothing waiting: they cannot change the answer.
         """
+        return self.scan(target, threshold, waiting, active).answer
+
+    def scan(self, target: int, threshold: float, waiting: Dict[int, int],
+             active: Optional[Sequence[int]] = None) -> "Scan":
+        """:meth:`median` with the bucket ranges behind it (Core's EstimateMedianVal and its
+        EstimationResult): the cheapest passing group, and the failing one below it."""
         period = (target + self.scale - 1) // self.scale - 1
         conf, fail, counts = self.conf, self.fail, self.tx_count
         needed = self.sufficient / (1.0 - self.decay)
         n_conf = total = failed = pending = 0.0
-        far: Optional[int] = None
+        top = len(counts) - 1
+        near = top  # the highest bucket of the group being grown
+        passing = True
         best: Optional[Tuple[int, int]] = None
-        for bucket in range(len(counts) - 1, -1, -1) if active is None else active:
-            if far is None:
-                far = bucket
+        passed: Optional[RangeStats] = None
+        failing: Optional[RangeStats] = None
+        for bucket in range(top, -1, -1) if active is None else active:
             n_conf += conf[bucket][period]
             total += counts[bucket]
             failed += fail[bucket][period]
@@ -184,12 +192,21 @@ class _Horizon:
             if total < needed:
                 continue
             if n_conf / (total + failed + pending) < threshold:
+                if passing:
+                    failing = RangeStats(bucket, near, n_conf, total, pending, failed)
+                    passing = False
                 continue  # keep growing the group into cheaper buckets
-            best = (bucket, far)
+            failing = None
+            passing = True
+            best = (bucket, near)
+            passed = RangeStats(bucket, near, n_conf, total, pending, failed)
             n_conf = total = failed = pending = 0.0
-            far = None
+            near = bucket - 1
+        if passing and near >= 0:
+            # Buckets below the last passing group lacked the data: reported as failing.
+            failing = RangeStats(0, near, n_conf, total, pending, failed)
         if best is None:
-            return None
+            return Scan(None, passed, failing)
         low, high = best
         remaining = sum(counts[low:high + 1]) / 2.0
         answer: Optional[float] = None
@@ -201,7 +218,35 @@ class _Horizon:
             if count >= remaining:
                 break
             remaining -= count
-        return answer
+        return Scan(answer, passed, failing)
+
+
+class RangeStats(NamedTuple):
+    """A group of buckets ``low..high`` and its decayed counts (Core's EstimatorBucket)."""
+
+    low: int
+    high: int
+    within_target: float
+    total_confirmed: float
+    in_mempool: float
+    left_mempool: float
+
+    @property
+    def start(self) -> float:
+        """The fee rate the range starts above (sat/kB): the bound of the bucket below."""
+        return BUCKETS[self.low - 1] if self.low else 0.0
+
+    @property
+    def end(self) -> float:
+        return BUCKETS[self.high]
+
+
+class Scan(NamedTuple):
+    """One horizon's answer for a target and threshold, and the ranges it came from."""
+
+    answer: Optional[float]
+    passed: Optional[RangeStats]
+    failed: Optional[RangeStats]
 
 
 def _new_horizons() -> List[_Horizon]:
@@ -250,9 +295,13 @@ class _Answers:
         self._medians: Dict[Tuple[int, int, float, int], Optional[float]] = {}
         self._smart: Dict[Tuple[int, bool], Optional[float]] = {}
 
+    def _older(self, target: int) -> int:
+        """How many age groups of pending transactions have waited ``target`` blocks or more."""
+        return len(self._ages) - bisect.bisect_left(self._ages, target)
+
     def median(self, index: int, target: int, threshold: float) -> Optional[float]:
         horizon = self.horizons[index]
-        older = len(self._ages) - bisect.bisect_left(self._ages, target)
+        older = self._older(target)
         period = (target + horizon.scale - 1) // horizon.scale
         key = (index, period, threshold, older)
         try:
@@ -261,6 +310,10 @@ class _Answers:
             value = self._medians[key] = horizon.median(target, threshold, self._cumulative[older],
                                                         self._active[index])
             return value
+
+    def scan(self, index: int, target: int, threshold: float) -> Scan:
+        return self.horizons[index].scan(target, threshold, self._cumulative[self._older(target)],
+                                         self._active[index])
 
     def combined(self, target: int, threshold: float, check_shorter: bool) -> Optional[float]:
         """Core's estimateCombinedFee: the shortest horizon covering ``target``.
@@ -451,6 +504,13 @@ class FeeEstimator:
         for target in range(2, conf_target + 1):
             best = _lower(best, answers.median(1, target, DOUBLE_SUCCESS_PCT))
         return None if best is None else _rate(best)
+
+    def estimate_raw_fee(self, conf_target: int, threshold: float) -> List[Tuple[_Horizon, Scan]]:
+        """Core's estimateRawFee for each horizon that tracks ``conf_target`` blocks: no
+        clamping to the history seen, no fallback to other targets or horizons."""
+        answers = self._current_answers(self._max_usable())
+        return [(horizon, answers.scan(index, conf_target, threshold))
+                for index, horizon in enumerate(self._horizons) if conf_target <= horizon.max_target]
 
     def _current_answers(self, max_usable: int) -> _Answers:
         answers = self._answers

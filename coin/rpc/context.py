@@ -9,7 +9,11 @@ the node (style.md item 9). The daemon provides the concrete objects.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Mapping, Optional, Protocol, Sequence
+
+from coin.rpc.errors import (
+    RPC_METHOD_NOT_FOUND, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError,
+)
 
 if TYPE_CHECKING:
     from coin.chain.access import ChainAccess
@@ -66,6 +70,8 @@ class NodeFacade(Protocol):
     wallets: Mapping[str, Wallet]
     #: Debug-log category switches.
     logging: LogControl
+    #: The methods -deprecatedrpc re-enables (Core's IsDeprecatedRPCEnabled).
+    deprecated_rpc: AbstractSet[str]
     #: Templates, block submission and long polls.
     mining: MiningService
 
@@ -113,3 +119,20 @@ if TYPE_CHECKING:
     def _satisfies_contract(ctx: RPCContext) -> PluginContext:
         """mypy checks here that the node's objects satisfy every view of the contract."""
         return ctx
+
+
+def request_wallet(wallets: Mapping[str, Wallet], wallet_name: Optional[str]) -> Wallet:
+    """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable: the wallet a call names
+    (``/wallet/<name>``), else the only one loaded."""
+    if wallet_name is not None:
+        wallet = wallets.get(wallet_name)
+        if wallet is None:
+            raise RPCError(RPC_WALLET_NOT_FOUND, "Requested wallet does not exist or is not loaded")
+        return wallet
+    if len(wallets) == 1:
+        return next(iter(wallets.values()))
+    if not wallets:
+        raise RPCError(RPC_METHOD_NOT_FOUND,
+                       "Method not found (wallet method is disabled because no wallet is loaded)")
+    raise RPCError(RPC_WALLET_NOT_SPECIFIED, "Wallet file not specified (must request wallet "
+                   "RPC through /wallet/<filename> uri-path).")

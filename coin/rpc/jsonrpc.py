@@ -28,10 +28,10 @@ from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from coin.rpc.auth import Whitelist
-from coin.rpc.context import NodeFacade, RPCContext
+from coin.rpc.context import NodeFacade, RPCContext, request_wallet
 from coin.rpc.errors import (
     HTTP_FORBIDDEN, HTTP_OK, RPC_IN_WARMUP, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND,
-    RPC_PARSE_ERROR, RPC_WALLET_NOT_FOUND, RPC_WALLET_NOT_SPECIFIED, RPCError, map_exception,
+    RPC_PARSE_ERROR, RPCError, map_exception,
 )
 from coin.rpc.registry import MethodTable, RPCMethod
 from coin.threads import ThreadRunner
@@ -539,20 +539,7 @@ class JSONRPCCore:
         """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable."""
         if not method.needs_wallet:
             return None
-        wallets = self._node.wallets
-        if wallet_name is not None:
-            wallet = wallets.get(wallet_name)
-            if wallet is None:
-                raise RPCError(RPC_WALLET_NOT_FOUND,
-                               "Requested wallet does not exist or is not loaded")
-            return wallet
-        if len(wallets) == 1:
-            return next(iter(wallets.values()))
-        if not wallets:
-            raise RPCError(RPC_METHOD_NOT_FOUND,
-                           "Method not found (wallet method is disabled because no wallet is loaded)")
-        raise RPCError(RPC_WALLET_NOT_SPECIFIED, "Wallet file not specified (must request wallet "
-                       "RPC through /wallet/<filename> uri-path).")
+        return request_wallet(self._node.wallets, wallet_name)
 
     def _rendered(self, result: Any, request_id: Any) -> Any:
         if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:

@@ -15,8 +15,10 @@ from coincurve import PrivateKey
 from coin.primitives.hashes import hash160
 from coin.primitives.script import push_data, push_minimal
 from coin.primitives.transaction import Transaction, TxIn
-from coin.script.flags import STANDARD_SCRIPT_VERIFY_FLAGS
-from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.flags import SCRIPT_VERIFY_STRICTENC, STANDARD_SCRIPT_VERIFY_FLAGS
+from coin.script.interpreter import (
+    BaseSignatureChecker, ScriptError, TransactionSignatureChecker, eval_script, verify_script,
+)
 from coin.script.sighash import (
     SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_SINGLE, SighashCache, signature_hash,
 )
@@ -92,7 +94,10 @@ def _sign_template(script: bytes, keystore: KeyStore, tx: Transaction, index: in
             entry = keystore.get_key(hash160(pubkey))
             if entry is not None:
                 items.append(create_signature(entry[0], script, tx, index, hash_type, cache))
-        return items, len(items) > required
+        complete = len(items) > required
+        # Core pads a partial signature with empty ones, so CHECKMULTISIG can still check
+        # (and combinerawtransaction find) the signatures it has.
+        return items + [b""] * (required + 1 - len(items)), complete
     if kind == TX_SCRIPTHASH and allow_p2sh:
         redeem_script = keystore.get_script(solutions[0])
         if redeem_script is None:
@@ -179,3 +184,94 @@ def sign_and_verify(tx: Transaction, spent: Sequence[Optional[bytes]], keystore:
             failures.append((index, "Unable to sign input, invalid stack size (possibly missing key)"
                              if e.code == "INVALID_STACK_OPERATION" else e.message))
     return signed, failures
+
+
+class _SignatureExtractor(TransactionSignatureChecker):
+    """A checker that keeps each signature that verifies, by its key's hash160 (Core's
+    SignatureExtractorChecker): what a partially signed input's own verification finds."""
+
+    __slots__ = ("found",)
+
+    def __init__(self, tx: Transaction, index: int, cache: SighashCache) -> None:
+        super().__init__(tx, index, cache)
+        self.found: Dict[bytes, bytes] = {}
+
+    def check_sig(self, sig: bytes, pubkey: bytes, script_code: bytes) -> bool:
+        if not super().check_sig(sig, pubkey, script_code):
+            return False
+        self.found.setdefault(hash160(pubkey), sig)
+        return True
+
+
+def _extract_signatures(tx: Transaction, index: int, script_pubkey: bytes, script_sig: bytes,
+                        cache: SighashCache) -> Tuple[Dict[bytes, bytes], Optional[bytes], bool]:
+    """One copy's signatures by key hash, its redeem script and whether it verifies (Core's
+    DataFromTransaction): what its verification checks, then its multisig signatures matched
+    to the keys in order."""
+    checker = _SignatureExtractor(tx, index, cache)
+    try:
+        verify_script(script_sig, script_pubkey, STANDARD_SCRIPT_VERIFY_FLAGS, checker)
+        return checker.found, None, True
+    except ScriptError:
+        pass
+    stack: List[bytes] = []
+    try:
+        eval_script(stack, script_sig, SCRIPT_VERIFY_STRICTENC, BaseSignatureChecker())
+    except ScriptError:
+        stack = []
+    kind, solutions = solve(script_pubkey)
+    script = script_pubkey
+    redeem_script: Optional[bytes] = None
+    if kind == TX_SCRIPTHASH and stack and stack[-1]:
+        script = redeem_script = stack.pop()
+        kind, solutions = solve(script)
+    if kind == TX_MULTISIG:
+        pubkeys = solutions[1:-1]
+        first = 0
+        for sig in stack:
+            for i in range(first, len(pubkeys)):
+                if hash160(pubkeys[i]) in checker.found or checker.check_sig(sig, pubkeys[i], script):
+                    first = i + 1
+                    break
+    return checker.found, redeem_script, False
+
+
+def combine_signatures(tx: Transaction, index: int, script_pubkey: bytes,
+                       script_sigs: Sequence[bytes]) -> bytes:
+    """Input ``index``'s scriptSig merged from the ``script_sigs`` of several partially signed
+    copies of ``tx`` (Core 0.17's combinerawtransaction: DataFromTransaction, merge, then
+    ProduceSignature without keys).
+
+    The first copy whose scriptSig already verifies wins. Otherwise the signatures that verify
+    are gathered per public key (multisig, bare or in P2SH) and put back in key order, with
+    the redeem script the first copy that has one gives; a template that cannot be rebuilt
+    from the gathered data gets an empty scriptSig, as in Core.
+    """
+    cache = SighashCache(tx)
+    signatures: Dict[bytes, bytes] = {}
+    redeem_script: Optional[bytes] = None
+    for script_sig in script_sigs:
+        found, script, complete = _extract_signatures(tx, index, script_pubkey, script_sig, cache)
+        if complete:
+            return script_sig
+        if script is not None and redeem_script is None:
+            redeem_script = script
+        for key_id, signature in found.items():
+            signatures.setdefault(key_id, signature)
+    kind, solutions = solve(script_pubkey)
+    suffix: List[bytes] = []
+    if kind == TX_SCRIPTHASH:
+        if redeem_script is None or hash160(redeem_script) != solutions[0]:
+            return b""
+        suffix = [redeem_script]
+        kind, solutions = solve(redeem_script)
+    if kind != TX_MULTISIG:
+        return b"".join(push_minimal(item) for item in suffix)
+    required = solutions[0][0]
+    items = [b""]
+    for pubkey in solutions[1:-1]:
+        sig = signatures.get(hash160(pubkey))
+        if sig is not None and len(items) <= required:
+            items.append(sig)
+    items += [b""] * (required + 1 - len(items))
+    return b"".join(push_minimal(item) for item in items + suffix)

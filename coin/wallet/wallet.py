@@ -384,6 +384,30 @@ class Wallet:
                                  other)
                 self.tx_values.setdefault(txid, {})[key] = other
 
+    def import_pruned(self, tx: Transaction, block: BlockRef) -> bool:
+        """importprunedfunds: record ``tx`` as mined in ``block`` when an output of it is the
+        wallet's (Core's IsMine of the transaction, then AddToWallet); False otherwise."""
+        with self.lock:
+            if not any(self.is_mine(out.script_pubkey) for out in tx.vout):
+                return False
+            return self.sync_transaction(tx, block)
+
+    def remove_transaction(self, txid: bytes) -> bool:
+        """removeprunedfunds: forget one transaction (Core's ZapSelectTx); False if unknown."""
+        with self.lock:
+            wtx = self.txs.pop(txid, None)
+            if wtx is None:
+                return False
+            self.db.delete_tx(txid)
+            if not wtx.tx.is_coinbase():
+                for txin in wtx.tx.vin:
+                    key = (txin.prevout.txid, txin.prevout.n)
+                    spenders = self.spends.get(key, set())
+                    spenders.discard(txid)
+                    if not spenders:
+                        self.spends.pop(key, None)
+            return True
+
     def transaction_added_to_mempool(self, tx: Transaction) -> None:
         self.sync_transaction(tx, None)
 

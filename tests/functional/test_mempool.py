@@ -1066,9 +1066,31 @@ class FeeEstimateTests(MempoolTestCase):
                 rpc(node, "estimatesmartfee", *params)
             self.assertEqual((caught.exception.code, caught.exception.message), (-8, message))
 
+    def test_estimaterawfee_errors(self):
+        node = self.shared()["node"]
+        for params, code, message in (
+                ((0,), -8, "Invalid conf_target, must be between 1 - 1008"),
+                ((1009,), -8, "Invalid conf_target, must be between 1 - 1008"),
+                ((2, 1.5), -8, "Invalid threshold"),
+                ((2, -0.1), -8, "Invalid threshold"),
+                ((2, "0.9"), -3, "Expected type number, got string"),
+                (("2",), -3, "Expected type number, got string")):
+            with self.assertRaises(RPCFailure) as caught:
+                rpc(node, "estimaterawfee", *params)
+            self.assertEqual((caught.exception.code, caught.exception.message), (code, message))
+
     def test_estimate_from_confirmed_history(self):
         node = self.private_node(blocks=101)
         self.assertEqual(rpc(node, "estimatesmartfee", 2), {"errors": INSUFFICIENT, "blocks": 0})
+        # No history: each horizon tracking the target reports the whole range as failing.
+        empty = {"startrange": 0, "endrange": Decimal("1e+99"), "withintarget": 0,
+                 "totalconfirmed": 0, "inmempool": 0, "leftmempool": 0}
+        raw_errors = ["Insufficient data or no feerate found which meets threshold"]
+        self.assertEqual(rpc(node, "estimaterawfee", 13), {
+            "medium": {"decay": Decimal("0.9952"), "scale": 2, "fail": empty, "errors": raw_errors},
+            "long": {"decay": Decimal("0.99931"), "scale": 24, "fail": empty, "errors": raw_errors}})
+        self.assertEqual(sorted(rpc(node, "estimaterawfee", 12)), ["long", "medium", "short"])
+        self.assertEqual(sorted(rpc(node, "estimaterawfee", 49)), ["long"])
         fan = split(coinbase_at(node, 1), 200, fee=50_000)
         send(node, fan)
         mine(node)
@@ -1087,6 +1109,14 @@ class FeeEstimateTests(MempoolTestCase):
             self.assertGreaterEqual(estimate["blocks"], 2)
             self.assertTrue(amount(min(rates)) <= estimate["feerate"] <= amount(max(rates)),
                             (estimate, min(rates), max(rates)))
+        # estimaterawfee: the short horizon has seen enough at 2 blocks; what passed spans the
+        # rates paid, and nothing failed above it.
+        raw = rpc(node, "estimaterawfee", 2, 0.85)["short"]
+        self.assertEqual(sorted(raw), ["decay", "fail", "feerate", "pass", "scale"])
+        self.assertTrue(amount(min(rates)) <= raw["feerate"] <= amount(max(rates)), raw)
+        self.assertTrue(raw["pass"]["startrange"] < raw["feerate"] * COIN <= raw["pass"]["endrange"], raw)
+        self.assertGreater(raw["pass"]["totalconfirmed"], 0)
+        self.assertGreaterEqual(raw["pass"]["totalconfirmed"], raw["pass"]["withintarget"])
 
 
 # ---------------------------------------------------------------------------------------- BIP125

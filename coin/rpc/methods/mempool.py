@@ -11,12 +11,14 @@ with REST.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional
 
 from twisted.internet.defer import Deferred
 
 from coin.consensus.errors import ValidationError
 from coin.mempool.accept import MissingInputs
+from coin.mempool.estimator import RangeStats
 from coin.mempool.pool import Mempool, MempoolEntry
 from coin.mempool.service import MempoolService
 from coin.primitives.hashes import hash_to_hex
@@ -391,7 +393,98 @@ def estimatefee(ctx: RPCContext, nblocks: int) -> Any:
     return amount_to_json(rate)
 
 
+_RANGE_HELP = (
+    '          "startrange" : x.x,     (numeric) start of feerate range\n'
+    '          "endrange" : x.x,       (numeric) end of feerate range\n'
+    '          "withintarget" : x.x,   (numeric) number of txs over history horizon in the '
+    "feerate range that were confirmed within target\n"
+    '          "totalconfirmed" : x.x, (numeric) number of txs over history horizon in the '
+    "feerate range that were confirmed at any point\n"
+    '          "inmempool" : x.x,      (numeric) current number of txs in mempool in the feerate '
+    "range unconfirmed for at least target blocks\n"
+    '          "leftmempool" : x.x,    (numeric) number of txs over history horizon in the '
+    "feerate range that left mempool unconfirmed after target\n")
+
+
+def _range_json(stats: Optional[RangeStats]) -> Dict[str, Any]:
+    """Core's EstimatorBucket as estimaterawfee shows it (-1 bounds and zero counts: none)."""
+    if stats is None:
+        return {"startrange": -1, "endrange": -1, "withintarget": 0, "totalconfirmed": 0,
+                "inmempool": 0, "leftmempool": 0}
+    # Core's top bucket ends at INF_FEERATE, 1e99.
+    end = stats.end if math.isfinite(stats.end) else 1e99
+    return {"startrange": real_to_json(round(stats.start)), "endrange": real_to_json(round(end)),
+            "withintarget": real_to_json(round(stats.within_target * 100.0) / 100.0),
+            "totalconfirmed": real_to_json(round(stats.total_confirmed * 100.0) / 100.0),
+            "inmempool": real_to_json(round(stats.in_mempool * 100.0) / 100.0),
+            "leftmempool": real_to_json(round(stats.left_mempool * 100.0) / 100.0)}
+
+
+@rpc_method(
+    "estimaterawfee", category="hidden", signature="estimaterawfee conf_target (threshold)",
+    args=[Arg("conf_target", INT, typecheck=True, help="Confirmation target in blocks (1 - 1008)"),
+          Arg("threshold", REAL, default=None, typecheck=True, help=(
+              "The proportion of transactions in a given feerate range that must have been\n"
+              "               confirmed within conf_target in order to consider those feerates as "
+              "high enough and proceed to check\n"
+              "               lower buckets.  Default: 0.95"))],
+    help=("WARNING: This interface is unstable and may disappear or change!\n\n"
+          "WARNING: This is an advanced API call that is tightly coupled to the specific\n"
+          "         implementation of fee estimation. The parameters it can be called with\n"
+          "         and the results it returns will change if the internal implementation changes.\n\n"
+          "Estimates the approximate fee per kilobyte needed for a transaction to begin\n"
+          "confirmation within conf_target blocks if possible. Uses virtual transaction size as\n"
+          "defined in BIP 141 (witness data is discounted)."),
+    result=("{\n"
+            '  "short" : {            (json object, optional) estimate for short time horizon\n'
+            '      "feerate" : x.x,        (numeric, optional) estimate fee rate in coins/kB\n'
+            '      "decay" : x.x,          (numeric) exponential decay (per block) for historical '
+            "moving average of confirmation data\n"
+            '      "scale" : x,            (numeric) The resolution of confirmation targets at this '
+            "time horizon\n"
+            '      "pass" : {              (json object, optional) information about the lowest '
+            "range of feerates to succeed in meeting the threshold\n"
+            + _RANGE_HELP
+            + "      },\n"
+            '      "fail" : { ... },       (json object, optional) information about the highest '
+            "range of feerates to fail to meet the threshold\n"
+            '      "errors":  [ str... ]   (json array of strings, optional) Errors encountered '
+            "during processing\n"
+            "  },\n"
+            '  "medium" : { ... },    (json object, optional) estimate for medium time horizon\n'
+            '  "long" : { ... }       (json object) estimate for long time horizon\n'
+            "}\n\n"
+            "Results are returned for any horizon which tracks blocks up to the confirmation target."),
+    examples=example_cli("estimaterawfee", "6 0.9"))
+def estimaterawfee(ctx: RPCContext, conf_target: int, threshold: Optional[float]) -> Dict[str, Any]:
+    """Core 0.17: per horizon tracking the target, the raw median at ``threshold`` (default
+    95%) and the bucket ranges that passed and failed."""
+    target = _conf_target(ctx, conf_target)
+    threshold = 0.95 if threshold is None else threshold
+    if not 0 <= threshold <= 1:
+        raise RPCError(RPC_INVALID_PARAMETER, "Invalid threshold")
+    service = _service(ctx)
+    with service.pool.lock:
+        scans = service.estimator.estimate_raw_fee(target, threshold)
+    result: Dict[str, Any] = {}
+    for horizon, scan in scans:
+        answer: Dict[str, Any] = {}
+        if scan.answer is not None:
+            answer["feerate"] = amount_to_json(int(math.floor(scan.answer + 0.5)))
+        answer["decay"] = real_to_json(horizon.decay)
+        answer["scale"] = horizon.scale
+        if scan.answer is not None:
+            answer["pass"] = _range_json(scan.passed)
+            if scan.failed is not None:
+                answer["fail"] = _range_json(scan.failed)
+        else:
+            answer["fail"] = _range_json(scan.failed)
+            answer["errors"] = ["Insufficient data or no feerate found which meets threshold"]
+        result[horizon.name] = answer
+    return result
+
+
 #: What the ``mempool`` entry point registers.
 METHODS = [getmempoolinfo, getrawmempool, getmempoolentry, getmempoolancestors,
            getmempooldescendants, savemempool, sendrawtransaction, testmempoolaccept,
-           prioritisetransaction, estimatesmartfee, estimatefee]
+           prioritisetransaction, estimatesmartfee, estimatefee, estimaterawfee]

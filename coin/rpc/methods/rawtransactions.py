@@ -19,6 +19,7 @@ on the validation worker, :func:`coin.mempool.coinview.spent_outputs`), then fro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -27,24 +28,25 @@ from coin.chain.access import ChainAccess
 from coin.chainparams import ChainParams
 from coin.mempool.coinview import PrevoutLookup, spent_outputs
 from coin.primitives.address import AddressError, Destination, decode_wif, try_decode_address
-from coin.primitives.hashes import hash_to_hex
+from coin.primitives.hashes import hash_to_hex, is_hex
+from coin.primitives.merkleblock import MerkleBlock
 from coin.primitives.script import OP_RETURN, is_p2sh, push_data, script_to_asm
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import CURRENT_TX_VERSION, OutPoint, Transaction, TxIn, TxOut
-from coin.rpc.context import RPCContext
+from coin.rpc.context import RPCContext, request_wallet
 from coin.rpc.errors import (
-    RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR,
-    RPC_TYPE_ERROR, RPCError,
+    RPC_DESERIALIZATION_ERROR, RPC_INTERNAL_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER,
+    RPC_METHOD_DEPRECATED, RPC_METHOD_NOT_FOUND, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPC_VERIFY_ERROR, RPCError,
 )
-from coin.rpc.params import parse_hash_v, parse_hex_v
+from coin.rpc.params import parse_hash_v, parse_hex_v, uint256_from_hex
 from coin.rpc.registry import (
-    ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, example_cli,
+    ANY, ARR, BOOL, INT, INT64, OBJ, STR, Arg, RPCMethod, amount_from_value, compose_help, example_cli,
     example_rpc, json_type_name, rpc_method,
 )
 from coin.script.sighash import (
     SIGHASH_ALL, SIGHASH_ANYONECANPAY, SIGHASH_NONE, SIGHASH_SINGLE,
 )
-from coin.script.sign import KeyStore, sign_and_verify
+from coin.script.sign import KeyStore, combine_signatures, sign_and_verify
 from coin.script.standard import destination_script
 from coin.views.encode import JSONView
 from coin.views.script import decodescript_json
@@ -401,6 +403,175 @@ getrawtransaction = RPCMethod(
           Arg("blockhash", ANY, default=None)))
 
 
+# ------------------------------------------------------------------ combinerawtransaction
+
+_HEXSTRING = Arg("hexstring", STR)
+
+
+@rpc_method(
+    "combinerawtransaction", category="rawtransactions",
+    signature='combinerawtransaction ["hexstring",...]',
+    args=[Arg("txs", ARR, help=(
+        "A json array of hex strings of partially signed transactions\n"
+        "    [\n"
+        '      "hexstring"     (string) A transaction hash\n'
+        "      ,...\n"
+        "    ]"))],
+    help=("Combine multiple partially signed transactions into one transaction.\n"
+          "The combined transaction may be another partially signed transaction or a \n"
+          "fully signed transaction."),
+    result='"hex"            (string) The hex-encoded raw transaction with signature(s)',
+    examples=example_cli("combinerawtransaction", '["myhex1", "myhex2", "myhex3"]'))
+async def combinerawtransaction(ctx: RPCContext, txs: List[Any]) -> str:
+    """Core 0.17: the first transaction, each input's signatures merged from every copy that
+    has the input; the spent outputs come from the UTXO set and the pool."""
+    variants = []
+    for index, value in enumerate(txs):
+        try:
+            variants.append(Transaction.from_hex(_HEXSTRING.convert(value)))
+        except DeserializationError:
+            raise RPCError(RPC_DESERIALIZATION_ERROR, "TX decode failed for tx %d" % index) from None
+    if not variants:
+        raise RPCError(RPC_DESERIALIZATION_ERROR, "Missing transactions")
+    merged = variants[0]
+    chain = _chain(ctx)
+    keys = [(txin.prevout.txid, txin.prevout.n) for txin in merged.vin]
+    view = await chain.call(spent_outputs, chain.mempool, keys, None)
+    vin = []
+    for index, (txin, key) in enumerate(zip(merged.vin, keys)):
+        spent = view.get(key)
+        if spent is None:
+            raise RPCError(RPC_VERIFY_ERROR, "Input not found or already spent")
+        script_sigs = [tx.vin[index].script_sig for tx in variants if len(tx.vin) > index]
+        vin.append(TxIn(txin.prevout, combine_signatures(merged, index, spent[0], script_sigs),
+                        txin.sequence))
+    return Transaction(vin, merged.vout, merged.locktime, merged.version, merged.tx_type,
+                       merged.extra_payload).serialize().hex()
+
+
+# ------------------------------------------------------------------ merkle proofs
+
+_GETTXOUTPROOF_HELP = """\
+gettxoutproof ["txid",...] ( blockhash )
+
+Returns a hex-encoded proof that "txid" was included in a block.
+
+NOTE: By default this function only works sometimes. This is when there is an
+unspent output in the utxo for this transaction. To make it always work,
+you need to maintain a transaction index, using the -txindex command line option or
+specify the block in which the transaction is included manually (by blockhash).
+
+Arguments:
+1. "txids"       (string) A json array of txids to filter
+    [
+      "txid"     (string) A transaction hash
+      ,...
+    ]
+2. "blockhash"   (string, optional) If specified, looks for txid in the block with this hash
+
+Result:
+"data"           (string) A string that is a serialized, hex-encoded data for the proof.
+"""
+
+_TXID = Arg("txid", STR)
+
+
+def _read_txids(txids: List[Any]) -> Tuple[List[bytes], bytes]:
+    """The distinct txids asked for, and the last one (Core's oneTxid)."""
+    found: List[bytes] = []
+    for value in txids:
+        text = _TXID.convert(value)
+        if len(text) != 64 or not is_hex(text):
+            raise RPCError(RPC_INVALID_PARAMETER, "Invalid txid " + text)
+        txid = bytes.fromhex(text)[::-1]
+        if txid in found:
+            raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter, duplicated txid: " + text)
+        found.append(txid)
+    return found, found[-1] if found else b"\x00" * 32
+
+
+async def gettxoutproof_(ctx: RPCContext, txids: List[Any], blockhash: Optional[str]) -> str:
+    """Core 0.17: the block is the one named, else that of an unspent output of one of the
+    txids, else (-txindex) the indexed block of the last txid."""
+    chain = _chain(ctx)
+    wanted, last = _read_txids(txids)
+    view = chain.snapshot()
+    entry = None
+    if blockhash is not None:
+        entry = view.lookup(uint256_from_hex(blockhash))
+        if entry is None:
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found")
+    else:
+        for txid in sorted(wanted):
+            entry = await chain.block_of_unspent(txid)
+            if entry is not None:
+                break
+    if entry is None:
+        found = await chain.get_transaction(last)
+        if found is None or found[1] is None:
+            raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Transaction not yet in block")
+        entry = found[1]
+    if not entry.have_data():
+        raise RPCError(RPC_INTERNAL_ERROR, "Can't read block from disk")
+    block = await chain.read_block(entry)
+    if sum(tx.txid in wanted for tx in block.txs) != len(wanted):
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY,
+                       "Not all transactions found in specified or retrieved block")
+    return MerkleBlock.of_block(block, set(wanted)).serialize().hex()
+
+
+gettxoutproof = RPCMethod(
+    name="gettxoutproof", category="blockchain", handler=gettxoutproof_,
+    help_text=_GETTXOUTPROOF_HELP,
+    args=(Arg("txids", ARR), Arg("blockhash", STR, default=None)))
+
+
+def read_merkle_block(proof: Any) -> MerkleBlock:
+    """A hex proof as Core reads it: -8 for bad hex, -1 (the stream's error) when it is short."""
+    try:
+        return MerkleBlock.deserialize(parse_hex_v(proof, "proof"))
+    except DeserializationError:
+        raise RPCError(RPC_MISC_ERROR, "CDataStream::read(): end of data: iostream error") from None
+
+
+_VERIFYTXOUTPROOF_HELP = """\
+verifytxoutproof "proof"
+
+Verifies that a proof points to a transaction in a block, returning the transaction it commits to
+and throwing an RPC error if the block is not in our best chain
+
+Arguments:
+1. "proof"    (string, required) The hex-encoded proof generated by gettxoutproof
+
+Result:
+["txid"]      (array, strings) The txid(s) which the proof commits to, or empty array if the proof \
+can not be validated.
+"""
+
+
+def verifytxoutproof_(ctx: RPCContext, proof: Any) -> List[str]:
+    """Core 0.17: an empty list for a proof whose tree does not give its header's root, the
+    matched txids when its block is in the active chain with as many transactions."""
+    merkle_block = read_merkle_block(proof)
+    root, matched = merkle_block.tree.extract_matches()
+    if root != merkle_block.header.merkle_root:
+        return []
+    view = _chain(ctx).snapshot()
+    entry = view.lookup(merkle_block.header.hash)
+    if entry is None or not view.contains(entry) or entry.tx_count == 0:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found in chain")
+    if entry.tx_count != merkle_block.tree.tx_count:
+        return []
+    return [hash_to_hex(txid) for _, txid in matched]
+
+
+verifytxoutproof = RPCMethod(
+    name="verifytxoutproof", category="blockchain", handler=verifytxoutproof_,
+    help_text=_VERIFYTXOUTPROOF_HELP,
+    # Read by ParseHexV, which answers -8 for a non-string too.
+    args=(Arg("proof", ANY),))
+
+
 # ------------------------------------------------------------------ signing
 
 
@@ -577,6 +748,58 @@ async def signrawtransactionwithkey(ctx: RPCContext, hexstring: str, privkeys: L
     return await sign_transaction_json(ctx, tx, keystore, prevtxs, sighashtype, True)
 
 
+_SIGNRAW_ARGS = (
+    Arg("hexstring", STR, typecheck=True, help="The transaction hex string"),
+    Arg("prevtxs", ARR, default=None, typecheck=True, help=PREVTXS_HELP),
+    Arg("privkeys", ARR, default=None, typecheck=True, help=(
+        "A json array of private keys for signing\n"
+        "    [                  (json array of strings, or 'null' if none provided)\n"
+        '      "privatekey"   (string) private key in WIF (Wallet Import Format, see dumpprivkey)\n'
+        "      ,...\n"
+        "    ]")),
+    Arg("sighashtype", STR, default=None, typecheck=True, help=SIGHASH_HELP))
+
+
+async def signrawtransaction_(ctx: RPCContext, *params: Any) -> Dict[str, Any]:
+    """Core 0.17: refused (-32) unless -deprecatedrpc=signrawtransaction; then
+    signrawtransactionwithkey with ``privkeys``, else signrawtransactionwithwallet."""
+    if "signrawtransaction" not in ctx.node.deprecated_rpc:
+        raise RPCError(RPC_METHOD_DEPRECATED, _SIGNRAW_DEPRECATED)
+    hexstring, prevtxs, privkeys, sighashtype = (arg.convert(value)
+                                                 for arg, value in zip(_SIGNRAW_ARGS, params))
+    if privkeys is not None:
+        return await signrawtransactionwithkey.handler(ctx, hexstring, privkeys, prevtxs,
+                                                       sighashtype or "ALL")
+    wallet = request_wallet(ctx.wallets, ctx.wallet_name)
+    wallet_method = ctx.methods.get("signrawtransactionwithwallet")
+    if wallet_method is None:
+        raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")
+    return await wallet_method.handler(replace(ctx, wallet=wallet), hexstring, prevtxs,
+                                       sighashtype or "ALL")
+
+
+_SIGNRAW_DEPRECATED = (
+    "signrawtransaction is deprecated and will be fully removed in v0.18. To use "
+    "signrawtransaction in v0.17, restart coind with -deprecatedrpc=signrawtransaction.\n"
+    "Projects should transition to using signrawtransactionwithkey and "
+    "signrawtransactionwithwallet before upgrading to v0.18")
+
+signrawtransaction = RPCMethod(
+    name="signrawtransaction", category="rawtransactions", handler=signrawtransaction_,
+    help_text=compose_help(
+        "signrawtransaction", _SIGNRAW_ARGS,
+        "DEPRECATED. Sign inputs for raw transaction (serialized, hex-encoded).\n"
+        "The second optional argument (may be null) is an array of previous transaction outputs "
+        "that\nthis transaction depends on but may not yet be in the block chain.\n"
+        "The third optional argument (may be null) is an array of private\n"
+        "keys in WIF that, if given, will be the only keys used to sign the transaction.",
+        SIGN_RESULT, example_cli("signrawtransaction", '"myhex"')
+        + example_rpc("signrawtransaction", '"myhex"'),
+        signature='signrawtransaction "hexstring" ( %s ["privatekey1",...] sighashtype )'
+        % PREVTXS_SIGNATURE),
+    args=(Arg("hexstring", ANY),) + tuple(Arg(arg.name, ANY, default=None) for arg in _SIGNRAW_ARGS[1:]))
+
+
 #: What the ``rawtransactions`` entry point registers.
-METHODS = [createrawtransaction, decoderawtransaction, decodescript, getrawtransaction,
-           signrawtransactionwithkey]
+METHODS = [combinerawtransaction, createrawtransaction, decoderawtransaction, decodescript, getrawtransaction,
+           gettxoutproof, signrawtransaction, signrawtransactionwithkey, verifytxoutproof]

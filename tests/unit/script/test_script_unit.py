@@ -485,8 +485,9 @@ class Signing(SynchronousTestCase):
         spent = [p2sh_script(hash160(redeem)), p2pkh_script(b"\x44" * 20), h("6a")]
         signed, complete = sign_transaction(spending_tx(n_inputs=3), spent, other)
         self.assertFalse(complete)
-        # The partial multisig keeps what could be made: dummy, one signature, redeem script.
-        self.assertEqual(len(list(iter_script(signed.vin[0].script_sig))), 3)
+        # The partial multisig keeps what could be made, padded as Core's SignStep pads it:
+        # dummy, one signature, an empty one for the missing signature, redeem script.
+        self.assertEqual(len(list(iter_script(signed.vin[0].script_sig))), 4)
         self.assertEqual(signed.vin[1].script_sig, b"")
 
     def test_unknown_script_hash(self):

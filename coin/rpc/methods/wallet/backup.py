@@ -1,5 +1,5 @@
 """Backup methods: backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey,
-dumpwallet, importwallet and importmulti.
+dumpwallet, importwallet, importmulti, importprunedfunds and removeprunedfunds.
 
 Registered through the ``coin.rpc`` entry point ``wallet_backup``.  An import that
 rescans first reserves the wallet (one user rescan at a time, see
@@ -17,8 +17,12 @@ from twisted.internet.defer import Deferred
 
 from coin.primitives.address import AddressError, decode_wif
 from coin.rpc.context import RPCContext
-from coin.rpc.errors import RPC_INVALID_ADDRESS_OR_KEY, RPC_TYPE_ERROR, RPC_WALLET_ERROR, RPCError
+from coin.rpc.errors import (
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPC_WALLET_ERROR, RPCError,
+)
+from coin.rpc.methods.rawtransactions import decode_transaction, read_merkle_block
 from coin.rpc.methods.wallet import wallet_service
+from coin.rpc.params import parse_hash_v
 from coin.primitives.hashes import is_hex
 from coin.rpc.registry import ARR, BOOL, OBJ, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.wallet.access import in_wallet
@@ -29,7 +33,7 @@ from coin.wallet.backup import (
 )
 from coin.wallet.errors import WalletError
 from coin.wallet.rescan import Reservation
-from coin.wallet.wallet import Wallet
+from coin.wallet.wallet import BlockRef, Wallet
 
 _RESCAN_NOTE = (
     "\n\nNote: This call can take minutes to complete if rescan is true, during that time, other "
@@ -311,5 +315,53 @@ def _import_all(wallet: Wallet, requests: List[Any], now: int, tip_time: int
 
 
 #: What the ``wallet_backup`` entry point registers.
+@rpc_method(
+    "importprunedfunds", category="wallet", needs_wallet=True,
+    signature="importprunedfunds",
+    args=[Arg("rawtransaction", STR, help="A raw transaction in hex funding an already-existing "
+              "address in wallet"),
+          Arg("txoutproof", STR, help="The hex output from gettxoutproof that contains the "
+              "transaction")],
+    help=("Imports funds without rescan. Corresponding address or script must previously be "
+          "included in wallet. Aimed towards pruned wallets. The end-user is responsible to "
+          "import additional transactions that subsequently spend the imported outputs or rescan "
+          "after the point in the blockchain the transaction is included."))
+async def importprunedfunds(ctx: RPCContext, rawtransaction: str, txoutproof: str) -> None:
+    """Core 0.17: the proof must name the transaction and a block of the active chain."""
+    tx = decode_transaction(rawtransaction)
+    merkle_block = read_merkle_block(txoutproof)
+    root, matched = merkle_block.tree.extract_matches()
+    if root != merkle_block.header.merkle_root:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Something wrong with merkleblock")
+    view = ctx.node.chain.snapshot()
+    entry = view.lookup(merkle_block.header.hash)
+    if entry is None or not view.contains(entry):
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found in chain")
+    index = next((i for i, txid in matched if txid == tx.txid), None)
+    if index is None:
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Transaction given doesn't exist in proof")
+    block = BlockRef(entry.hash, entry.height, index)
+    if not await in_wallet(ctx.wallet, ctx.wallet.import_pruned, tx, block, write=True):
+        raise RPCError(RPC_INVALID_ADDRESS_OR_KEY,
+                       "No addresses in wallet correspond to included transaction")
+
+
+_TXID_EXAMPLE = '"a8d0c0184dde994a09ec054286f1ce581bebf46446a512166eae7628734ea0a5"'
+
+
+@rpc_method(
+    "removeprunedfunds", category="wallet", needs_wallet=True,
+    signature='removeprunedfunds "txid"',
+    args=[Arg("txid", STR, help="The hex-encoded id of the transaction you are deleting")],
+    help=("Deletes the specified transaction from the wallet. Meant for use with pruned wallets "
+          "and as a companion to importprunedfunds. This will affect wallet balances."),
+    examples=(example_cli("removeprunedfunds", _TXID_EXAMPLE) + "\nAs a JSON-RPC call\n"
+              + example_rpc("removeprunedfunds", _TXID_EXAMPLE)))
+async def removeprunedfunds(ctx: RPCContext, txid: str) -> None:
+    if not await in_wallet(ctx.wallet, ctx.wallet.remove_transaction, parse_hash_v(txid, "txid"),
+                           write=True):
+        raise RPCError(RPC_INVALID_PARAMETER, "Transaction does not exist in wallet.")
+
+
 METHODS = [backupwallet, importprivkey, importaddress, importpubkey, dumpprivkey, dumpwallet,
-           importwallet, importmulti]
+           importwallet, importmulti, importprunedfunds, removeprunedfunds]
