@@ -30,6 +30,7 @@ from coin.rpc.errors import (
 )
 from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, JSONRPCCore, encode_json, parse_call, parse_json
 from coin.rpc.resource import CoreHTTPRequest
+from coin.http.lifetime import cancel_when_gone
 
 #: The user name RPC handlers see for the GUI's calls (the node's owner, not an RPC user).
 GUI_USER = "coin-qt"
@@ -261,13 +262,7 @@ def _deferred_answer(request: server.Request, answer: Deferred,
                      write: Callable[[Any], Tuple[int, bytes, bytes]]) -> int:
     """Finish ``request`` with ``write(result)`` when ``answer`` fires; cancel it if the
     client leaves first."""
-    lost: List[Failure] = []
-
-    def connection_lost(reason: Failure) -> None:
-        lost.append(reason)
-        answer.cancel()
-
-    request.notifyFinish().addErrback(connection_lost)
+    lost = cancel_when_gone(request, answer)
 
     def send(body: bytes) -> None:
         request.setHeader(b"Content-Length", b"%d" % len(body))

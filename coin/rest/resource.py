@@ -52,6 +52,7 @@ from coin.views.chaininfo import chain_info_json
 from coin.views.mempool import mempool_contents_json, mempool_info_json
 from coin.views.transaction import tx_block_fields, tx_json
 from coin.views.utxo import getutxos_bin, getutxos_json
+from coin.http.lifetime import cancel_when_gone
 
 _log = Logger()
 
@@ -605,13 +606,7 @@ class RESTResource(resource.Resource):
         except Exception:
             answer = Deferred()
             answer.errback(Failure())
-        lost: List[Failure] = []
-
-        def connection_lost(reason: Failure) -> None:
-            lost.append(reason)
-            answer.cancel()
-
-        request.notifyFinish().addErrback(connection_lost)
+        lost = cancel_when_gone(request, answer)
 
         def send(body: Body) -> None:
             if not lost:

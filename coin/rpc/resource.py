@@ -32,6 +32,7 @@ from coin.rpc.errors import (
     map_exception,
 )
 from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json
+from coin.http.lifetime import cancel_when_gone
 
 #: Idle seconds before the server drops an HTTP connection, and the time a request's
 #: headers may take from their first byte (Core's -rpcservertimeout).
@@ -311,13 +312,7 @@ class _JSONRPCEndpoint:
         if answer.called and isinstance(answer.result, Reply):
             _send_reply(request, answer.result)  # answered at once, as most calls are
             return server.NOT_DONE_YET
-        lost: list[Failure] = []
-
-        def connection_lost(reason: Failure) -> None:
-            lost.append(reason)
-            answer.cancel()
-
-        request.notifyFinish().addErrback(connection_lost)
+        lost = cancel_when_gone(request, answer)
 
         def send(reply: Reply) -> None:
             if not lost:
