@@ -164,6 +164,13 @@ class FrontendService(service.MultiService):
         super().privilegedStartService()
 
     def _start_logging(self) -> None:
+        # A front end on PostgreSQL may have a data directory of its own (on another
+        # machine): its network subdirectory is made here, as the writer makes its own.
+        try:
+            os.makedirs(self.settings.datadir, exist_ok=True)
+        except OSError as e:
+            raise StartupError("Cannot create data directory %s: %s"
+                               % (self.settings.datadir, e.strerror)) from None
         path = (os.path.join(self.settings.datadir, FRONTEND_LOG)
                 if self.settings.debug_log else None)
         console = sys.stdout if self.settings.print_to_console else None

@@ -1,0 +1,99 @@
+"""Front ends on PostgreSQL: a writer and two ``coind -frontend`` processes, each with a data
+directory of its own (as on other machines), reading one PostgreSQL database.  Answers
+byte-identical to the writer's, a reorg seen by both, tips never backwards, and the
+database stopped and restarted while they serve."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import List
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests import pgserver
+from tests.frontendharness import FrontendProcess, wait_for
+from tests.functional.test_frontend import WRITER_ARGS, call, rest, rpc_raw, without_frontend_field
+from tests.nodeharness import MINER_ADDRESS, NodeProcess
+
+
+class FrontendsOnPostgreSQLTests(SynchronousTestCase):
+    skip = pgserver.skip_reason()
+
+    def start(self, blocks: int = 0):
+        """A writer on a fresh database of the test server, and two front ends of it."""
+        url = pgserver.fresh_database()
+        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + ("-dbengine=%s" % url,))
+        self.addCleanup(writer.kill)
+        if blocks:
+            writer.rpc("generatetoaddress", blocks, MINER_ADDRESS)
+        frontends = []
+        for _ in range(2):
+            frontend = FrontendProcess.start_for(writer, ("-txindex", "-dbengine=%s" % url),
+                                                 datadir=self.mktemp())
+            self.addCleanup(frontend.kill)
+            frontends.append(frontend)
+        return writer, frontends
+
+    def test_two_front_ends_answer_as_the_writer_through_a_reorg(self) -> None:
+        writer, frontends = self.start()
+        writer.rpc("generatetoaddress", 101, writer.rpc("getnewaddress"))
+        pooled = writer.rpc("sendtoaddress", MINER_ADDRESS, 1)
+        writer.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        self.assert_same_answers(writer, frontends, pooled)
+        # A reorg in the middle: the tip invalidated, a longer branch mined on its parent.
+        old_tip = writer.rpc("getbestblockhash")
+        writer.rpc("invalidateblock", old_tip)
+        branch = writer.rpc("generatetoaddress", 3, writer.rpc("getnewaddress"))
+        for frontend in frontends:
+            self.assertEqual(frontend.rpc("getbestblockhash"), branch[-1])
+            self.assertEqual(frontend.rpc("getblockheader", old_tip)["confirmations"], -1)
+            self.assertEqual([t["status"] for t in frontend.rpc("getchaintips")
+                              if t["hash"] == old_tip], ["invalid"])
+        self.assert_same_answers(writer, frontends, pooled)
+
+    def assert_same_answers(self, writer: NodeProcess, frontends: List[FrontendProcess],
+                            txid: str) -> None:
+        tip = writer.rpc("getbestblockhash")
+        h2 = writer.rpc("getblockhash", 2)
+        bodies = [call("getbestblockhash"), call("getblockcount"), call("getblock", tip),
+                  call("getblock", h2, 0), call("getblock", tip, 2), call("getblockheader", tip),
+                  call("getchaintips"), call("getdifficulty"), call("getrawtransaction", txid),
+                  call("getrawtransaction", txid, True), call("getblockhash", 102),
+                  call("getblock", "00" * 32)]
+        paths = ["/rest/block/%s.json" % tip, "/rest/block/%s.bin" % h2,
+                 "/rest/headers/5/%s.json" % h2, "/rest/tx/%s.hex" % txid,
+                 "/rest/blockhashbyheight/1.json", "/rest/getutxos/%s-0.json" % txid]
+        info = call("getblockchaininfo")
+        for frontend in frontends:
+            for body in bodies:
+                self.assertEqual(rpc_raw(frontend, body), rpc_raw(writer, body), body)
+            for path in paths:
+                self.assertEqual(rest(frontend, path), rest(writer, path), path)
+            self.assertEqual(without_frontend_field(rpc_raw(frontend, info)[1]),
+                             json.loads(rpc_raw(writer, info)[1]))
+
+    def test_tips_never_go_backwards_while_the_writer_mines(self) -> None:
+        writer, frontends = self.start(blocks=1)
+        heights: List[List[int]] = [[], []]
+        done = threading.Event()
+
+        def watch(i: int) -> None:
+            while not done.is_set():
+                heights[i].append(frontends[i].rpc("getblockcount"))
+
+        threads = [threading.Thread(target=watch, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        try:
+            for _ in range(15):
+                writer.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        finally:
+            done.set()
+            for thread in threads:
+                thread.join()
+        for seen in heights:
+            self.assertEqual(seen, sorted(seen))
+            self.assertLessEqual(seen[-1], 16)
+        for frontend in frontends:
+            self.assertEqual(frontend.rpc("getblockcount"), 16)
