@@ -102,7 +102,16 @@ class PostgresServer:
                    % (self.port, self.root, self.host))
         if not self.durable:
             options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-        self._run("pg_ctl", "-D", self.datadir, "-o", options,
+        self._options = options
+        self.resume()
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown: clients' sessions end), keeping its data."""
+        self._run("pg_ctl", "-D", self.datadir, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a paused server again, on the same port, with the same options."""
+        self._run("pg_ctl", "-D", self.datadir, "-o", self._options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "start")
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from twisted.application import service
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, fail
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
@@ -36,6 +36,14 @@ log = Logger()
 
 #: Seconds between looks for a new commit of the writer (one ``PRAGMA data_version`` each).
 POLL_INTERVAL = 0.005
+
+
+class DatabaseUnavailable(Exception):
+    """The last look at the chain database failed (a PostgreSQL server stopped or out of
+    reach): requests are answered -28 / HTTP 503 until a look succeeds again."""
+
+    def __init__(self) -> None:
+        super().__init__("chain database unreachable")
 
 
 class CommittedChain(service.Service):
@@ -73,6 +81,8 @@ class CommittedChain(service.Service):
         self._waiters: List[Deferred] = []
         #: How many commits were loaded (tests and metrics).
         self.reloads = 0
+        #: False after a failed look at the database, until one succeeds.
+        self.reachable = True
 
     def _new_chainstate(self) -> ChainState:
         chainstate = ChainState(self._params, self._store, clock=self._clock,
@@ -119,7 +129,13 @@ class CommittedChain(service.Service):
             if self._watch.changed():
                 self._stale = True
         except Exception:
-            log.failure("Checking the chain database for commits failed")
+            if self.reachable:
+                log.failure("Checking the chain database for commits failed")
+            self.reachable = False
+            return
+        if not self.reachable:
+            log.info("The chain database is reachable again")
+            self.reachable = True
         if self._stale and self._loading is None:
             self._reload()
 
@@ -128,8 +144,11 @@ class CommittedChain(service.Service):
     def fresh(self) -> Optional[Deferred]:
         """None when the loaded chain is the writer's last commit; else a Deferred that fires
         once it is.  Called for each request (one ``PRAGMA data_version``), so a client that
-        saw the writer answer (after its commit) never gets an older chain from here."""
+        saw the writer answer (after its commit) never gets an older chain from here.  Fails
+        with :class:`DatabaseUnavailable` while the database cannot be read."""
         self._look()
+        if not self.reachable:
+            return fail(DatabaseUnavailable())
         if self._loading is None:
             return None
         waiter: Deferred = Deferred()

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Tuple
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import Answer, WriterClient, WriterUnavailable
 from coin.frontend.rpc import FRONTEND_FIELD
 from coin.rest.resource import NoSuchPath, RESTError, RESTResource, _is_getutxos
@@ -39,7 +40,7 @@ class FrontendREST(RESTResource):
             return self._forward(path, body)
         waiting = self._fresh()
         if waiting is not None:
-            return waiting.addCallback(lambda _: self._route_here(path, body))
+            return waiting.addCallbacks(lambda _: self._route_here(path, body), _unavailable)
         return self._route_here(path, body)
 
     def _route_here(self, path: str, body: bytes) -> Deferred:
@@ -77,6 +78,6 @@ def _body_of(answer: Answer) -> Any:
 
 
 def _unavailable(reason: Failure) -> Any:
-    reason.trap(WriterUnavailable)
+    reason.trap(WriterUnavailable, DatabaseUnavailable)
     raise RESTError(HTTP_SERVICE_UNAVAILABLE,
                     "Service temporarily unavailable: %s" % reason.value)

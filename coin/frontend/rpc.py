@@ -17,6 +17,7 @@ from urllib.parse import quote_from_bytes
 from twisted.internet.defer import Deferred, succeed
 from twisted.python.failure import Failure
 
+from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import WriterClient, WriterUnavailable
 from coin.rpc.auth import Whitelist
 from coin.rpc.errors import RPC_IN_WARMUP, RPC_INVALID_ADDRESS_OR_KEY, RPCError, map_exception
@@ -88,7 +89,8 @@ class FrontendCore:
         if wallet_name is None and (names is None or all(name in self._names for name in names)):
             waiting = self._fresh()
             if waiting is not None:
-                return waiting.addCallback(lambda _: self._answer_here(body, user, names))
+                return waiting.addCallbacks(lambda _: self._answer_here(body, user, names),
+                                            _unavailable)
             return self._answer_here(body, user, names)
         if self._whitelist.denies_all(user) or any(
                 not self._whitelist.allows(user, name) for name in names or ()):
@@ -116,7 +118,7 @@ class FrontendCore:
 
 
 def _unavailable(reason: Failure) -> Reply:
-    reason.trap(WriterUnavailable)
+    reason.trap(WriterUnavailable, DatabaseUnavailable)
     status, error = map_exception(RPCError(RPC_IN_WARMUP, str(reason.value)))
     body = b'{"result":null,"error":' + encode_json(error) + b',"id":null}\n'
     return Reply(status, body, JSON_CONTENT_TYPE)

@@ -97,3 +97,43 @@ class FrontendsOnPostgreSQLTests(SynchronousTestCase):
             self.assertLessEqual(seen[-1], 16)
         for frontend in frontends:
             self.assertEqual(frontend.rpc("getblockcount"), 16)
+
+
+class DatabaseRestartTests(SynchronousTestCase):
+    """A server of the test's own, stopped and started again while front ends serve."""
+
+    skip = pgserver.skip_reason()
+
+    def test_front_ends_answer_28_and_503_until_the_database_returns(self) -> None:
+        server = pgserver.PostgresServer()
+        server.start()
+        self.addCleanup(server.stop)
+        server.execute("CREATE DATABASE chain")
+        url = server.url("chain")
+        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + ("-dbengine=%s" % url,))
+        self.addCleanup(writer.kill)
+        writer.rpc("generatetoaddress", 3, MINER_ADDRESS)
+        frontends = [FrontendProcess.start_for(writer, ("-dbengine=%s" % url,),
+                                               datadir=self.mktemp()) for _ in range(2)]
+        for frontend in frontends:
+            self.addCleanup(frontend.kill)
+        block = writer.rpc("getblockhash", 2)
+        answers = {f.rpcport: (rpc_raw(f, call("getblock", block)),
+                               rest(f, "/rest/block/%s.json" % block)) for f in frontends}
+        server.pause()
+        for frontend in frontends:
+            for body in (call("getblock", block), call("getblockcount")):
+                status, data = rpc_raw(frontend, body)
+                self.assertEqual((status, json.loads(data)["error"]["code"]), (500, -28), body)
+            status, content_type, data = rest(frontend, "/rest/block/%s.json" % block)
+            self.assertEqual((status, content_type), (503, "text/plain"))
+            self.assertEqual(data, b"Service temporarily unavailable: chain database unreachable"
+                                   b"\r\n")
+        server.resume()
+        for frontend in frontends:
+            wait_for(lambda: rpc_raw(frontend, call("getblockcount"))[0] == 200,
+                     what="the front end serving again")
+            self.assertEqual((rpc_raw(frontend, call("getblock", block)),
+                              rest(frontend, "/rest/block/%s.json" % block)),
+                             answers[frontend.rpcport])
+            self.assertIsNone(frontend.process.poll())
