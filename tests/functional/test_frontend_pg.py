@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import List
+from typing import List, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -104,7 +104,7 @@ class DatabaseRestartTests(SynchronousTestCase):
 
     skip = pgserver.skip_reason()
 
-    def test_front_ends_answer_28_and_503_until_the_database_returns(self) -> None:
+    def start_writer(self) -> Tuple[pgserver.PostgresServer, str, NodeProcess]:
         server = pgserver.PostgresServer()
         server.start()
         self.addCleanup(server.stop)
@@ -113,6 +113,10 @@ class DatabaseRestartTests(SynchronousTestCase):
         writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + ("-dbengine=%s" % url,))
         self.addCleanup(writer.kill)
         writer.rpc("generatetoaddress", 3, MINER_ADDRESS)
+        return server, url, writer
+
+    def test_front_ends_answer_28_and_503_until_the_database_returns(self) -> None:
+        server, url, writer = self.start_writer()
         frontends = [FrontendProcess.start_for(writer, ("-dbengine=%s" % url,),
                                                datadir=self.mktemp()) for _ in range(2)]
         for frontend in frontends:
@@ -137,3 +141,31 @@ class DatabaseRestartTests(SynchronousTestCase):
                               rest(frontend, "/rest/block/%s.json" % block)),
                              answers[frontend.rpcport])
             self.assertIsNone(frontend.process.poll())
+
+    def test_the_writer_fails_without_the_database_and_carries_on_once_it_returns(self) -> None:
+        server, url, writer = self.start_writer()
+        utxos = writer.rpc("gettxoutsetinfo")
+        server.pause()
+        status, data = rpc_raw(writer, call("generatetoaddress", 1, MINER_ADDRESS))
+        self.assertEqual(status, 500, data)
+        server.resume()
+        # Its lookup, record and lock connections were ended by the restart: new ones.
+        mined = writer.rpc("generatetoaddress", 2, MINER_ADDRESS)
+        self.assertEqual(writer.rpc("getblockcount"), 5)
+        self.assertNotEqual(writer.rpc("gettxoutsetinfo")["hash_serialized_2"],
+                            utxos["hash_serialized_2"])
+        # It holds the writer's lock again: a second writer on the database is refused.
+        second = NodeProcess.start(self.mktemp(), ("-dbengine=%s" % url, "-listen=0"), wait=False)
+        self.addCleanup(second.kill)
+        self.assertEqual(second.process.wait(60), 1)
+        self.assertIn("Cannot obtain a lock on PostgreSQL database", second.stderr_text())
+        # What it committed is consistent: the same chain and UTXO set after a restart.
+        utxos = writer.rpc("gettxoutsetinfo")
+        utxos.pop("disk_size")  # the server's own bookkeeping may differ
+        self.assertEqual(writer.stop(), 0)
+        writer = NodeProcess.start(writer.datadir, WRITER_ARGS + ("-dbengine=%s" % url,))
+        self.addCleanup(writer.kill)
+        self.assertEqual(writer.rpc("getbestblockhash"), mined[-1])
+        after = writer.rpc("gettxoutsetinfo")
+        after.pop("disk_size")
+        self.assertEqual(after, utxos)
