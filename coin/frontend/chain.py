@@ -36,6 +36,14 @@ log = Logger()
 
 #: Seconds between looks for a new commit of the writer (one ``PRAGMA data_version`` each).
 POLL_INTERVAL = 0.005
+#: Seconds between measures of a PostgreSQL replica's lag (``frontend_lag``).
+LAG_INTERVAL = 1.0
+#: How far a streaming replica's replay is behind what it received from its primary, in
+#: seconds: 0 on a primary and on a replica that replayed everything it got.
+REPLICA_LAG_SQL = (
+    "SELECT CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = "
+    "pg_last_wal_replay_lsn() THEN 0 ELSE COALESCE(EXTRACT(EPOCH FROM now() - "
+    "pg_last_xact_replay_timestamp()), 0) END")
 
 
 class DatabaseUnavailable(Exception):
@@ -83,6 +91,10 @@ class CommittedChain(service.Service):
         self.reloads = 0
         #: False after a failed look at the database, until one succeeds.
         self.reachable = True
+        #: Seconds the database read is behind its primary (a PostgreSQL replica), and when
+        #: that was measured (by the reactor's clock).
+        self.lag = 0.0
+        self._lag_at: Optional[float] = None
 
     def _new_chainstate(self) -> ChainState:
         chainstate = ChainState(self._params, self._store, clock=self._clock,
@@ -136,10 +148,25 @@ class CommittedChain(service.Service):
         if not self.reachable:
             log.info("The chain database is reachable again")
             self.reachable = True
+        now = self._reactor.seconds()
+        if self._lag_at is None or now - self._lag_at >= LAG_INTERVAL:
+            self._lag_at = now
+            self.lag = self._measure_lag()
         if self._stale and self._loading is None:
             self._reload()
 
     _poll = _look
+
+    def _measure_lag(self) -> float:
+        engine = self._store.engine
+        if engine.dialect.name != "postgresql":
+            return 0.0
+        try:
+            with engine.connect() as conn:
+                return float(conn.exec_driver_sql(REPLICA_LAG_SQL).scalar())
+        except Exception:
+            log.failure("Measuring the replica's lag failed")
+            return self.lag
 
     def fresh(self) -> Optional[Deferred]:
         """None when the loaded chain is the writer's last commit; else a Deferred that fires

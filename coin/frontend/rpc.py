@@ -30,8 +30,10 @@ LOCAL_METHODS: FrozenSet[str] = frozenset((
     "getbestblockhash", "getblockcount", "getblockhash", "getblock", "getblockheader",
     "getchaintips", "getdifficulty", "getblockchaininfo", "getrawtransaction",
 ))
-#: What ``getblockchaininfo`` adds on a front end.
+#: What ``getblockchaininfo`` adds on a front end: the mark, and the seconds its database
+#: (a PostgreSQL streaming replica) is behind the primary's.
 FRONTEND_FIELD = "frontend"
+LAG_FIELD = "frontend_lag"
 _NOT_FOUND_CODE = b'"code":%d' % RPC_INVALID_ADDRESS_OR_KEY
 
 
@@ -52,6 +54,7 @@ def _marked(handler: Callable[..., Dict[str, Any]]) -> Callable[..., Dict[str, A
     def getblockchaininfo(ctx: Any, *args: Any) -> Dict[str, Any]:
         info = handler(ctx, *args)
         info[FRONTEND_FIELD] = True
+        info[LAG_FIELD] = round(ctx.node.lag(), 3)
         return info
     return getblockchaininfo
 

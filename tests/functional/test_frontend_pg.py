@@ -13,7 +13,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests import pgserver
 from tests.frontendharness import FrontendProcess, wait_for
-from tests.functional.test_frontend import WRITER_ARGS, call, rest, rpc_raw, without_frontend_field
+from tests.functional.test_frontend import (
+    WRITER_ARGS, call, rest, rpc_raw, without_frontend_field, without_frontend_fields,
+)
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
 
 
@@ -72,6 +74,9 @@ class FrontendsOnPostgreSQLTests(SynchronousTestCase):
                 self.assertEqual(rest(frontend, path), rest(writer, path), path)
             self.assertEqual(without_frontend_field(rpc_raw(frontend, info)[1]),
                              json.loads(rpc_raw(writer, info)[1]))
+            self.assertEqual(without_frontend_fields(json.loads(rest(
+                frontend, "/rest/chaininfo.json")[2])),
+                json.loads(rest(writer, "/rest/chaininfo.json")[2]))
 
     def test_tips_never_go_backwards_while_the_writer_mines(self) -> None:
         writer, frontends = self.start(blocks=1)
