@@ -208,6 +208,7 @@ class WorkerTests(SynchronousTestCase):
         # Every process on the port answers the same (fresh connections spread over them).
         answers = [json.loads(rest(node, "/rest/chaininfo.json")[2]) for _ in range(40)]
         self.assertEqual({answer.pop("frontend", False) for answer in answers}, {True, False})
+        self.assertEqual({answer.pop("frontend_lag", 0) for answer in answers}, {0})
         self.assertEqual({json.dumps(answer) for answer in answers}, {json.dumps(answers[0])})
         self.assertEqual(answers[0]["bestblockhash"], hashes[-1])
         self.assertEqual({node.rpc("getbestblockhash") for _ in range(40)}, {hashes[-1]})

@@ -174,3 +174,43 @@ class DatabaseRestartTests(SynchronousTestCase):
         after = writer.rpc("gettxoutsetinfo")
         after.pop("disk_size")
         self.assertEqual(after, utxos)
+
+
+class ReplicaTests(SynchronousTestCase):
+    """A front end on a streaming replica: never ahead of the writer, its lag reported."""
+
+    skip = pgserver.skip_reason()
+
+    def test_front_end_on_a_lagging_replica_reports_its_lag(self) -> None:
+        primary = pgserver.PostgresServer()
+        primary.start()
+        self.addCleanup(primary.stop)
+        primary.execute("CREATE DATABASE chain")
+        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + (
+            "-dbengine=%s" % primary.url("chain"),))
+        self.addCleanup(writer.kill)
+        writer.rpc("generatetoaddress", 2, MINER_ADDRESS)
+        replica = pgserver.PostgresServer()
+        replica.start_replica_of(primary)
+        self.addCleanup(replica.stop)
+        on_primary, on_replica = [
+            FrontendProcess.start_for(writer, ("-dbengine=%s" % server.url("chain"),),
+                                      datadir=self.mktemp()) for server in (primary, replica)]
+        for frontend in (on_primary, on_replica):
+            self.addCleanup(frontend.kill)
+        info = lambda frontend: frontend.rpc("getblockchaininfo")  # noqa: E731
+        # A commit streamed and replayed (the lag is measured from the last one replayed).
+        writer.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        wait_for(lambda: info(on_replica)["blocks"] == 3, what="the replica's copy")
+        self.assertEqual(info(on_replica)["frontend_lag"], 0)
+        replica.execute("SELECT pg_wal_replay_pause()")
+        mined = writer.rpc("generatetoaddress", 2, MINER_ADDRESS)
+        wait_for(lambda: info(on_replica)["frontend_lag"] > 0, what="a lag")
+        chaininfo = json.loads(rest(on_replica, "/rest/chaininfo.json")[2])
+        self.assertGreater(chaininfo["frontend_lag"], 0)
+        self.assertEqual(chaininfo["blocks"], 3)  # the replica's commit, never the writer's
+        self.assertEqual(info(on_primary)["frontend_lag"], 0)
+        self.assertEqual(on_primary.rpc("getbestblockhash"), mined[-1])
+        replica.execute("SELECT pg_wal_replay_resume()")
+        wait_for(lambda: on_replica.rpc("getbestblockhash") == mined[-1], what="replay")
+        wait_for(lambda: info(on_replica)["frontend_lag"] == 0, what="no lag")
