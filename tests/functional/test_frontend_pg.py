@@ -198,7 +198,10 @@ class ReplicaTests(SynchronousTestCase):
                                       datadir=self.mktemp()) for server in (primary, replica)]
         for frontend in (on_primary, on_replica):
             self.addCleanup(frontend.kill)
-        info = lambda frontend: frontend.rpc("getblockchaininfo")  # noqa: E731
+
+        def info(frontend: FrontendProcess) -> dict:
+            return frontend.rpc("getblockchaininfo")
+
         # A commit streamed and replayed (the lag is measured from the last one replayed).
         writer.rpc("generatetoaddress", 1, MINER_ADDRESS)
         wait_for(lambda: info(on_replica)["blocks"] == 3, what="the replica's copy")
