@@ -47,11 +47,16 @@ def wrk_command(port: int, kind: str, tip: str, top: int, connections: int,
 
 
 def requests_per_s(output: str) -> float:
-    """wrk's total (its Lua script's JSON line, or the plain report's Requests/sec)."""
+    """wrk's total (its Lua script's JSON line, or the plain report's Requests/sec); an
+    error if any answer was not 200 (a refused request would count as a fast one)."""
     for line in output.splitlines():
         if line.startswith("WRKJSON "):
             raw = json.loads(line[len("WRKJSON "):])
+            if raw["status_errors"]:
+                raise RuntimeError("non-200 answers: %s" % line)
             return raw["requests"] / (raw["duration_us"] / 1e6)
+    if "Non-2xx" in output:
+        raise RuntimeError("non-200 answers: %s" % output)
     return float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
 
 
