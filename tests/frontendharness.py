@@ -26,14 +26,19 @@ class FrontendProcess(NodeProcess):
     @classmethod
     def start_for(cls, writer: NodeClient, extra_args: Sequence[str] = (),
                   credentials: Optional[Tuple[str, str]] = (USER, PASSWORD),
-                  writer_url: Optional[str] = None, wait: bool = True) -> "FrontendProcess":
+                  writer_url: Optional[str] = None, wait: bool = True,
+                  datadir: Optional[str] = None) -> "FrontendProcess":
+        """``datadir``: the front end's own (one on another machine, reading the writer's
+        PostgreSQL database); the writer's by default."""
         port = free_port()
-        args = ["-regtest", "-datadir=%s" % writer.datadir, "-rpcport=%d" % port,
+        datadir = os.path.abspath(datadir) if datadir else writer.datadir
+        os.makedirs(datadir, exist_ok=True)
+        args = ["-regtest", "-datadir=%s" % datadir, "-rpcport=%d" % port,
                 "-printtoconsole=0", "-frontend",
                 "-writer=%s" % (writer_url or "http://127.0.0.1:%d/" % writer.rpcport)]
         if credentials is not None:
             args += ["-rpcuser=%s" % credentials[0], "-rpcpassword=%s" % credentials[1]]
-        node = cls(writer.datadir, port, args + list(extra_args), credentials)
+        node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:
             node.wait_ready()

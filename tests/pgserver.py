@@ -93,16 +93,39 @@ class PostgresServer:
                                                           result.stdout, result.stderr))
 
     def start(self) -> None:
+        self._own_root()
+        self._run("initdb", "-D", self.datadir, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
+                  "--no-sync")
+        self.resume()
+
+    def start_replica_of(self, primary: "PostgresServer") -> None:
+        """Start as a streaming replica of ``primary`` (``pg_basebackup -R``: initdb's
+        trust lines let loopback replication connections in)."""
+        self._own_root()
+        self._run("pg_basebackup", "-h", primary.host, "-p", str(primary.port), "-U", SUPERUSER,
+                  "-D", self.datadir, "-R", "-X", "stream", "--no-sync", "-c", "fast")
+        self.resume()
+
+    def _own_root(self) -> None:
         if os.geteuid() == 0:
             user = pwd.getpwnam(SERVER_USER)
             os.chown(self.root, user.pw_uid, user.pw_gid)
-        self._run("initdb", "-D", self.datadir, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-                  "--no-sync")
+
+    @property
+    def _options(self) -> str:
         options = ("-p %d -k %s -c listen_addresses=%s -c max_connections=200"
                    % (self.port, self.root, self.host))
         if not self.durable:
             options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-        self._run("pg_ctl", "-D", self.datadir, "-o", options,
+        return options
+
+    def pause(self) -> None:
+        """Stop the server (fast shutdown: clients' sessions end), keeping its data."""
+        self._run("pg_ctl", "-D", self.datadir, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start a paused server again, on the same port, with the same options."""
+        self._run("pg_ctl", "-D", self.datadir, "-o", self._options,
                   "-l", os.path.join(self.root, "server.log"), "-w", "start")
 
     def stop(self) -> None:

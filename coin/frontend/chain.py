@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from twisted.application import service
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, fail
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
@@ -36,6 +36,22 @@ log = Logger()
 
 #: Seconds between looks for a new commit of the writer (one ``PRAGMA data_version`` each).
 POLL_INTERVAL = 0.005
+#: Seconds between measures of a PostgreSQL replica's lag (``frontend_lag``).
+LAG_INTERVAL = 1.0
+#: How far a streaming replica's replay is behind what it received from its primary, in
+#: seconds: 0 on a primary and on a replica that replayed everything it got.
+REPLICA_LAG_SQL = (
+    "SELECT CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = "
+    "pg_last_wal_replay_lsn() THEN 0 ELSE COALESCE(EXTRACT(EPOCH FROM now() - "
+    "pg_last_xact_replay_timestamp()), 0) END")
+
+
+class DatabaseUnavailable(Exception):
+    """The last look at the chain database failed (a PostgreSQL server stopped or out of
+    reach): requests are answered -28 / HTTP 503 until a look succeeds again."""
+
+    def __init__(self) -> None:
+        super().__init__("chain database unreachable")
 
 
 class CommittedChain(service.Service):
@@ -73,6 +89,12 @@ class CommittedChain(service.Service):
         self._waiters: List[Deferred] = []
         #: How many commits were loaded (tests and metrics).
         self.reloads = 0
+        #: False after a failed look at the database, until one succeeds.
+        self.reachable = True
+        #: Seconds the database read is behind its primary (a PostgreSQL replica), and when
+        #: that was measured (by the reactor's clock).
+        self.lag = 0.0
+        self._lag_at: Optional[float] = None
 
     def _new_chainstate(self) -> ChainState:
         chainstate = ChainState(self._params, self._store, clock=self._clock,
@@ -119,17 +141,41 @@ class CommittedChain(service.Service):
             if self._watch.changed():
                 self._stale = True
         except Exception:
-            log.failure("Checking the chain database for commits failed")
+            if self.reachable:
+                log.failure("Checking the chain database for commits failed")
+            self.reachable = False
+            return
+        if not self.reachable:
+            log.info("The chain database is reachable again")
+            self.reachable = True
+        now = self._reactor.seconds()
+        if self._lag_at is None or now - self._lag_at >= LAG_INTERVAL:
+            self._lag_at = now
+            self.lag = self._measure_lag()
         if self._stale and self._loading is None:
             self._reload()
 
     _poll = _look
 
+    def _measure_lag(self) -> float:
+        engine = self._store.engine
+        if engine.dialect.name != "postgresql":
+            return 0.0
+        try:
+            with engine.connect() as conn:
+                return float(conn.exec_driver_sql(REPLICA_LAG_SQL).scalar())
+        except Exception:
+            log.failure("Measuring the replica's lag failed")
+            return self.lag
+
     def fresh(self) -> Optional[Deferred]:
         """None when the loaded chain is the writer's last commit; else a Deferred that fires
         once it is.  Called for each request (one ``PRAGMA data_version``), so a client that
-        saw the writer answer (after its commit) never gets an older chain from here."""
+        saw the writer answer (after its commit) never gets an older chain from here.  Fails
+        with :class:`DatabaseUnavailable` while the database cannot be read."""
         self._look()
+        if not self.reachable:
+            return fail(DatabaseUnavailable())
         if self._loading is None:
             return None
         waiter: Deferred = Deferred()

@@ -14,10 +14,12 @@ from typing import Any, Callable, Optional, Tuple
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import Answer, WriterClient, WriterUnavailable
-from coin.frontend.rpc import FRONTEND_FIELD
+from coin.frontend.rpc import FRONTEND_FIELD, LAG_FIELD
 from coin.rest.resource import NoSuchPath, RESTError, RESTResource, _is_getutxos
 from coin.rpc.errors import HTTP_NOT_FOUND
+from coin.rpc.jsonrpc import encode_json
 
 HTTP_OK = 200
 HTTP_SERVICE_UNAVAILABLE = 503
@@ -27,8 +29,10 @@ class FrontendREST(RESTResource):
     """The ``/rest`` tree of a front end (see the module docstring)."""
 
     def __init__(self, chain: Any, writer: WriterClient, *, warmup: Any = None,
-                 fresh: Callable[[], Optional[Deferred]] = lambda: None) -> None:
+                 fresh: Callable[[], Optional[Deferred]] = lambda: None,
+                 lag: Callable[[], float] = lambda: 0.0) -> None:
         super().__init__(chain, None, warmup=warmup)
+        self._lag = lag
         self._writer = writer
         #: None, or a Deferred firing once the chain is the writer's last commit.
         self._fresh = fresh
@@ -39,7 +43,7 @@ class FrontendREST(RESTResource):
             return self._forward(path, body)
         waiting = self._fresh()
         if waiting is not None:
-            return waiting.addCallback(lambda _: self._route_here(path, body))
+            return waiting.addCallbacks(lambda _: self._route_here(path, body), _unavailable)
         return self._route_here(path, body)
 
     def _route_here(self, path: str, body: bytes) -> Deferred:
@@ -47,7 +51,7 @@ class FrontendREST(RESTResource):
         if path.startswith("tx/"):
             answer.addErrback(self._tx_not_found, path)
         elif path.startswith("chaininfo"):
-            answer.addCallback(_marked)
+            answer.addCallback(_marked, self._lag())
         return answer
 
     def _tx_not_found(self, reason: Failure, path: str) -> Deferred:
@@ -62,10 +66,12 @@ class FrontendREST(RESTResource):
         return d.addCallbacks(_body_of, _unavailable)
 
 
-def _marked(body: Tuple[bytes, bytes]) -> Tuple[bytes, bytes]:
-    """chaininfo.json is getblockchaininfo's object: on a front end, with its field too."""
+def _marked(body: Tuple[bytes, bytes], lag: float) -> Tuple[bytes, bytes]:
+    """chaininfo.json is getblockchaininfo's object: on a front end, with its fields too."""
     content_type, data = body
-    return content_type, data[:data.rindex(b"}")] + b',"%s":true}\n' % FRONTEND_FIELD.encode()
+    fields = b',"%s":true,"%s":%s}\n' % (FRONTEND_FIELD.encode(), LAG_FIELD.encode(),
+                                         encode_json(round(lag, 3)))
+    return content_type, data[:data.rindex(b"}")] + fields
 
 
 def _body_of(answer: Answer) -> Any:
@@ -77,6 +83,6 @@ def _body_of(answer: Answer) -> Any:
 
 
 def _unavailable(reason: Failure) -> Any:
-    reason.trap(WriterUnavailable)
+    reason.trap(WriterUnavailable, DatabaseUnavailable)
     raise RESTError(HTTP_SERVICE_UNAVAILABLE,
                     "Service temporarily unavailable: %s" % reason.value)

@@ -17,6 +17,7 @@ from urllib.parse import quote_from_bytes
 from twisted.internet.defer import Deferred, succeed
 from twisted.python.failure import Failure
 
+from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import WriterClient, WriterUnavailable
 from coin.rpc.auth import Whitelist
 from coin.rpc.errors import RPC_IN_WARMUP, RPC_INVALID_ADDRESS_OR_KEY, RPCError, map_exception
@@ -29,8 +30,10 @@ LOCAL_METHODS: FrozenSet[str] = frozenset((
     "getbestblockhash", "getblockcount", "getblockhash", "getblock", "getblockheader",
     "getchaintips", "getdifficulty", "getblockchaininfo", "getrawtransaction",
 ))
-#: What ``getblockchaininfo`` adds on a front end.
+#: What ``getblockchaininfo`` adds on a front end: the mark, and the seconds its database
+#: (a PostgreSQL streaming replica) is behind the primary's.
 FRONTEND_FIELD = "frontend"
+LAG_FIELD = "frontend_lag"
 _NOT_FOUND_CODE = b'"code":%d' % RPC_INVALID_ADDRESS_OR_KEY
 
 
@@ -51,6 +54,7 @@ def _marked(handler: Callable[..., Dict[str, Any]]) -> Callable[..., Dict[str, A
     def getblockchaininfo(ctx: Any, *args: Any) -> Dict[str, Any]:
         info = handler(ctx, *args)
         info[FRONTEND_FIELD] = True
+        info[LAG_FIELD] = round(ctx.node.lag(), 3)
         return info
     return getblockchaininfo
 
@@ -88,7 +92,8 @@ class FrontendCore:
         if wallet_name is None and (names is None or all(name in self._names for name in names)):
             waiting = self._fresh()
             if waiting is not None:
-                return waiting.addCallback(lambda _: self._answer_here(body, user, names))
+                return waiting.addCallbacks(lambda _: self._answer_here(body, user, names),
+                                            _unavailable)
             return self._answer_here(body, user, names)
         if self._whitelist.denies_all(user) or any(
                 not self._whitelist.allows(user, name) for name in names or ()):
@@ -116,7 +121,7 @@ class FrontendCore:
 
 
 def _unavailable(reason: Failure) -> Reply:
-    reason.trap(WriterUnavailable)
+    reason.trap(WriterUnavailable, DatabaseUnavailable)
     status, error = map_exception(RPCError(RPC_IN_WARMUP, str(reason.value)))
     body = b'{"result":null,"error":' + encode_json(error) + b',"id":null}\n'
     return Reply(status, body, JSON_CONTENT_TYPE)

@@ -65,6 +65,10 @@ class FrontendFacade:
     def shutdown(self) -> None:
         self._frontend.reactor.callLater(0.05, self._frontend.reactor.stop)
 
+    def lag(self) -> float:
+        """Seconds the database read is behind the writer's (a lagging replica), else 0."""
+        return self._frontend.committed.lag
+
     def uptime(self) -> int:
         return int(self._frontend.clock.now() - self._frontend.started_at)
 
@@ -123,7 +127,8 @@ class FrontendService(service.MultiService):
                        reactor)
         if settings.rest:
             root.putChild(b"rest", FrontendREST(self.chain, self.writer, warmup=self.warmup,
-                                                fresh=fresh))
+                                                fresh=fresh,
+                                                lag=lambda: self.committed.lag))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=reactor,
                        categories=self.categories)
@@ -164,6 +169,13 @@ class FrontendService(service.MultiService):
         super().privilegedStartService()
 
     def _start_logging(self) -> None:
+        # A front end on PostgreSQL may have a data directory of its own (on another
+        # machine): its network subdirectory is made here, as the writer makes its own.
+        try:
+            os.makedirs(self.settings.datadir, exist_ok=True)
+        except OSError as e:
+            raise StartupError("Cannot create data directory %s: %s"
+                               % (self.settings.datadir, e.strerror)) from None
         path = (os.path.join(self.settings.datadir, FRONTEND_LOG)
                 if self.settings.debug_log else None)
         console = sys.stdout if self.settings.print_to_console else None

@@ -64,6 +64,7 @@ from coin.storage.database import (
     open_server_database,
     server_url,
 )
+from coin.storage.dialect import close_connection, connection_lost
 from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
@@ -167,6 +168,25 @@ class ChainStore:
         """
         if self.db_url is not None and self._writer_lock is None:
             self._writer_lock = claim_server_writer(self.engine, self.db_url)
+
+    def _keep_writer_lock(self) -> None:
+        """Before a flush: if the server ended the session holding the writer's lock (it
+        restarted), take the lock again, or fail the flush if another writer has it now."""
+        lock = self._writer_lock
+        if lock is None:
+            return
+        cursor = lock.cursor()
+        try:
+            cursor.execute("SELECT 1")
+        except self._backend_errors:
+            if not connection_lost(lock):
+                raise
+            self._writer_lock = None
+            close_connection(lock)
+            log.warn("The connection holding the writer's lock was lost: taking it again")
+            self.claim_writer()
+            return
+        cursor.close()
     def open_read_only(self) -> None:
         """Open a writer's data directory to read only (a front end): nothing is created,
         recovered or migrated; :meth:`read_committed` then loads what the writer committed."""
@@ -367,6 +387,7 @@ class ChainStore:
         """
         files = self._open_files()
         files.sync()
+        self._keep_writer_lock()
         prune_blk, prune_rev = sorted(set(prune_blk)), sorted(set(prune_rev))
         pruning = bool(prune_blk or prune_rev)
         if pruning:
@@ -510,7 +531,7 @@ class ChainStore:
             self._utxos.close()
             self._utxos = None
         if self._writer_lock is not None:
-            self._writer_lock.close()
+            close_connection(self._writer_lock)
             self._writer_lock = None
         if self._engine is not None:
             self._engine.dispose()

@@ -75,6 +75,21 @@ def autocommit_connection(engine: Engine) -> Any:
     return raw
 
 
+def connection_lost(raw: Any) -> bool:
+    """Whether the server ended DBAPI connection ``raw`` (PostgreSQL restarted or stopped):
+    a statement that failed on it never ran, and only a new connection can work."""
+    return bool(getattr(raw.dbapi_connection, "closed", False))
+
+
+def close_connection(raw: Any) -> None:
+    """Close a connection of :func:`autocommit_connection`; one the server ended is just
+    dropped (closing it normally would try, and log failing, a rollback on it)."""
+    if connection_lost(raw):
+        raw.invalidate()
+    else:
+        raw.close()
+
+
 def relax_commits(engine: Engine, raw: Any) -> None:
     """Let commits on DBAPI connection ``raw`` return before they are on disk (PostgreSQL).
 

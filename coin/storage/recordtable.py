@@ -28,7 +28,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
 from coin.storage.compiled import RawStatement
-from coin.storage.dialect import autocommit_connection, make_durable, relax_commits
+from coin.storage.dialect import (
+    autocommit_connection, close_connection, connection_lost, make_durable, relax_commits,
+)
 from coin.storage.errors import CorruptionError, StorageError
 from coin.storage.flatfile import HEADER_SIZE, WouldBlock, checked_record_size
 from coin.storage.schema import block_record
@@ -95,22 +97,36 @@ class RecordTable:
             if size > 0 and size + record_size > self.max_file_size:
                 file_no, size = file_no + 1, 0
             pos = size + HEADER_SIZE
-            if self._writer is None:
-                self._writer = autocommit_connection(self._engine)
-                relax_commits(self._engine, self._writer)
             try:
-                cursor = self._writer.cursor()
-                try:
-                    self._insert.execute(cursor, (self.prefix, file_no, pos, payload, trailer))
-                finally:
-                    cursor.close()
+                self._insert_record((self.prefix, file_no, pos, payload, trailer))
             except BaseException:
-                # The connection may be dead (server restarted): the next append reconnects.
-                self._drop_writer()
-                raise
+                if self._writer is not None:
+                    raise
+                # The server ended the connection (it restarted): the insert never ran, so
+                # once more on a new one (a duplicate would break the primary key, not
+                # the data).
+                self._insert_record((self.prefix, file_no, pos, payload, trailer))
             self._file_no, self._size = file_no, size + record_size
             self._unsynced = True
             return file_no, pos
+
+    def _insert_record(self, row: Tuple[Any, ...]) -> None:
+        """One insert on the appending connection (made if there is none); the connection
+        is dropped if the server ended it."""
+        if self._writer is None:
+            self._writer = autocommit_connection(self._engine)
+            relax_commits(self._engine, self._writer)
+        try:
+            cursor = self._writer.cursor()
+            try:
+                self._insert.execute(cursor, row)
+            finally:
+                if not connection_lost(self._writer):
+                    cursor.close()
+        except BaseException:
+            if connection_lost(self._writer):
+                self._drop_writer()
+            raise
 
     def sync(self) -> None:
         """Make every append so far durable (one synchronous commit, if any were made)."""
@@ -127,7 +143,7 @@ class RecordTable:
     def _drop_writer(self) -> None:
         if self._writer is not None:
             writer, self._writer = self._writer, None
-            writer.close()
+            close_connection(writer)
 
     abandon = close
 

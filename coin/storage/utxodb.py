@@ -19,7 +19,7 @@ from sqlalchemy.types import BigInteger, LargeBinary
 from coin.primitives.coin import Coin
 from coin.storage.coins import Key
 from coin.storage.compiled import RawStatement, cached, raw_upserts
-from coin.storage.dialect import autocommit_connection
+from coin.storage.dialect import autocommit_connection, close_connection, connection_lost
 from coin.storage.schema import utxo
 
 #: A utxo row in column order.
@@ -72,12 +72,24 @@ class UtxoTable:
             delete(utxo).where(and_(utxo.c.txid == bindparam("txid"),
                                     utxo.c.n == bindparam("n"))),
             dialect, ("txid", "n"))
+        self._engine = engine
         self._reader = autocommit_connection(engine)
         self._cursor = self._reader.cursor()
 
+    def _reconnect_if_lost(self) -> bool:
+        """Replace the lookup connection if the server ended it (PostgreSQL restarted):
+        it is not the pool's, so nothing else would."""
+        if not connection_lost(self._reader):
+            return False
+        self.close()
+        self._reader = autocommit_connection(self._engine)
+        self._cursor = self._reader.cursor()
+        return True
+
     def close(self) -> None:
-        self._cursor.close()
-        self._reader.close()
+        if not connection_lost(self._reader):
+            self._cursor.close()
+        close_connection(self._reader)
 
     def fetch(self, keys: Sequence[Key]) -> Dict[Key, Coin]:
         """The stored coins among ``keys`` (at most ``MAX_FETCH_BATCH``), in one query."""
@@ -88,6 +100,14 @@ class UtxoTable:
         size = next(s for s in _FETCH_SIZES if s >= len(keys))
         params: List[object] = [part for key in keys for part in key]
         params.extend(keys[-1] * (size - len(keys)))
+        try:
+            return self._fetch(size, params)
+        except self._dialect.loaded_dbapi.Error:
+            if not self._reconnect_if_lost():
+                raise
+        return self._fetch(size, params)
+
+    def _fetch(self, size: int, params: List[object]) -> Dict[Key, Coin]:
         return {(bytes(txid), n): Coin(value, bytes(script), height, bool(coinbase), tx_version)
                 for txid, n, height, coinbase, tx_version, value, script
                 in _lookup_statement(self._dialect, size).execute(self._cursor, params)}
