@@ -15,7 +15,7 @@ from coin.primitives.hashes import sha256d
 from coin.storage import fileinfo
 from coin.storage.chainstore import ChainStore
 from coin.storage.database import SQLITE
-from coin.storage.errors import CorruptionError, StorageError
+from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
 from tests import pgserver
 from tests.pgserver import OnPostgreSQL, dbengine_for
