@@ -133,10 +133,6 @@ class ChainAccess:
         """Fires with ``[Coin | None]`` for ``(txid, n)`` keys, from the UTXO set."""
         return self._service.call(lambda cs: cs.store.coins.fetch(keys))
 
-    def utxo_snapshot(self) -> Deferred:
-        """Fires with ``(best_entry, [(key, Coin)])``: a consistent copy of the UTXO set."""
-        return self._service.call(lambda cs: (cs.tip, cs.store.utxo_snapshot()))
-
     @inlineCallbacks
     def get_transaction(self, txid: bytes):
         """Fires with ``(Transaction, entry)`` for ``txid``, or None.
