@@ -86,18 +86,28 @@ class GUIProcess:
             return f.read()
 
     def _read_url(self, timeout: float = 60.0) -> None:
+        # Read the pipe with os.read, not readline: a buffered readline can pull the URL
+        # line into Python's buffer along with an earlier one, and select() would then
+        # wait on an empty pipe for a line already read.
         deadline = time.monotonic() + timeout
+        fd = self.process.stdout.fileno()
+        pending = b""
         line = b""
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.2)
+            ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
-                line = self.process.stdout.readline()
-                match = URL_LINE.search(line)
-                if match:
-                    self.url = match.group(1).decode()
-                    self.port = int(match.group(2))
-                    self.token = match.group(3).decode()
-                    return
+                chunk = os.read(fd, 65536)
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    match = URL_LINE.search(line)
+                    if match:
+                        self.url = match.group(1).decode()
+                        self.port = int(match.group(2))
+                        self.token = match.group(3).decode()
+                        return
+                if chunk:
+                    continue
             if self.process.poll() is not None:
                 raise RuntimeError("coin-qt exited with %s: %s"
                                    % (self.process.returncode, self.stderr_text()))
