@@ -8,7 +8,7 @@ keeps only the final scriptSig, as Core does.
 
 from __future__ import annotations
 
-from typing import List, Optional, Protocol, Tuple
+from typing import Callable, Container, List, Optional, Protocol, Set, Tuple
 
 from coincurve import PrivateKey
 
@@ -28,6 +28,41 @@ class SigningProvider(Protocol):
     def get_key(self, key_hash: bytes) -> Optional[Tuple[PrivateKey, bytes]]: ...
 
     def get_script(self, script_hash: bytes) -> Optional[bytes]: ...
+
+
+def keys_looked_up(script_pubkey: bytes, redeem_script: bytes, provider: SigningProvider,
+                   pubkey_of: Callable[[bytes], Optional[bytes]],
+                   signed_before: Container[bytes], signed: Container[bytes]) -> List[bytes]:
+    """The keys Core 0.17's ProduceSignature finds in the wallet while solving a script.
+
+    Those are its SignatureData.misc_pubkeys, which walletprocesspsbt's ``bip32derivs``
+    reports: the key of a P2PKH; a P2PK or multisig key unless a signature for it was
+    there before (Core takes that signature without looking the key up); multisig keys
+    only until enough signatures are in hand (``signed``: there before or made now).
+    ``pubkey_of`` maps a key hash, or a key, to the key when the wallet has it.
+    """
+    kind, solutions = solve(script_pubkey)
+    if kind == TX_SCRIPTHASH:
+        redeem = provider.get_script(solutions[0]) or redeem_script
+        if hash160(redeem) != solutions[0] or solve(redeem)[0] == TX_SCRIPTHASH:
+            return []
+        kind, solutions = solve(redeem)
+    if kind == TX_PUBKEYHASH:
+        pubkey = pubkey_of(solutions[0])
+        return [] if pubkey is None else [pubkey]
+    if kind == TX_PUBKEY:
+        wanted = [] if solutions[0] in signed_before else [solutions[0]]
+    elif kind == TX_MULTISIG:
+        wanted, count = [], 0
+        for candidate in solutions[1:-1]:
+            if count >= solutions[0][0]:
+                break
+            if candidate not in signed_before:
+                wanted.append(candidate)
+            count += candidate in signed
+    else:
+        return []
+    return [pubkey for pubkey in wanted if pubkey_of(pubkey) is not None]
 
 
 def _pubkeys(script: bytes) -> List[bytes]:
@@ -75,11 +110,12 @@ def _sign(script: bytes, inp: PSBTInput, keystore: SigningProvider, psbt: PSBT, 
 
 
 def sign_psbt_input(psbt: PSBT, index: int, keystore: SigningProvider, hash_type: int = SIGHASH_ALL,
-                    cache: Optional[SighashCache] = None) -> bool:
+                    cache: Optional[SighashCache] = None, signers: Optional[Set[bytes]] = None) -> bool:
     """Sign input ``index`` with what ``keystore`` holds and finalize it when complete.
 
     Returns whether the input now carries a final scriptSig that verifies.
-    An empty keystore only finalizes (finalizepsbt).
+    An empty keystore only finalizes (finalizepsbt).  ``signers`` receives the keys that
+    have a signature once signing is done (finalizing drops the partial signatures).
     """
     inp = psbt.inputs[index]
     spent = psbt.spent_output(index)
@@ -100,6 +136,8 @@ def sign_psbt_input(psbt: PSBT, index: int, keystore: SigningProvider, hash_type
         script, suffix = redeem, [redeem]
     if inp.sighash is None or inp.sighash == hash_type:
         _sign(script, inp, keystore, psbt, index, hash_type, cache)
+    if signers is not None:
+        signers.update(inp.partial_sigs)
     items = _stack(script, inp)
     if items is None:
         return False

@@ -5,8 +5,17 @@ finalized, broadcast and confirmed; and the methods' errors as Core 0.17 answers
 
 from __future__ import annotations
 
+import os
+import re
 from decimal import Decimal
+from typing import Any, Dict, List
 
+from coincurve import PrivateKey
+
+from coin.chainparams import REGTEST
+from coin.primitives.address import encode_wif
+from coin.primitives.hashes import hash160
+from coin.wallet.hd import ExtKey
 from tests.functional.test_wallet_tx import ARGS, EXTERNAL, RPCCase, call
 from tests.nodeharness import NodeClient
 
@@ -95,3 +104,98 @@ class MultisigPSBTTests(RPCCase):
         self.assertEqual(call(node, "converttopsbt", with_sig, True), psbt)
         signed = call(node, "signrawtransactionwithkey", raw, [])["hex"]
         self.assertEqual(call(node, "converttopsbt", signed), psbt)  # no scriptSig to refuse
+
+
+def master_fingerprint(case: RPCCase, node: NodeClient, path: str) -> str:
+    """The wallet's HD master key fingerprint, from the xprv dumpwallet prints."""
+    dump = os.path.abspath(case.mktemp())
+    call(node, "dumpwallet", dump, path=path)
+    with open(dump) as f:
+        xprv = re.search(r"# extended private masterkey: (\S+)", f.read()).group(1)
+    return ExtKey.parse(xprv, REGTEST.xprv_prefix).fingerprint.hex()
+
+
+def derivs(entry: Dict[str, Any]) -> List[Dict[str, str]]:
+    return entry.get("bip32_derivs", [])
+
+
+class KeyOriginTests(RPCCase):
+    """``bip32derivs``: the origins of the wallet's keys, as Core 0.17's FillPSBT adds them."""
+
+    def test_inputs_change_and_signed_inputs(self) -> None:
+        node = self.start_node(*ARGS, *WALLETS, chain=two_wallets)
+        fingerprint = master_fingerprint(self, node, A)
+        created = call(node, "walletcreatefundedpsbt", [], {EXTERNAL: 1}, 0, {}, True, path=A)
+        decoded = call(node, "decodepsbt", created["psbt"])
+        mined = call(node, "getaddressinfo", node.state, path=A)
+        self.assertEqual(derivs(decoded["inputs"][0]), [
+            {"pubkey": mined["pubkey"], "master_fingerprint": fingerprint,
+             "path": mined["hdkeypath"]}])
+        change = decoded["outputs"][created["changepos"]]
+        [entry] = derivs(change)
+        self.assertEqual(entry["master_fingerprint"], fingerprint)
+        self.assertTrue(entry["path"].startswith("m/0'/1'/"), entry)
+        self.assertEqual(derivs(decoded["outputs"][1 - created["changepos"]]), [])
+        # Without the option nothing of the kind; the result is otherwise the same.
+        plain = call(node, "walletcreatefundedpsbt", [], {EXTERNAL: 1}, 0, {}, path=A)
+        self.assertNotIn("bip32_derivs", str(call(node, "decodepsbt", plain["psbt"])))
+        self.assertNotIn("bip32_derivs", str(call(node, "decodepsbt", call(
+            node, "walletprocesspsbt", plain["psbt"], False, "ALL", False, path=A)["psbt"])))
+        # Origins already in a PSBT stay (Core never takes them out of an unsigned input).
+        self.assertEqual(call(node, "walletprocesspsbt", created["psbt"], False, "ALL", False,
+                              path=A)["psbt"], created["psbt"])
+        # Signed to completion, a final input is written without origins (Core); the change
+        # output keeps its own.
+        signed = call(node, "walletprocesspsbt", plain["psbt"], True, "ALL", True, path=A)
+        self.assertIs(signed["complete"], True)
+        signed_decoded = call(node, "decodepsbt", signed["psbt"])
+        self.assertEqual(sorted(signed_decoded["inputs"][0]), ["final_scriptSig", "non_witness_utxo"])
+        [signed_change] = derivs(signed_decoded["outputs"][plain["changepos"]])
+        self.assertEqual(signed_change["master_fingerprint"], fingerprint)
+        self.assertTrue(signed_change["path"].startswith("m/0'/1'/"), signed_change)
+        # Wallet b knows none of these keys: it adds no origin.
+        other = call(node, "walletprocesspsbt", plain["psbt"], False, "ALL", True, path=B)
+        self.assertEqual(other["psbt"], plain["psbt"])
+
+    def test_imported_keys_multisig_outputs_and_locked_wallet(self) -> None:
+        node = self.start_node(*ARGS, *WALLETS, chain=two_wallets)
+        fingerprint = master_fingerprint(self, node, A)
+        keys = [pubkey(node, A) for _ in range(3)]
+        watched = pubkey(node, B)
+        call(node, "importpubkey", watched, "", False, path=A)
+        secret = PrivateKey(b"\x07" * 32)
+        call(node, "importprivkey", encode_wif(secret.secret, REGTEST), "", False, path=A)
+        own = secret.public_key.format().hex()
+        multisigs = [call(node, "addmultisigaddress", *args, path=A)
+                     for args in ((2, keys), (1, [watched, keys[0]]), (1, [own, keys[1]]))]
+        created = call(node, "walletcreatefundedpsbt", [],
+                       [{m["address"]: 1} for m in multisigs], 0, {"changePosition": 3}, True,
+                       path=A)
+        outputs = call(node, "decodepsbt", created["psbt"])["outputs"]
+        self.assertEqual([out["redeem_script"]["hex"] for out in outputs[:3]],
+                         [m["redeemScript"] for m in multisigs])
+
+        def origin(key: str, path: str, fp: str = fingerprint) -> Dict[str, str]:
+            return {"pubkey": key, "master_fingerprint": fp, "path": path}
+
+        paths = {d["pubkey"]: d["path"] for out in outputs for d in derivs(out)}
+        # 2 of 3 keys a can sign with: Core's walk stops after the second signature.
+        self.assertEqual([d["pubkey"] for d in derivs(outputs[0])], sorted(keys[:2]))
+        self.assertEqual({d["master_fingerprint"] for d in derivs(outputs[0])}, {fingerprint})
+        # A watched key gives no signature, so the walk goes on; a key without an HD path
+        # (watched or imported) is named by its own hash, path "m".
+        self.assertEqual(derivs(outputs[1]), sorted([
+            origin(watched, "m", hash160(bytes.fromhex(watched))[:4].hex()),
+            origin(keys[0], paths[keys[0]])], key=lambda d: d["pubkey"]))
+        self.assertEqual(derivs(outputs[2]), [origin(own, "m", hash160(bytes.fromhex(own))[:4].hex())])
+        self.assertTrue(paths[keys[0]].startswith("m/0'/0'/"))
+        # The redeem scripts are there without bip32derivs too (so a signer sees change).
+        plain = call(node, "walletcreatefundedpsbt", [], [{multisigs[0]["address"]: 1}], 0, {},
+                     path=A)
+        self.assertIn("redeem_script", call(node, "decodepsbt", plain["psbt"])["outputs"][0])
+
+        call(node, "encryptwallet", "secret", path=A)
+        self.assertError(node, -13, "Error: Please enter the wallet passphrase with "
+                         "walletpassphrase first.", "walletcreatefundedpsbt", [], {EXTERNAL: 1},
+                         0, {}, True, path=A)
+        call(node, "walletcreatefundedpsbt", [], {EXTERNAL: 1}, 0, {}, False, path=A)

@@ -9,11 +9,13 @@ its strict parsing live in :mod:`coin.primitives.psbt`, signing and finalizing i
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 from coincurve import PrivateKey
 
-from coin.primitives.psbt import PSBT, KeyPath, PSBTError, combine
+from coin.primitives.hashes import hash160
+from coin.primitives.psbt import PSBT, KeyPath, PSBTError, PSBTOutput, combine
 from coin.primitives.script import SIGHASH_NAMES
 from coin.primitives.transaction import Transaction
 from coin.rpc.context import RPCContext
@@ -23,12 +25,15 @@ from coin.rpc.methods.rawtransactions import (
 )
 from coin.rpc.methods.wallet.spending import fund_transaction
 from coin.rpc.registry import ANY, ARR, BOOL, INT64, STR, Arg, RPCMethod, example_cli, rpc_method
-from coin.script.psbtsign import finalize_psbt, sign_psbt_input
+from coin.script.psbtsign import finalize_psbt, keys_looked_up, sign_psbt_input
 from coin.script.sighash import SighashCache
+from coin.script.standard import TX_SCRIPTHASH, p2pk_script, solve
 from coin.views.amounts import amount_to_json
 from coin.views.script import decodescript_json, script_sig_json
 from coin.views.transaction import tx_json
 from coin.wallet.addresses import ensure_unlocked
+from coin.wallet.hd import ExtKey, parse_path
+from coin.wallet.keystore import WalletLocked
 
 _SIGHASH_BY_NAME = {name: value for value, name in SIGHASH_NAMES.items()}
 
@@ -77,13 +82,15 @@ createpsbt = RPCMethod(
 
 # ------------------------------------------------------------------ decodepsbt
 
-def _keypaths_json(paths: Dict[bytes, KeyPath]) -> Dict[str, Any]:
-    """0.17's bip32_derivs: by pubkey, the fingerprint as its u32 in hex and the path."""
-    result = {}
+def _keypaths_json(paths: Dict[bytes, KeyPath]) -> List[Dict[str, str]]:
+    """0.17's bip32_derivs: an array by pubkey, the fingerprint's bytes in hex and the path."""
+    result = []
     for pubkey, path in sorted(paths.items()):
         steps = "".join("/%d'" % (i & 0x7FFFFFFF) if i & 0x80000000 else "/%d" % i
                         for i in path[1:])
-        result[pubkey.hex()] = {"master_fingerprint": "%08x" % path[0], "path": "m" + steps}
+        result.append({"pubkey": pubkey.hex(),
+                       "master_fingerprint": struct.pack("<I", path[0]).hex(),
+                       "path": "m" + steps})
     return result
 
 
@@ -197,7 +204,7 @@ def decodepsbt(ctx: RPCContext, psbt: str) -> Dict[str, Any]:
     for index, inp in enumerate(decoded.inputs):
         entry: Dict[str, Any] = {}
         if inp.non_witness_utxo is not None:
-            entry["non_witness_utxo"] = tx_json(inp.non_witness_utxo, params)
+            entry["non_witness_utxo"] = tx_json(inp.non_witness_utxo, params, include_hex=False)
         spent = decoded.spent_output(index)
         total_in = None if spent is None or total_in is None else total_in + spent.value
         if inp.partial_sigs:
@@ -314,24 +321,110 @@ class _PublicOnly:
         return script
 
 
-def fill_psbt(ctx: RPCContext, psbt: PSBT, hash_type: int, sign: bool) -> bool:
-    """Core 0.17's FillPSBT: add the wallet's UTXOs and scripts, sign when asked."""
+class _KeyOrigins:
+    """Core 0.17's AddKeypathToMap for one wallet: (master fingerprint, path...) of its keys.
+
+    An HD key gets the fingerprint of the master key of the wallet's seed, which takes the
+    seed (so an encrypted wallet must be unlocked: -13; Core would print a fingerprint of
+    an empty seed there); any other key gets the first bytes of its own hash, as Core.
+    A key of an earlier seed (the seed changes when a wallet is encrypted) is left out:
+    this wallet keeps only its current seed, so that key's origin is unknown.
+    """
+
+    def __init__(self, keys: Any) -> None:
+        self._keys = keys
+        self._master: Optional[ExtKey] = None
+
+    def pubkey_of(self, key_or_hash: bytes) -> Optional[bytes]:
+        """The wallet's key for a key hash or a key, its own or a watched one (Core's
+        GetPubKey; a watched key is found by itself, not by its hash)."""
+        if len(key_or_hash) == 20:
+            pubkey: Optional[bytes] = self._keys.by_hash.get(key_or_hash)
+            return pubkey
+        known = key_or_hash in self._keys.keys or p2pk_script(key_or_hash) in self._keys.watch
+        return key_or_hash if known else None
+
+    def origin(self, pubkey: bytes) -> Optional[KeyPath]:
+        record = self._keys.keys.get(pubkey)
+        if record is None or not record.hd_path:
+            if self.pubkey_of(pubkey) is None:
+                return None
+            return (struct.unpack("<I", hash160(pubkey)[:4])[0],)
+        if self._master is None:
+            if self._keys.locked:
+                raise WalletLocked()
+            seed = self._keys.seed_secret()
+            if seed is None:
+                return None
+            self._master = ExtKey.from_seed(seed)
+        path = parse_path(record.hd_path)
+        if self._master.derive_path(path).pubkey != pubkey:
+            return None
+        return (struct.unpack("<I", self._master.fingerprint)[0],) + tuple(path)
+
+    def add(self, paths: Dict[bytes, KeyPath], pubkeys: List[bytes]) -> None:
+        """Each key's origin, where ``paths`` has none yet (Core's emplace)."""
+        for pubkey in pubkeys:
+            if pubkey not in paths:
+                origin = self.origin(pubkey)
+                if origin is not None:
+                    paths[pubkey] = origin
+
+
+def fill_psbt(ctx: RPCContext, psbt: PSBT, hash_type: int, sign: bool, bip32derivs: bool) -> bool:
+    """Core 0.17's FillPSBT: add the wallet's UTXOs and scripts, sign when asked, and with
+    ``bip32derivs`` the key origins of the wallet's keys in inputs and outputs."""
     wallet = ctx.wallet
     keystore = wallet.keys if sign else _PublicOnly(wallet.keys)
+    origins = _KeyOrigins(wallet.keys)
     cache = SighashCache(psbt.tx)
     complete = True
     with wallet.lock:
         for index, (txin, inp) in enumerate(zip(psbt.tx.vin, psbt.inputs, strict=True)):
             if inp.is_final():
                 continue
-            if inp.sighash is not None and inp.sighash > 0 and inp.sighash != hash_type:
+            if sign and inp.sighash is not None and inp.sighash > 0 and inp.sighash != hash_type:
                 raise RPCError(RPC_DESERIALIZATION_ERROR,
                                "Specified Sighash and sighash in PSBT do not match.")
             wtx = wallet.txs.get(txin.prevout.txid)
             if wtx is not None and inp.non_witness_utxo is None:
                 inp.non_witness_utxo = wtx.tx
-            complete = sign_psbt_input(psbt, index, keystore, hash_type, cache) and complete
+            known, redeem = list(inp.keypaths), inp.redeem_script
+            signed_before, signed = set(inp.partial_sigs), set()  # type: Set[bytes], Set[bytes]
+            complete = sign_psbt_input(psbt, index, keystore, hash_type, cache, signed) and complete
+            spent = psbt.spent_output(index)
+            if bip32derivs and spent is not None:
+                known += keys_looked_up(spent.script_pubkey, redeem, keystore, origins.pubkey_of,
+                                        signed_before, signed)
+            if bip32derivs:
+                origins.add(inp.keypaths, known)
+        for txout, out in zip(psbt.tx.vout, psbt.outputs, strict=True):
+            _fill_output(wallet.keys, origins if bip32derivs else None, txout.script_pubkey, out)
     return complete
+
+
+def _fill_output(keys: Any, origins: Optional[_KeyOrigins], script_pubkey: bytes,
+                 out: PSBTOutput) -> None:
+    """An output's redeem script (and key origins) from the wallet, so that a signer can
+    recognise change, as Core 0.17 fills them."""
+    kind, solutions = solve(script_pubkey)
+    if kind == TX_SCRIPTHASH and not out.redeem_script:
+        out.redeem_script = keys.get_script(solutions[0]) or b""
+    if origins is None:
+        return
+    origins.add(out.keypaths, list(out.keypaths) + keys_looked_up(
+        script_pubkey, out.redeem_script, keys, origins.pubkey_of, (), _Signable(keys)))
+
+
+class _Signable:
+    """The keys the wallet can sign with now: which keys of a multisig Core's
+    ProduceSignature gets through before it has enough signatures."""
+
+    def __init__(self, keys: Any) -> None:
+        self._keys = keys
+
+    def __contains__(self, pubkey: object) -> bool:
+        return not self._keys.locked and isinstance(pubkey, bytes) and self._keys.have_secret(pubkey)
 
 
 _WALLET_PSBT_RESULT = ("{\n"
@@ -342,7 +435,7 @@ _WALLET_PSBT_RESULT = ("{\n"
                        "  ]\n"
                        "}")
 _BIP32DERIVS_HELP = ("If true, includes the BIP 32 derivation paths for public keys if we know "
-                     "them (this wallet does not record them yet: accepted, no effect)")
+                     "them")
 
 
 @rpc_method(
@@ -365,7 +458,7 @@ def walletprocesspsbt(ctx: RPCContext, psbt: str, sign: Optional[bool],
     hash_type = _sighash(sighashtype)
     if sign is not False:
         ensure_unlocked(ctx.wallet)
-    complete = fill_psbt(ctx, decoded, hash_type, sign is not False)
+    complete = fill_psbt(ctx, decoded, hash_type, sign is not False, bip32derivs is True)
     return {"psbt": decoded.to_base64(), "complete": complete}
 
 
@@ -403,7 +496,7 @@ async def walletcreatefundedpsbt(ctx: RPCContext, inputs: Any, outputs: Any,
     tx = Transaction.from_hex(createrawtransaction_(ctx, inputs, outputs, locktime, replaceable))
     funded, fee, change_pos = await fund_transaction(ctx, tx, options)
     psbt = PSBT.from_transaction(funded)
-    fill_psbt(ctx, psbt, _SIGHASH_BY_NAME["ALL"], False)
+    fill_psbt(ctx, psbt, _SIGHASH_BY_NAME["ALL"], False, bip32derivs is True)
     return {"psbt": psbt.to_base64(), "fee": amount_to_json(fee), "changepos": change_pos}
 
 
