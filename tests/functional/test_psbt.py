@@ -53,6 +53,7 @@ class MultisigPSBTTests(RPCCase):
         decoded = call(node, "decodepsbt", created["psbt"])
         self.assertEqual(decoded["tx"]["vin"][0]["txid"], funding)
         self.assertEqual(decoded["inputs"][0]["non_witness_utxo"]["txid"], funding)
+        self.assertNotIn("hex", decoded["inputs"][0]["non_witness_utxo"])  # TxToUniv without hex
         self.assertEqual(decoded["inputs"][0]["redeem_script"]["type"], "multisig")
         self.assertEqual(decoded["fee"], created["fee"])
 
