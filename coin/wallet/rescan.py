@@ -10,7 +10,7 @@ shares them.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, NamedTuple, Optional
 
 from twisted.internet.defer import Deferred
 
@@ -22,6 +22,14 @@ from coin.wallet.wallet import Wallet
 TIMESTAMP_WINDOW = 2 * 60 * 60
 
 RESCANNING = "Wallet is currently rescanning. Abort existing rescan or wait."
+
+class ScanResult(NamedTuple):
+    """What a scan did: the last height scanned, and the highest block it could not read
+    (pruned or unreadable; None when it read them all)."""
+
+    last: int
+    failed: Optional[int]
+
 
 #: ``scan(wallet, start, stop, abort)``: WalletService.rescan.
 ScanFunction = Callable[[Wallet, int, Optional[int], Callable[[], bool]], Deferred]
@@ -37,15 +45,17 @@ class Reservation:
         self.aborting = False
         self._scan = scan
 
-    async def scan(self, start: int, stop: Optional[int] = None) -> int:
-        """Scan ``start..stop`` (default: to the tip); the last height scanned."""
-        return await self._scan(self.wallet, start, stop, lambda: self.aborting)
+    async def scan(self, start: int, stop: Optional[int] = None) -> ScanResult:
+        """Scan ``start..stop`` (default: to the tip)."""
+        result: ScanResult = await self._scan(self.wallet, start, stop, lambda: self.aborting)
+        return result
 
-    async def scan_to_tip(self, start: int) -> None:
+    async def scan_to_tip(self, start: int) -> ScanResult:
         """Core's RescanWallet: to the tip from ``start``; -1 when aborted."""
-        await self.scan(start)
+        result = await self.scan(start)
         if self.aborting:
             raise WalletError(RPC_MISC_ERROR, "Rescan aborted by user.")
+        return result
 
 
 class Rescanner:

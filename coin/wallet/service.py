@@ -49,7 +49,7 @@ from coin.wallet.errors import (
     RPC_WALLET_NOT_FOUND, RPC_WALLET_PASSPHRASE_INCORRECT, WalletError,
 )
 from coin.wallet.keystore import ISMINE_SPENDABLE
-from coin.wallet.rescan import Reservation, Rescanner, height_for_time
+from coin.wallet.rescan import TIMESTAMP_WINDOW, Reservation, Rescanner, ScanResult, height_for_time
 from coin.mempool.policy import FeeRate
 from coin.wallet.spend import (
     DEFAULT_DISCARD_FEE, Bumped, Created, FeePolicy, Recipient, SpendError, WalletFeeSettings,
@@ -340,10 +340,15 @@ class WalletService(service.Service):
         if self.rescan_on_load or self.zap_mode:
             start = 0
         if start is not None:
+            try:
+                yield self.validation.call(_check_have_data, start, None, LOAD_BEYOND_PRUNED)
+            except RescanError:
+                yield self.remove(name)  # a wallet that cannot catch up is not loaded
+                raise
             yield self.rescan(wallet, start, None)
         if self.zap_mode == 1:
             yield self.validation.call(lambda _cs: wallet.restore_metadata(zapped))
-        yield self.validation.call(self._reaccept, wallet)
+        yield self.reaccept(wallet)
         return wallet
 
     def unload(self, name: str) -> None:
@@ -511,7 +516,8 @@ class WalletService(service.Service):
                 if stop_height < start:
                     raise WalletError(RPC_INVALID_PARAMETER,
                                       "stop_height must be greater than start_height")
-            last = await reservation.scan(start, stop_height)
+            await self.validation.call(_check_have_data, start, stop_height)
+            last = (await reservation.scan(start, stop_height)).last
             if reservation.aborting:
                 raise WalletError(RPC_MISC_ERROR, "Rescan aborted.")
         return start, last if stop_height is None else stop_height
@@ -549,12 +555,19 @@ class WalletService(service.Service):
             raise WalletError(RPC_WALLET_ERROR, "Error adding some keys/scripts to wallet")
 
     async def rescan_from_time(self, wallet: Wallet, reservation: Reservation,
-                               timestamp: int) -> None:
+                               timestamp: int) -> int:
         """Core's RescanFromTime: from the first block within TIMESTAMP_WINDOW of
-        ``timestamp`` to the tip (nothing when every block is older)."""
-        start = height_for_time(self.validation.chainstate.published, timestamp)
-        if start is not None:
-            await reservation.scan_to_tip(start)
+        ``timestamp`` to the tip (nothing when every block is older).  Returns the
+        earliest time the scan covers: ``timestamp``, or later when a block could not be
+        read (just past the window after the last such block's time)."""
+        chain = self.validation.chainstate.published
+        start = height_for_time(chain, timestamp)
+        if start is None:
+            return timestamp
+        failed = (await reservation.scan_to_tip(start)).failed
+        if failed is None:
+            return timestamp
+        return chain.at_height(failed).time_max + TIMESTAMP_WINDOW + 1
 
     def import_wallet(self, wallet: Wallet, filename: str) -> Deferred:
         """``importwallet``: the keys and scripts of a dump file, then a rescan from the
@@ -583,6 +596,11 @@ class WalletService(service.Service):
     def _transaction_added(self, tx: Transaction) -> None:
         for wallet in list(self.wallets.values()):
             wallet.transaction_added_to_mempool(tx)
+
+    def reaccept(self, wallet: Wallet) -> Deferred:
+        """Offer the wallet's unconfirmed transactions to the pool again (Core's
+        ReacceptWalletTransactions: at load, and after an import's rescan)."""
+        return self.validation.call(self._reaccept, wallet)
 
     def _reaccept(self, chainstate: ChainState, wallet: Wallet) -> int:
         """Offer the wallet's unconfirmed transactions to the mempool again."""
@@ -614,19 +632,20 @@ class WalletService(service.Service):
                abort: Optional[Callable[[], bool]] = None):
         """Scan blocks ``start..stop`` (default: to the tip) for the wallet's transactions.
 
-        Runs in chunks on the validation worker; fires with the last height scanned.
+        Runs in chunks on the validation worker; fires with a :class:`ScanResult`.
         ``abort()`` is asked between chunks (abortrescan): when true the scan stops there.
         """
         height = start
-        last = start - 1
+        result = ScanResult(start - 1, None)
         while True:
             if abort is not None and abort():
-                return last
+                return result
             done = yield self.validation.call(_rescan_chunk, wallet, height, stop, RESCAN_CHUNK)
             if done is None:
-                return last
-            last = done
-            height = done + 1
+                return result
+            last, failed = done
+            result = ScanResult(last, failed if failed is not None else result.failed)
+            height = last + 1
 
 
 def _unlock_keys(wallet: Wallet, passphrase: bytes) -> None:
@@ -753,21 +772,41 @@ def _catch_up_height(chainstate: ChainState, wallet: Wallet) -> Optional[int]:
 
 
 def _rescan_chunk(chainstate: ChainState, wallet: Wallet, start: int, stop: Optional[int],
-                  count: int) -> Optional[int]:
-    """Scan up to ``count`` blocks from ``start``; the last height scanned, or None."""
+                  count: int) -> Optional[Tuple[int, Optional[int]]]:
+    """Scan up to ``count`` blocks from ``start``: the last height scanned and the highest
+    one whose block could not be read (pruned), or None past the end.  Like Core's
+    ScanForWalletTransactions, a missing block is passed over and reported, not fatal."""
     tip_height = chainstate.height
     end = tip_height if stop is None else min(stop, tip_height)
     if start > end:
         return None
     last = min(end, start + count - 1)
+    failed = None
     with wallet.lock, wallet.db.batch():  # one commit per chunk
         for height in range(start, last + 1):
             entry = chainstate.at_height(height)
-            if not entry.have_data():
-                raise RescanError("Can't rescan beyond pruned data. Use RPC call "
-                                  "getblockchaininfo to determine your pruned height.")
-            wallet.block_connected(height, chainstate.read_block(entry))
-    return last
+            if entry.have_data():
+                wallet.block_connected(height, chainstate.read_block(entry))
+            else:
+                failed = height
+    return last, failed
+
+
+#: rescanblockchain's refusal, and a loading wallet's (Core's init error).
+BEYOND_PRUNED = ("Can't rescan beyond pruned data. Use RPC call getblockchaininfo to determine "
+                 "your pruned height.")
+LOAD_BEYOND_PRUNED = ("Prune: last wallet synchronisation goes beyond pruned data. You need to "
+                      "-reindex (download the whole blockchain again in case of pruned node)")
+
+
+def _check_have_data(chainstate: ChainState, start: int, stop: Optional[int],
+                     message: str = BEYOND_PRUNED) -> None:
+    """Core's check before a scan that must not pass over a block: every block of the
+    range on disk (walked down from the end, as Core, so it stops at the pruned edge)."""
+    end = chainstate.height if stop is None else stop
+    for height in range(end, start - 1, -1):
+        if not chainstate.at_height(height).have_data():
+            raise RescanError(message)
 
 
 def default_walletdir(config: Any, datadir: str) -> str:

@@ -18,7 +18,8 @@ from twisted.internet.defer import Deferred
 from coin.primitives.address import AddressError, decode_wif
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import (
-    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_TYPE_ERROR, RPC_WALLET_ERROR, RPCError,
+    RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_MISC_ERROR, RPC_TYPE_ERROR, RPC_WALLET_ERROR,
+    RPCError,
 )
 from coin.rpc.methods.rawtransactions import decode_transaction, read_merkle_block
 from coin.rpc.methods.wallet import wallet_service
@@ -32,7 +33,7 @@ from coin.wallet.backup import (
     import_timestamp,
 )
 from coin.wallet.errors import WalletError
-from coin.wallet.rescan import Reservation
+from coin.wallet.rescan import TIMESTAMP_WINDOW, Reservation
 from coin.wallet.wallet import BlockRef, Wallet
 
 _RESCAN_NOTE = (
@@ -288,11 +289,31 @@ async def importmulti(ctx: RPCContext, requests: List[Any], options: Optional[Di
     with service.rescanner.maybe_reserve(wallet, rescan) as reservation:
         ensure_unlocked(wallet)
         tip = ctx.node.chain.state.tip
-        results, lowest = await in_wallet(wallet, _import_all, wallet, requests,
-                                          tip.median_time_past(), tip.time, write=True)
+        now = tip.median_time_past()
+        results, lowest = await in_wallet(wallet, _import_all, wallet, requests, now, tip.time,
+                                          write=True)
         if reservation is not None and any(r["success"] for r in results) and requests:
-            await service.rescan_from_time(wallet, reservation, lowest)
+            scanned = await service.rescan_from_time(wallet, reservation, lowest)
+            await service.reaccept(wallet)
+            if scanned > lowest:
+                results = [_rescan_failed(result, import_timestamp(request, now), scanned)
+                           for request, result in zip(requests, results)]
     return results
+
+
+def _rescan_failed(result: Dict[str, Any], timestamp: int, scanned: int) -> Dict[str, Any]:
+    """Core's answer for a key born before the first block the rescan could read."""
+    if scanned <= timestamp or "error" in result:
+        return result
+    message = ("Rescan failed for key with creation timestamp %d. There was an error reading a "
+               "block from time %d, which is after or within %d seconds of key creation, and "
+               "could contain transactions pertaining to the key. As a result, transactions "
+               "and coins using this key may not appear in the wallet. This error could be "
+               "caused by pruning or data corruption (see coind log for details) and could "
+               "be dealt with by downloading and rescanning the relevant blocks (see -reindex "
+               "and -rescan options)." % (timestamp, scanned - TIMESTAMP_WINDOW - 1,
+                                          TIMESTAMP_WINDOW))
+    return {"success": False, "error": {"code": RPC_MISC_ERROR, "message": message}}
 
 
 def _import_all(wallet: Wallet, requests: List[Any], now: int, tip_time: int
