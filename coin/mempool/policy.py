@@ -139,8 +139,13 @@ def dust_threshold(txout: TxOut, dust_relay_fee: FeeRate) -> int:
     """
     if is_unspendable(txout.script_pubkey):
         return 0
-    size = len(txout.serialize()) + _SPEND_INPUT_SIZE
-    return 3 * dust_relay_fee.get_fee(size)
+    return 3 * spend_cost(txout, dust_relay_fee)
+
+
+def spend_cost(txout: TxOut, rate: FeeRate) -> int:
+    """What the output and a ~148-byte input to spend it cost at ``rate`` (Core 0.17's
+    GetDustThreshold, which has no factor of three: the wallet's discard rule)."""
+    return rate.get_fee(len(txout.serialize()) + _SPEND_INPUT_SIZE)
 
 
 def is_dust(txout: TxOut, dust_relay_fee: FeeRate) -> bool:

@@ -680,12 +680,23 @@ def _send_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wal
     raise TransactionRejected(error)
 
 
+def _discard_rate(mempool: MempoolService) -> FeeRate:
+    """Core 0.17's GetDiscardRate: the economical estimate for the longest target, capped at
+    DEFAULT_DISCARD_FEE (that alone without an estimate), at least the dust relay rate
+    (three times the minimum relay rate here, 3000/kB at the defaults, as Core's)."""
+    estimator = mempool.estimator
+    with mempool.pool.lock:
+        estimate, _ = estimator.estimate_smart_fee(estimator.max_target(), conservative=False)
+    rate = DEFAULT_DISCARD_FEE if not estimate else min(estimate, DEFAULT_DISCARD_FEE)
+    return FeeRate(max(rate, 3 * mempool.policy.min_relay_fee.sat_per_kb))
+
+
 def _bump_on_worker(chainstate: ChainState, mempool: MempoolService, wallet: Wallet,
                     txid: bytes, fees: FeePolicy, total_fee: int,
                     broadcast: bool) -> Tuple[Bumped, Optional[Exception]]:
     with wallet.lock:
         bumped = bump_fee(wallet, mempool.pool, txid, fees, total_fee,
-                          mempool.policy.incremental_relay_fee, FeeRate(DEFAULT_DISCARD_FEE))
+                          mempool.policy.incremental_relay_fee, _discard_rate(mempool))
         wallet.sync_transaction(bumped.tx, None)
     refusal: Optional[Exception] = None
     if broadcast:

@@ -24,7 +24,7 @@ import bisect
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 from coin.consensus.tx_check import format_money
-from coin.mempool.policy import FeeRate, dust_threshold
+from coin.mempool.policy import FeeRate, dust_threshold, spend_cost
 from coin.mempool.pool import Mempool
 from coin.mempool.rbf import MAX_BIP125_RBF_SEQUENCE, signals_rbf
 from coin.primitives.script import push_minimal
@@ -430,7 +430,7 @@ def bump_fee(wallet: Wallet, pool: Mempool, txid: bytes, fees: FeePolicy, total_
     if outputs[n].value < delta:
         raise SpendError(RPC_WALLET_ERROR, "Change output is too small to bump the fee")
     lowered = TxOut(outputs[n].value - delta, outputs[n].script_pubkey)
-    if lowered.value <= dust_threshold(lowered, discard_rate):
+    if lowered.value <= spend_cost(lowered, discard_rate):
         new_fee += lowered.value  # dust change goes to the fee (Core)
         del outputs[n]
     else:
