@@ -2,15 +2,14 @@
 
 Only the legacy (non-witness) fields have meaning on this chain; the witness
 key types are kept as unknown entries, so they round-trip untouched like any
-other unknown key.  Parsing is strict the way Core's is: bad magic, missing
-separators, a wrong key length for a known type, duplicate keys or trailing
-data raise :class:`PSBTError` with Core's message.
+other unknown key.  Parsing is strict the way Core 0.17.0's is (the reference node's): bad
+magic, a wrong key length for a known type, duplicate keys, truncation or
+trailing data raise :class:`PSBTError` with Core's message.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -37,6 +36,11 @@ KeyPath = Tuple[int, ...]
 
 class PSBTError(ValueError):
     """The PSBT is malformed; the message is Core's."""
+
+
+#: Core's words for what our byte reader reports in its own.
+_STREAM_REASONS = {"unexpected end of data": "CDataStream::read(): end of data"}
+_BASE64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 
 def _valid_pubkey(pubkey: bytes) -> bool:
@@ -111,16 +115,16 @@ def _redeem_script(current: bytes, key: bytes, value: bytes, where: str, title: 
     return value
 
 
-def _read_map(r: ByteReader, where: str) -> List[Tuple[bytes, bytes]]:
-    """The key-value records of one map, up to its separator."""
+def _read_map(r: ByteReader) -> List[Tuple[bytes, bytes]]:
+    """The key-value records of one map, up to its separator or the end of the data
+    (Core 0.17.0 reads a map while data is left; a missing separator is no error there)."""
     records: List[Tuple[bytes, bytes]] = []
-    while True:
-        if not r.remaining():
-            raise PSBTError("Separator is missing at the end of " + where)
+    while r.remaining():
         key = r.read_var_bytes()
         if not key:
-            return records
+            break
         records.append((key, r.read_var_bytes()))
+    return records
 
 
 def _fill(mine: Dict[bytes, Any], theirs: Dict[bytes, Any]) -> None:
@@ -185,7 +189,7 @@ class PSBTInput:
     @classmethod
     def read(cls, r: ByteReader) -> "PSBTInput":
         inp = cls()
-        for key, value in _read_map(r, "an input map"):
+        for key, value in _read_map(r):
             kind = key[0]
             if kind == IN_NON_WITNESS_UTXO:
                 if inp.non_witness_utxo is not None:
@@ -249,7 +253,7 @@ class PSBTOutput:
     @classmethod
     def read(cls, r: ByteReader) -> "PSBTOutput":
         out = cls()
-        for key, value in _read_map(r, "an output map"):
+        for key, value in _read_map(r):
             kind = key[0]
             if kind == OUT_REDEEM_SCRIPT:
                 out.redeem_script = _redeem_script(out.redeem_script, key, value, "output", "Output")
@@ -298,27 +302,36 @@ class PSBT:
 
     @classmethod
     def deserialize(cls, data: bytes) -> "PSBT":
-        """Parse as Core 0.17 does; any flaw raises :class:`PSBTError`."""
+        """Parse as Core 0.17's DecodePSBT; any flaw raises :class:`PSBTError` with Core's
+        text: what its stream threw (std::ios_base::failure, so with libstdc++'s
+        ": iostream error" after it), or "extra data after PSBT"."""
+        r = ByteReader(data)
         try:
-            return cls._parse(ByteReader(data))
-        except DeserializationError as e:
-            raise PSBTError(str(e)) from None
+            psbt = cls._parse(r)
+        except (PSBTError, DeserializationError) as e:
+            reason = _STREAM_REASONS.get(str(e), str(e))
+            raise PSBTError(reason + ": iostream error") from None
+        if r.remaining():
+            raise PSBTError("extra data after PSBT")
+        return psbt
 
     @classmethod
     def from_base64(cls, text: str) -> "PSBT":
-        try:
-            data = base64.b64decode(text, validate=True)
-        except (binascii.Error, ValueError):
-            raise PSBTError("invalid base64") from None
-        return cls.deserialize(data)
+        """Core 0.17's DecodeBase64 is lenient: it decodes up to the first character that is
+        not base64 (padding included) and ignores the rest; DecodePSBT does not check."""
+        length = len(text) - len(text.lstrip(_BASE64_ALPHABET))
+        valid = text[:length]
+        if len(valid) % 4 == 1:
+            valid = valid[:-1]  # six bits make no byte
+        return cls.deserialize(base64.b64decode(valid + "=" * (-len(valid) % 4)))
 
     @classmethod
     def _parse(cls, r: ByteReader) -> "PSBT":
-        if r.remaining() < len(PSBT_MAGIC) or r.read(len(PSBT_MAGIC)) != PSBT_MAGIC:
+        if r.read(len(PSBT_MAGIC)) != PSBT_MAGIC:
             raise PSBTError("Invalid PSBT magic bytes")
         tx: Optional[Transaction] = None
         unknown: Dict[bytes, bytes] = {}
-        for key, value in _read_map(r, "the global map"):
+        for key, value in _read_map(r):
             if key[0] == GLOBAL_UNSIGNED_TX:
                 if tx is not None:
                     raise PSBTError("Duplicate Key, unsigned tx already provided")
@@ -344,8 +357,6 @@ class PSBT:
             outputs.append(PSBTOutput.read(r))
         if len(outputs) != len(tx.vout):
             raise PSBTError("Outputs provided does not match the number of outputs in transaction.")
-        if r.remaining():
-            raise PSBTError("extra data after PSBT")
         return cls(tx, inputs, outputs, unknown)
 
     def merge(self, other: "PSBT") -> None:
