@@ -219,6 +219,24 @@ class Arg:
         return f"{position}. {self.label:<15}({kinds}, {presence}) {self.help}".rstrip() + "\n"
 
 
+@dataclass(frozen=True)
+class ReadByHandler(Arg):
+    """An argument handed over as raw JSON, read by the handler when Core reads it.
+
+    Core reads arguments in its handler's order, so a later argument's type error can
+    come after an earlier argument's own error (disconnectnode's ``nodeid`` once it has
+    checked that ``address`` and ``nodeid`` are not both given; getchaintxstats's
+    ``nblocks`` after its block hash is looked up). Help shows the declared type.
+    """
+
+    def convert(self, value: Any) -> Any:
+        return value
+
+    def read(self, value: Any) -> Any:
+        """The value as the declared type reads it (its default when JSON null)."""
+        return super().convert(value)
+
+
 class _Layout(NamedTuple):
     """Arguments without the variadic one, the variadic one, how many are required."""
 

@@ -42,7 +42,8 @@ from coin.rpc.errors import (
 )
 from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
-    BOOL, INT, STR, Arg, RPCMethod, compose_help, example_cli, example_rpc, rpc_method,
+    BOOL, INT, STR, Arg, ReadByHandler, RPCMethod, compose_help, example_cli, example_rpc,
+    rpc_method,
 )
 from coin.storage.errors import StorageError
 from coin.views.amounts import amount_to_json, real_to_json
@@ -365,10 +366,13 @@ def getchaintips(ctx: RPCContext) -> Deferred:
     return _chain(ctx).call(chain_tips).addCallback(lambda tips: [_chain_tip_json(t) for t in tips])
 
 
+_NBLOCKS = ReadByHandler("nblocks", INT, default=None,
+                         help="Size of the window in number of blocks (default: one month).")
+
+
 @rpc_method(
     "getchaintxstats", category="blockchain", signature="getchaintxstats ( nblocks blockhash )",
-    args=[Arg("nblocks", INT, default=None,
-              help="Size of the window in number of blocks (default: one month)."),
+    args=[_NBLOCKS,
           Arg("blockhash", STR, default=None, help="The hash of the block that ends the window.")],
     help="Compute statistics about the total number and rate of transactions in the chain.",
     result=(
@@ -389,12 +393,12 @@ def getchaintips(ctx: RPCContext) -> Deferred:
         'per second in the window. Only returned if "window_interval" is > 0.\n'
         "}"),
     examples=example_cli("getchaintxstats") + example_rpc("getchaintxstats", "2016"))
-def getchaintxstats(ctx: RPCContext, nblocks: Optional[int],
-                    blockhash: Optional[str]) -> Dict[str, Any]:
+def getchaintxstats(ctx: RPCContext, nblocks: Any, blockhash: Optional[str]) -> Dict[str, Any]:
     chain = _chain(ctx)
     view = chain.snapshot()
     entry = view.tip if blockhash is None else _lookup(view, blockhash)
-    stats = chain_tx_stats(view, entry, nblocks, chain.params.target_spacing)
+    # Core reads nblocks once the block is found.
+    stats = chain_tx_stats(view, entry, _NBLOCKS.read(nblocks), chain.params.target_spacing)
     out: Dict[str, Any] = {
         "time": entry.time,
         "txcount": entry.chain_tx,

@@ -30,7 +30,7 @@ from coin.rpc.errors import (
 from coin.rpc.methods.rawtransactions import decode_transaction
 from coin.rpc.params import parse_hash_str, parse_hash_v
 from coin.rpc.registry import (
-    ANY, ARR, BOOL, INT, INT64, REAL, STR, Arg, example_cli, example_rpc, rpc_method,
+    ANY, ARR, BOOL, INT, INT64, REAL, STR, Arg, ReadByHandler, example_cli, example_rpc, rpc_method,
 )
 from coin.views.amounts import amount_to_json, real_to_json
 from coin.views.mempool import (
@@ -129,19 +129,19 @@ def getrawmempool(ctx: RPCContext, verbose: bool) -> Any:
 
 @rpc_method(
     "getmempoolentry", category="blockchain",
-    args=[Arg("txid", STR, help="The transaction id (must be in mempool)")],
+    args=[ReadByHandler("txid", STR, help="The transaction id (must be in mempool)")],
     help="Returns mempool data for given transaction",
     result="{                           (json object)\n" + _ENTRY_FIELDS + "\n}",
     examples=example_cli("getmempoolentry", '"mytxid"') + example_rpc("getmempoolentry",
                                                                       '"mytxid"'))
-def getmempoolentry(ctx: RPCContext, txid: str) -> Dict[str, Any]:
+def getmempoolentry(ctx: RPCContext, txid: Any) -> Dict[str, Any]:
     pool = _pool(ctx)
     with pool.lock:
         entry = _require_entry(pool, parse_hash_v(txid, "parameter 1"))
         return mempool_entry_json(entry, _tip_height(ctx))
 
 
-def _family(ctx: RPCContext, txid: str, verbose: bool, ancestors: bool) -> Any:
+def _family(ctx: RPCContext, txid: Any, verbose: bool, ancestors: bool) -> Any:
     pool = _pool(ctx)
     with pool.lock:
         entry = _require_entry(pool, parse_hash_v(txid, "parameter 1"))
@@ -155,7 +155,8 @@ def _family(ctx: RPCContext, txid: str, verbose: bool, ancestors: bool) -> Any:
         return [hash_to_hex(e.txid) for e in ordered]
 
 
-_FAMILY_ARGS = [Arg("txid", STR, help="The transaction id (must be in mempool)"),
+# The txid is read by ParseHashV, which takes any JSON value (a number: "(not '')").
+_FAMILY_ARGS = [ReadByHandler("txid", STR, help="The transaction id (must be in mempool)"),
                 Arg("verbose", BOOL, default=False,
                     help="True for a json object, false for array of transaction ids")]
 
@@ -163,7 +164,7 @@ _FAMILY_ARGS = [Arg("txid", STR, help="The transaction id (must be in mempool)")
 def _family_method(name: str, relation: str, ancestors: bool):
     """getmempoolancestors / getmempooldescendants: one handler, Core's two help texts."""
 
-    def handler(ctx: RPCContext, txid: str, verbose: bool) -> Any:
+    def handler(ctx: RPCContext, txid: Any, verbose: bool) -> Any:
         return _family(ctx, txid, verbose, ancestors=ancestors)
 
     return rpc_method(

@@ -10,7 +10,6 @@ Core's -31 "Error: Peer-to-peer functionality missing or disabled".
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from coin import __version__
@@ -30,7 +29,9 @@ from coin.rpc.errors import (
     RPC_MISC_ERROR,
     RPCError,
 )
-from coin.rpc.registry import ANY, BOOL, INT64, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.rpc.registry import (
+    ANY, BOOL, INT64, STR, Arg, ReadByHandler, example_cli, example_rpc, rpc_method,
+)
 from coin.views.amounts import amount_to_json
 
 #: The user agent's name: "/Coin:<version>/" (issue #7).
@@ -233,24 +234,7 @@ def addnode(ctx: RPCContext, node: str, command: str) -> None:
 
 # ---------------------------------------------------------------- disconnectnode
 
-@dataclass(frozen=True)
-class _ReadByHandler(Arg):
-    """An argument handed over as raw JSON, read by the handler when Core reads it.
-
-    Core's disconnectnode reads ``nodeid`` as an integer only once it has checked that
-    ``address`` and ``nodeid`` are not both given: ``["1.2.3.4", "x"]`` is -32602, not a
-    type error.
-    """
-
-    def convert(self, value: Any) -> Any:
-        return value
-
-    def read(self, value: Any) -> Any:
-        """The value as the declared type reads it (Core's get_int64 for nodeid)."""
-        return super().convert(value)
-
-
-_NODEID = _ReadByHandler("nodeid", INT64, default=None,
+_NODEID = ReadByHandler("nodeid", INT64, default=None,
                          help="The node ID (see getpeerinfo for node IDs)")
 
 
@@ -282,11 +266,14 @@ def disconnectnode(ctx: RPCContext, address: Any, nodeid: Any) -> None:
 
 # ---------------------------------------------------------------- getaddednodeinfo
 
+_ADDED_NODE = ReadByHandler("node", STR, default=None,
+                            help="If provided, return information about this specific node, "
+                                 "otherwise all nodes are returned.")
+
+
 @rpc_method(
     "getaddednodeinfo", category="network",
-    args=[Arg("node", STR, default=None, help="If provided, return information about this "
-                                              "specific node, otherwise all nodes are "
-                                              "returned.")],
+    args=[_ADDED_NODE],
     help="Returns information about the given added node, or all added nodes\n(note that "
          "onetry addnodes are not listed here)",
     result=(
@@ -307,10 +294,12 @@ def disconnectnode(ctx: RPCContext, address: Any, nodeid: Any) -> None:
         "]"),
     examples=example_cli("getaddednodeinfo", '"192.168.0.201"')
     + example_rpc("getaddednodeinfo", '"192.168.0.201"'))
-def getaddednodeinfo(ctx: RPCContext, node: Optional[str]) -> List[Dict[str, Any]]:
+def getaddednodeinfo(ctx: RPCContext, node: Any) -> List[Dict[str, Any]]:
     infos = _p2p(ctx).added_node_info()
     if node is not None:
-        infos = [info for info in infos if info["added"] == node][:1]
+        # Core reads the name while comparing it with each added node: with none added,
+        # any value is simply not found.
+        infos = [info for info in infos if info["added"] == _ADDED_NODE.read(node)][:1]
         if not infos:
             raise RPCError(RPC_CLIENT_NODE_NOT_ADDED, "Error: Node has not been added.")
     result = []

@@ -19,7 +19,7 @@ on the validation worker, :func:`coin.mempool.coinview.spent_outputs`), then fro
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -226,11 +226,20 @@ def createrawtransaction_(ctx: RPCContext, inputs: Any, outputs: Any, locktime: 
     return Transaction(vin, vout, locktime, CURRENT_TX_VERSION).serialize().hex()
 
 
+@dataclass(frozen=True)
+class _ArrayOrNull(Arg):
+    """RPCTypeCheck with fAllowNull: checked in argument order, null let through (the
+    handler refuses it after the other arguments are checked, as Core)."""
+
+    def convert(self, value: Any) -> Any:
+        return None if value is None else super().convert(value)
+
+
 createrawtransaction = RPCMethod(
     name="createrawtransaction", category="rawtransactions", handler=createrawtransaction_,
     help_text=_CREATE_HELP,
     # Core type-checks with nulls allowed, then rejects null inputs/outputs itself.
-    args=(Arg("inputs", ANY), Arg("outputs", ANY),
+    args=(_ArrayOrNull("inputs", ARR, typecheck=True), Arg("outputs", ANY),
           Arg("locktime", INT64, default=None, typecheck=True),
           Arg("replaceable", BOOL, default=None, typecheck=True)))
 
@@ -289,17 +298,17 @@ def decodescript(ctx: RPCContext, hexstring: str) -> Dict:
 # ------------------------------------------------------------------ getrawtransaction
 
 _VERBOSE = Arg("verbose", INT)
+_VERBOSE_BOOL = Arg("verbose", BOOL)
 
 
 def _read_verbose(value: Any) -> bool:
-    """Core 0.17 accepts a boolean or a number (non-zero: verbose) here."""
+    """Core 0.17 (the reference node) reads a number as non-zero, anything else with
+    get_bool."""
     if value is None:
         return False
     if _is_number(value):
         return _VERBOSE.convert(value) != 0
-    if isinstance(value, bool):
-        return value
-    raise RPCError(RPC_TYPE_ERROR, "Invalid type provided. Verbose parameter must be a boolean.")
+    return _VERBOSE_BOOL.convert(value)  # get_bool: -1 "... not a boolean as expected"
 
 
 _GETRAW_HELP = """\

@@ -261,8 +261,8 @@ class GetRawTransactionTests(RawTxTestCase):
                 (("xyz",), (-8, "parameter 1 must be hexadecimal string (not 'xyz')")),
                 ((5,), (-8, "parameter 1 must be hexadecimal string (not '')")),
                 ((TXID, True, "abcd"), (-8, "parameter 3 must be of length 64 (not 4)")),
-                ((TXID, "yes"), (-3, "Invalid type provided. Verbose parameter must be a "
-                                     "boolean.")),
+                # The reference node's get_bool, not Dash's -3 "Invalid type provided".
+                ((TXID, "yes"), (-1, "JSON value is not a boolean as expected")),
                 ((TXID, Decimal("0.5")), (-1, "JSON integer out of range"))):
             self.assertEqual((yield self.error("getrawtransaction", *params)),
                              (500,) + expected, params)

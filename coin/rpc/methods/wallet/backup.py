@@ -23,7 +23,7 @@ from coin.rpc.errors import (
 )
 from coin.rpc.methods.rawtransactions import decode_transaction, read_merkle_block
 from coin.rpc.methods.wallet import wallet_service
-from coin.rpc.params import parse_hash_v
+from coin.rpc.params import uint256_from_hex
 from coin.primitives.hashes import is_hex
 from coin.rpc.registry import ARR, BOOL, OBJ, STR, Arg, example_cli, example_rpc, rpc_method
 from coin.wallet.access import in_wallet
@@ -379,7 +379,7 @@ _TXID_EXAMPLE = '"a8d0c0184dde994a09ec054286f1ce581bebf46446a512166eae7628734ea0
     examples=(example_cli("removeprunedfunds", _TXID_EXAMPLE) + "\nAs a JSON-RPC call\n"
               + example_rpc("removeprunedfunds", _TXID_EXAMPLE)))
 async def removeprunedfunds(ctx: RPCContext, txid: str) -> None:
-    if not await in_wallet(ctx.wallet, ctx.wallet.remove_transaction, parse_hash_v(txid, "txid"),
+    if not await in_wallet(ctx.wallet, ctx.wallet.remove_transaction, uint256_from_hex(txid),
                            write=True):
         raise RPCError(RPC_INVALID_PARAMETER, "Transaction does not exist in wallet.")
 

@@ -22,7 +22,8 @@ from coin.rpc.methods.wallet import (
 from coin.primitives.hashes import is_hex
 from coin.rpc.params import uint256_from_hex
 from coin.rpc.registry import (
-    ARR, BOOL, INT, INT64, OBJ, STR, Arg, amount_from_value, example_cli, example_rpc, rpc_method,
+    ARR, BOOL, INT, INT64, OBJ, STR, Arg, ReadByHandler, amount_from_value, example_cli, example_rpc,
+    rpc_method,
 )
 from coin.script.standard import destination_script
 from coin.views.amounts import amount_to_json
@@ -75,8 +76,9 @@ async def getunconfirmedbalance(ctx: RPCContext) -> Any:
 
 
 #: getreceivedbyaddress's and getreceivedbylabel's.
-_MINCONF = Arg("minconf", INT, default=1,
-               help="Only include transactions confirmed at least this many times.")
+#: Read once getreceivedbyaddress has checked the address, as Core reads it.
+_MINCONF = ReadByHandler("minconf", INT, default=1,
+                         help="Only include transactions confirmed at least this many times.")
 
 
 @rpc_method(
@@ -94,25 +96,29 @@ _MINCONF = Arg("minconf", INT, default=1,
               + example_cli("getreceivedbyaddress", '"1D1ZrZNe3JUo7ZycKEYQQiQAWd9y54F4XX" 6')
               + "\nAs a json rpc call\n"
               + example_rpc("getreceivedbyaddress", '"1D1ZrZNe3JUo7ZycKEYQQiQAWd9y54F4XX", 6')))
-async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> Any:
+async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: Any) -> Any:
     wallet = ctx.wallet
     script = destination_script(decode_destination(ctx, address, "Invalid Coin address"))
 
     def received() -> int:
         if wallet.is_mine(script) == ISMINE_NO:
             raise RPCError(RPC_WALLET_ERROR, "Address not found in wallet")
+        min_depth = _MINCONF.read(minconf)
         return sum(out.value for wtx in wallet.txs.values()
                    if not wtx.tx.is_coinbase() and is_final(wallet, wtx)
-                   and wallet.depth(wtx) >= minconf
+                   and wallet.depth(wtx) >= min_depth
                    for out in wtx.tx.vout if out.script_pubkey == script)
 
     return amount_to_json(await in_wallet(wallet, received, slow=True))
 
 
+#: Core 0.17 reads minconf before the label.
+_LABEL = ReadByHandler("label", STR, help='The selected label, may be the default label using "".')
+
+
 @rpc_method(
     "getreceivedbylabel", category="wallet", needs_wallet=True,
-    args=[Arg("label", STR, help='The selected label, may be the default label using "".'),
-          _MINCONF],
+    args=[_LABEL, _MINCONF],
     help=("Returns the total amount received by addresses with <label> in transactions with "
           "at least [minconf] confirmations."),
     result="amount              (numeric) The total amount in COIN received for this label.",
@@ -123,10 +129,11 @@ async def getreceivedbyaddress(ctx: RPCContext, address: str, minconf: int) -> A
               + "\nThe amount with at least 6 confirmations\n"
               + example_cli("getreceivedbylabel", '"tabby" 6')
               + "\nAs a json rpc call\n" + example_rpc("getreceivedbylabel", '"tabby", 6')))
-async def getreceivedbylabel(ctx: RPCContext, label: str, minconf: int) -> Any:
+async def getreceivedbylabel(ctx: RPCContext, label: Any, minconf: Any) -> Any:
     wallet = ctx.wallet
-    label = label_from_value(label)
-    return amount_to_json(await in_wallet(wallet, received_by_label, wallet, label, minconf,
+    min_depth = _MINCONF.read(minconf)
+    name = label_from_value(_LABEL.read(label))
+    return amount_to_json(await in_wallet(wallet, received_by_label, wallet, name, min_depth,
                                           slow=True))
 
 

@@ -19,8 +19,8 @@ from coin.rpc.errors import (
     RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER, RPC_WALLET_ERROR, RPCError,
 )
 from coin.rpc.methods.wallet import is_final, ismine_filter, wallet_service
-from coin.rpc.params import parse_hash_v, uint256_from_hex
-from coin.rpc.registry import BOOL, INT, STR, Arg, example_cli, example_rpc, rpc_method
+from coin.rpc.params import uint256_from_hex
+from coin.rpc.registry import BOOL, INT, STR, Arg, ReadByHandler, example_cli, example_rpc, rpc_method
 from coin.script.standard import destination_script
 from coin.views.wallet import (
     gettransaction_json, received_by_label_json, received_json, transaction_entries,
@@ -211,25 +211,30 @@ respendable). Only available for the
                                          'send' category of transactions."""
 
 
+#: Read after the dummy is checked, as Core reads them.
+_LIST_ARGS = (ReadByHandler("count", INT, default=10, help="The number of transactions to return"),
+              ReadByHandler("skip", INT, default=0, help="The number of transactions to skip"),
+              ReadByHandler("include_watchonly", BOOL, default=False,
+                            help="Include transactions to watch-only addresses (see "
+                                 "'importaddress')"))
+
+
 @rpc_method(
     "listtransactions", category="wallet", needs_wallet=True,
     signature="listtransactions (dummy count skip include_watchonly)",
     args=[Arg("dummy", STR, default=None, aliases=("account",),
               help='If set, should be "*" for backwards compatibility.'),
-          Arg("count", INT, default=10, help="The number of transactions to return"),
-          Arg("skip", INT, default=0, help="The number of transactions to skip"),
-          Arg("include_watchonly", BOOL, default=False,
-              help="Include transactions to watch-only addresses (see 'importaddress')")],
+          *_LIST_ARGS],
     help="Returns up to 'count' most recent transactions skipping the first 'from' transactions.",
     result="[\n  {\n" + _TX_ENTRY_FIELDS + "\n  }\n]",
     examples=("\nList the most recent 10 transactions in the systems\n"
               + example_cli("listtransactions") + "\nList transactions 100 to 120\n"
               + example_cli("listtransactions", '"*" 20 100') + "\nAs a json rpc call\n"
               + example_rpc("listtransactions", '"*", 20, 100')))
-async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, skip: int,
-                           include_watchonly: bool) -> List[Any]:
+async def listtransactions(ctx: RPCContext, dummy: Optional[str], *raw: Any) -> List[Any]:
     if dummy is not None and dummy != "*":
         raise RPCError(RPC_INVALID_PARAMETER, 'Dummy value must be set to "*"')
+    count, skip, include_watchonly = (arg.read(value) for arg, value in zip(_LIST_ARGS, raw))
     if count < 0:
         raise RPCError(RPC_INVALID_PARAMETER, "Negative count")
     if skip < 0:
@@ -250,22 +255,27 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, sk
     return await in_wallet(wallet, page, slow=True)
 
 
+#: Read once the block is looked up, as Core reads them.
+_SINCE_ARGS = (
+    ReadByHandler("target_confirmations", INT, default=1,
+                  help="Return the nth block hash from the main chain. e.g. 1 would mean the best "
+                       "block hash. Note: this is not used as a filter, but only affects "
+                       "[lastblock] in the return value"),
+    ReadByHandler("include_watchonly", BOOL, default=False,
+                  help="Include transactions to watch-only addresses (see 'importaddress')"),
+    ReadByHandler("include_removed", BOOL, default=True,
+                  help='Show transactions that were removed due to a reorg in the "removed" '
+                       "array\n                                                           (not "
+                       "guaranteed to work on pruned nodes)"))
+
+
 @rpc_method(
     "listsinceblock", category="wallet", needs_wallet=True,
     signature=('listsinceblock ( "blockhash" target_confirmations include_watchonly '
                "include_removed )"),
     args=[Arg("blockhash", STR, default=None,
               help="The block hash to list transactions since"),
-          Arg("target_confirmations", INT, default=1,
-              help="Return the nth block hash from the main chain. e.g. 1 would mean the best "
-                   "block hash. Note: this is not used as a filter, but only affects [lastblock] "
-                   "in the return value"),
-          Arg("include_watchonly", BOOL, default=False,
-              help="Include transactions to watch-only addresses (see 'importaddress')"),
-          Arg("include_removed", BOOL, default=True,
-              help='Show transactions that were removed due to a reorg in the "removed" array\n'
-                   "                                                           (not guaranteed "
-                   "to work on pruned nodes)")],
+          *_SINCE_ARGS],
     help=("Get all transactions in blocks since block [blockhash], or all transactions if "
           "omitted.\n"
           'If "blockhash" is no longer a part of the main chain, transactions from the fork '
@@ -288,24 +298,27 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], count: int, sk
                             'cdb1a57f663ad" 6')
               + example_rpc("listsinceblock", '"000000000000000bacf66f7497b7dc45ef753ee9a7d3857103'
                             '7cdb1a57f663ad", 6')))
-async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confirmations: int,
-                         include_watchonly: bool, include_removed: bool) -> Dict[str, Any]:
+async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], *raw: Any) -> Dict[str, Any]:
     chain = ctx.node.chain
     state = chain.snapshot()
     since = None   # the block asked for, or its fork point with the active chain
-    detached = []  # blocks of the branch the asked-for block is on, tip first
+    asked = None
     if blockhash:
         # Core 0.17 reads the hash with SetHex: a malformed one is an unknown block (-5).
         asked = state.lookup(uint256_from_hex(blockhash))
         if asked is None:
             raise RPCError(RPC_INVALID_ADDRESS_OR_KEY, "Block not found")
         since = asked if state.contains(asked) else state.find_fork(state.tip, asked)
-        walk = asked
-        while include_removed and walk is not since:
-            detached.append(walk)
-            walk = walk.prev
+    target_confirmations = _SINCE_ARGS[0].read(raw[0])
     if target_confirmations < 1:
         raise RPCError(RPC_INVALID_PARAMETER, "Invalid parameter")
+    include_watchonly, include_removed = (arg.read(value)
+                                          for arg, value in zip(_SINCE_ARGS[1:], raw[1:]))
+    detached = []  # blocks of the branch the asked-for block is on, tip first
+    walk = asked
+    while include_removed and walk is not since:
+        detached.append(walk)
+        walk = walk.prev
     blocks = [await chain.read_block(entry) for entry in detached]
     wallet = ctx.wallet
     filter_ = ismine_filter(include_watchonly)
@@ -387,7 +400,7 @@ async def listsinceblock(ctx: RPCContext, blockhash: Optional[str], target_confi
                             '0e9d5fbf5d48d"')))
 async def gettransaction(ctx: RPCContext, txid: str, include_watchonly: bool) -> Dict[str, Any]:
     wallet = ctx.wallet
-    txid_bytes = parse_hash_v(txid, "txid")
+    txid_bytes = uint256_from_hex(txid)  # Core 0.17: SetHex, so a malformed id is unknown (-5)
 
     def describe() -> Dict[str, Any]:
         return gettransaction_json(wallet, _wallet_tx(wallet, txid_bytes),
@@ -411,7 +424,7 @@ async def gettransaction(ctx: RPCContext, txid: str, include_watchonly: bool) ->
                             '02fc80e9d5fbf5d48d"')))
 async def abandontransaction(ctx: RPCContext, txid: str) -> None:
     wallet = ctx.wallet
-    await wallet_service(ctx).abandon(wallet, parse_hash_v(txid, "txid"))
+    await wallet_service(ctx).abandon(wallet, uint256_from_hex(txid))
     return None
 
 
