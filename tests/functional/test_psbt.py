@@ -101,7 +101,7 @@ class MultisigPSBTTests(RPCCase):
         self.assertError(node, -8, "PSBTs do not refer to the same transactions.",
                          "combinepsbt", [psbt, other])
         self.assertEqual(call(node, "finalizepsbt", psbt), {"psbt": psbt, "complete": False})
-        self.assertError(node, -8, "all is not a valid sighash parameter.",
+        self.assertError(node, -1, "all is not a valid sighash parameter.",
                          "walletprocesspsbt", psbt, True, "all")
         # Nothing of the wallet's: the PSBT comes back as it was, incomplete.
         self.assertEqual(call(node, "walletprocesspsbt", psbt, False),

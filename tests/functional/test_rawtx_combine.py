@@ -119,7 +119,7 @@ class RawTxTests(NodeTestCase):
         self.assertEqual(self.rpc_error(node, "signrawtransaction", raw, None, "key"),
                          (-3, "Expected type array, got string"))
         self.assertEqual(self.rpc_error(node, "signrawtransaction", raw, None, None, "ALL|SOME"),
-                         (-8, "Invalid sighash param"))
+                         (-1, "ALL|SOME is not a valid sighash parameter."))
 
     def test_signrawtransaction_without_wallet(self) -> None:
         node = self.start_node("-disablewallet", "-deprecatedrpc=signrawtransaction", chain=True)

@@ -67,3 +67,18 @@ class ReferenceErrorTests(NodeTestCase):
                            "getaddednodeinfo", 1)
         self.assertEqual([info["addednode"] for info in node.rpc("getaddednodeinfo",
                                                                  "127.0.0.1:1")], ["127.0.0.1:1"])
+
+    def test_objects_checked_in_key_order_and_sighash_names(self) -> None:
+        node = self.start_node("-listen=0")
+        raw = node.rpc("createrawtransaction", [{"txid": "11" * 32, "vout": 0}],
+                       {node.rpc("getnewaddress"): 1})
+        # RPCTypeCheckObj walks a std::map: scriptPubKey, then txid, then vout.
+        for prevtx, missing in (({}, "scriptPubKey"), ({"txid": "x"}, "scriptPubKey"),
+                                ({"scriptPubKey": "51"}, "txid")):
+            self.assertAnswers(node, -3, "Missing " + missing, "signrawtransactionwithkey", raw,
+                               [], [prevtx])
+        for method, params in (("signrawtransactionwithkey", (raw, [], None, "FOO")),
+                               ("signrawtransactionwithwallet", (raw, None, "FOO"))):
+            self.assertAnswers(node, -1, "FOO is not a valid sighash parameter.", method, *params)
+        self.assertAnswers(node, -1, "encryptwallet <passphrase>\nEncrypts the wallet with "
+                           "<passphrase>.", "encryptwallet", "")

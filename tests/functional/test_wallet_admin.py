@@ -455,7 +455,8 @@ class EncryptionTests(WalletTestCase):
         self.assertTrue(any(found_secrets(read_if_present(name), secrets[:50])
                             for name in (base, base + "-wal")), "the search finds clear keys")
 
-        self.fails(-8, "passphrase can not be empty", wallet, "encryptwallet", "")
+        self.fails(-1, "encryptwallet <passphrase>\nEncrypts the wallet with <passphrase>.", wallet,
+                   "encryptwallet", "")
         self.assertEqual(self.call(wallet, "encryptwallet", "first pass"), ENCRYPTED_RESULT)
         self.fails(-15, "Error: running with an encrypted wallet, but encryptwallet was called.",
                    wallet, "encryptwallet", "again")

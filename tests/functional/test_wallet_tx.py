@@ -589,8 +589,8 @@ class RawTransactionTests(FundedCase):
         mismatch = dict(prevtx, txid=coin["txid"], vout=coin["vout"], scriptPubKey="51")
         self.assertErrorStarts(node, -22, "Previous output scriptPubKey mismatch:\nOP_DUP ",
                                "signrawtransactionwithwallet", raw, [mismatch])
-        self.assertError(node, -8, "Invalid sighash param", "signrawtransactionwithwallet",
-                         raw, None, "BOGUS")
+        self.assertError(node, -1, "BOGUS is not a valid sighash parameter.",
+                         "signrawtransactionwithwallet", raw, None, "BOGUS")
         self.assertError(node, -22, "TX decode failed", "signrawtransactionwithwallet", "zz")
         self.assertError(node, -22, 'expected object with {"txid\'","vout","scriptPubKey"}',
                          "signrawtransactionwithwallet", raw, [1])
@@ -630,8 +630,8 @@ class RawTransactionTests(FundedCase):
                          ["notakey"])
         self.assertError(node, -3, "Expected type array, got string",
                          "signrawtransactionwithkey", raw, MINER_WIF)
-        self.assertError(node, -8, "Invalid sighash param", "signrawtransactionwithkey", raw,
-                         [MINER_WIF], None, "all")
+        self.assertError(node, -1, "all is not a valid sighash parameter.",
+                         "signrawtransactionwithkey", raw, [MINER_WIF], None, "all")
 
     def test_help_listing(self) -> None:
         listing = call(self.shared.node, "help").split("\n")

@@ -21,12 +21,12 @@ from coin.primitives.transaction import Transaction
 from coin.rpc.context import RPCContext
 from coin.rpc.errors import RPC_DESERIALIZATION_ERROR, RPC_INVALID_PARAMETER, RPCError
 from coin.rpc.methods.rawtransactions import (
-    _CREATE_HELP, _chain, createrawtransaction, createrawtransaction_, decode_transaction,
+    _CREATE_HELP, _chain, createrawtransaction, createrawtransaction_, decode_transaction, sighash_type,
 )
 from coin.rpc.methods.wallet.spending import fund_transaction
 from coin.rpc.registry import ANY, ARR, BOOL, INT64, STR, Arg, RPCMethod, example_cli, rpc_method
 from coin.script.psbtsign import finalize_psbt, keys_looked_up, sign_psbt_input
-from coin.script.sighash import SighashCache
+from coin.script.sighash import SIGHASH_ALL, SighashCache
 from coin.script.standard import TX_SCRIPTHASH, p2pk_script, solve
 from coin.views.amounts import amount_to_json
 from coin.views.script import decodescript_json, script_sig_json
@@ -35,24 +35,12 @@ from coin.wallet.addresses import ensure_unlocked
 from coin.wallet.hd import ExtKey, parse_path
 from coin.wallet.keystore import WalletLocked
 
-_SIGHASH_BY_NAME = {name: value for value, name in SIGHASH_NAMES.items()}
-
-
 def decode_psbt(text: str) -> PSBT:
     """Core's DecodePSBT as the RPC reports it (-22)."""
     try:
         return PSBT.from_base64(text)
     except PSBTError as e:
         raise RPCError(RPC_DESERIALIZATION_ERROR, "TX decode failed " + str(e)) from None
-
-
-def _sighash(value: Optional[str]) -> int:
-    """Core 0.17's ParseSighashString."""
-    if value is None:
-        return _SIGHASH_BY_NAME["ALL"]
-    if value not in _SIGHASH_BY_NAME:
-        raise RPCError(RPC_INVALID_PARAMETER, "%s is not a valid sighash parameter." % value)
-    return _SIGHASH_BY_NAME[value]
 
 
 # ------------------------------------------------------------------ createpsbt
@@ -455,7 +443,7 @@ _BIP32DERIVS_HELP = ("If true, includes the BIP 32 derivation paths for public k
 def walletprocesspsbt(ctx: RPCContext, psbt: str, sign: Optional[bool],
                       sighashtype: Optional[str], bip32derivs: Optional[bool]) -> Dict[str, Any]:
     decoded = decode_psbt(psbt)
-    hash_type = _sighash(sighashtype)
+    hash_type = sighash_type(sighashtype)
     if sign is not False:
         ensure_unlocked(ctx.wallet)
     complete = fill_psbt(ctx, decoded, hash_type, sign is not False, bip32derivs is True)
@@ -496,7 +484,7 @@ async def walletcreatefundedpsbt(ctx: RPCContext, inputs: Any, outputs: Any,
     tx = Transaction.from_hex(createrawtransaction_(ctx, inputs, outputs, locktime, replaceable))
     funded, fee, change_pos = await fund_transaction(ctx, tx, options)
     psbt = PSBT.from_transaction(funded)
-    fill_psbt(ctx, psbt, _SIGHASH_BY_NAME["ALL"], False, bip32derivs is True)
+    fill_psbt(ctx, psbt, SIGHASH_ALL, False, bip32derivs is True)
     return {"psbt": psbt.to_base64(), "fee": amount_to_json(fee), "changepos": change_pos}
 
 

@@ -586,8 +586,13 @@ verifytxoutproof = RPCMethod(
 
 def check_object(obj: Dict[str, Any], expected: Dict[str, Optional[str]], allow_null: bool = False,
                  strict: bool = False) -> None:
-    """Core's RPCTypeCheckObj: each key has the JSON type named (None: any), else -3."""
-    for key, kind in expected.items():
+    """Core's RPCTypeCheckObj: each key has the JSON type named (None: any), else -3.
+
+    Core's map of expected keys is a std::map, so the keys are checked in sorted order
+    (``scriptPubKey`` before ``txid`` before ``vout``), whatever order they are given in.
+    """
+    for key in sorted(expected):
+        kind = expected[key]
         value = obj.get(key)
         if value is None and not allow_null:
             raise RPCError(RPC_TYPE_ERROR, "Missing %s" % key)
@@ -643,11 +648,12 @@ def _read_prevtxs(prevtxs: Optional[List[Any]]) -> List[PrevTx]:
     return result
 
 
-def _sighash_type(value: Optional[str]) -> int:
+def sighash_type(value: Optional[str]) -> int:
+    """Core 0.17's ParseSighashString: its runtime_error answers -1."""
     if value is None:
         return SIGHASH_ALL
     if value not in _SIGHASH_TYPES:
-        raise RPCError(RPC_INVALID_PARAMETER, "Invalid sighash param")
+        raise RPCError(RPC_MISC_ERROR, "%s is not a valid sighash parameter." % value)
     return _SIGHASH_TYPES[value]
 
 
@@ -669,7 +675,7 @@ async def sign_transaction_json(ctx: RPCContext, tx: Transaction, keystore: Any,
     ``temporary_keys`` (signrawtransactionwithkey), as in Core.
     """
     given = _read_prevtxs(prevtxs)
-    hash_type = _sighash_type(sighashtype)
+    hash_type = sighash_type(sighashtype)
     chain = _chain(ctx)
     keys = [(txin.prevout.txid, txin.prevout.n) for txin in tx.vin]
     view = await chain.call(spent_outputs, chain.mempool, keys, known)

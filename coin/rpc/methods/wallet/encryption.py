@@ -56,7 +56,9 @@ async def encryptwallet(ctx: RPCContext, passphrase: str) -> str:
         raise RPCError(RPC_WALLET_WRONG_ENC_STATE,
                        "Error: running with an encrypted wallet, but encryptwallet was called.")
     if not passphrase:
-        raise RPCError(RPC_INVALID_PARAMETER, "passphrase can not be empty")
+        # Core 0.17 (the reference node): a runtime_error with this short usage, -1.
+        raise RPCError(RPC_MISC_ERROR, "encryptwallet <passphrase>\nEncrypts the wallet with "
+                                       "<passphrase>.")
     await wallet_service(ctx).encrypt(wallet, _passphrase(passphrase))
     return ("wallet encrypted; The keypool has been flushed and a new HD seed was generated (if "
             "you are using HD). You need to make a new backup.")
