@@ -71,6 +71,8 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.spork import SporkConfigError, SporkManager
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
+from coin.storage.database import describe
+from coin.storage.outage import DatabaseOutage
 from coin.threads import ThreadRunner
 from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
@@ -205,6 +207,8 @@ class NodeService(service.MultiService):
         self.metrics_listeners: Optional[ListenerGroup] = None
         #: This node's metrics (coin.metrics.Instruments) with -metricsbind, else None.
         self.instruments: Optional[Any] = None
+        #: On PostgreSQL: whether the database server is reachable (pauses P2P intake).
+        self.outage: Optional[DatabaseOutage] = None
         self._build()
 
     # ------------------------------------------------------------ helpers
@@ -298,6 +302,14 @@ class NodeService(service.MultiService):
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
+        if self.store.db_url is not None:
+            # A database server can go away and come back: intake pauses meanwhile.
+            self.outage = DatabaseOutage(self.reactor, self.store.ping, self.in_thread,
+                                         describe(self.store.db_url))
+            self.store.on_unreachable = self.outage.lost
+            self.outage.add_listener(self.block_sync)
+            if self.txindex is not None:
+                self.outage.add_listener(self.txindex)
         if settings.serve_frontends:
             self.validation.add_worker_hook(commit_new_tip)
         self.validation.add_worker_hook(ChainWarningMonitor(
@@ -718,6 +730,8 @@ class NodeService(service.MultiService):
         """
         log.info("Shutdown: In progress...")
         service.Service.stopService(self)
+        if self.outage is not None:
+            self.outage.stop()
         for child in reversed(list(self)):
             try:
                 yield maybeDeferred(child.stopService)
