@@ -30,6 +30,7 @@ from coin.chain.events import TipChanged
 from coin.chainparams import ChainParams
 from coin.storage.chainstore import ChainStore
 from coin.storage.commits import CommitWatch
+from coin.storage.errors import DatabaseUnreachable
 from coin.threads import ThreadRunner
 
 log = Logger()
@@ -46,12 +47,9 @@ REPLICA_LAG_SQL = (
     "pg_last_xact_replay_timestamp()), 0) END")
 
 
-class DatabaseUnavailable(Exception):
+class DatabaseUnavailable(DatabaseUnreachable):
     """The last look at the chain database failed (a PostgreSQL server stopped or out of
     reach): requests are answered -28 / HTTP 503 until a look succeeds again."""
-
-    def __init__(self) -> None:
-        super().__init__("chain database unreachable")
 
 
 class CommittedChain(service.Service):
