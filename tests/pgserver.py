@@ -131,7 +131,8 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop at once (no checkpoint: the data is thrown away) and remove the directory."""
         try:
-            self._run("pg_ctl", "-D", self.datadir, "-m", "immediate", "-w", "stop")
+            if os.path.exists(os.path.join(self.datadir, "postmaster.pid")):  # not paused
+                self._run("pg_ctl", "-D", self.datadir, "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
