@@ -66,6 +66,7 @@ from coin.storage.database import (
 )
 from coin.storage.dialect import close_connection, connection_lost, unreachable
 from coin.storage.errors import DatabaseUnreachable, StorageError
+from coin.storage.replication import REPLICA_STATE_SQL, ReplicaLag
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
 DB_FILENAME = "chainstate.sqlite"
@@ -132,6 +133,7 @@ class ChainStore:
         #: Called (from whichever thread failed) when a statement finds the database server
         #: unreachable: the node's :class:`~coin.storage.outage.DatabaseOutage`, if any.
         self.on_unreachable: Optional[Callable[[], None]] = None
+        self._replica_lag = ReplicaLag()
 
     # -- life cycle -------------------------------------------------------------
 
@@ -269,6 +271,16 @@ class ChainStore:
         if self._engine is None:
             raise StorageError("chain store is not open")
         return self._engine
+
+    @_storage_errors
+    def replica_lag(self, now: float) -> float:
+        """Seconds the database is behind its primary (coin.storage.replication): 0 on
+        SQLite and on a PostgreSQL primary, UNKNOWN_LAG when it cannot be told."""
+        if self.db_url is None:
+            return 0.0
+        with self.engine.connect() as conn:
+            row = conn.exec_driver_sql(REPLICA_STATE_SQL).one()
+        return self._replica_lag.measure(row, now)
 
     @_storage_errors
     def ping(self) -> None:
