@@ -139,10 +139,10 @@ class PostgresServer:
     def url(self, database: str) -> str:
         return "postgresql://%s@%s:%d/%s" % (SUPERUSER, self.host, self.port, database)
 
-    def execute(self, sql: str) -> None:
+    def execute(self, sql: str, database: str = "postgres") -> None:
         """Run one statement outside a transaction (CREATE/DROP DATABASE need that)."""
         import psycopg
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
             conn.execute(sql)
 
 

@@ -38,9 +38,10 @@ SQLITE_PRAGMAS = (
 
 _ON_CONFLICT_DIALECTS = ("sqlite", "postgresql")
 #: PostgreSQL's "operator intervention" states that end a session: admin shutdown, crash
-#: shutdown, cannot connect now (starting up or shutting down).  Class 08 is "connection
-#: exception"; an error libpq raised itself (connect refused, server gone) has no state.
-_SESSION_ENDED_STATES = ("57P01", "57P02", "57P03")
+#: shutdown, cannot connect now (starting up or shutting down); and too many connections
+#: (the server takes no new session now).  Class 08 is "connection exception"; an error
+#: libpq raised itself (connect refused, server gone) has no state.
+_SESSION_ENDED_STATES = ("57P01", "57P02", "57P03", "53300")
 
 
 def configure_engine(engine: Engine) -> None:

@@ -14,6 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests import pgserver
 from tests.functional.test_frontend import WRITER_ARGS, call, rest, rpc_raw
+from tests.frontendharness import FrontendProcess
 from tests.functional.test_p2p_base import debug_log, handshaked, wait_until
 from tests.nodeharness import MINER_ADDRESS, NodeProcess, free_port
 
@@ -97,3 +98,40 @@ class WriterOutageTests(SynchronousTestCase):
         self.assertEqual(writer.rpc("getrawtransaction", txid),
                          source.rpc("getrawtransaction", txid))
         self.assertTrue(os.path.exists(writer.net_datadir))
+
+
+class FrontendReadTests(SynchronousTestCase):
+    """A front end whose commit look succeeds but whose read then cannot get a connection."""
+
+    skip = pgserver.skip_reason()
+
+    def test_a_read_failing_after_the_commit_look_answers_28_and_503(self) -> None:
+        server = pgserver.PostgresServer()
+        server.start()
+        self.addCleanup(server.stop)
+        server.execute("CREATE DATABASE chain")
+        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + (
+            "-dbengine=%s" % server.url("chain"),))
+        self.addCleanup(writer.kill)
+        tip = writer.rpc("generatetoaddress", 2, MINER_ADDRESS)[-1]
+        # The front end reads as a role of its own, whose sessions the test can limit.
+        server.execute("CREATE ROLE reader LOGIN")
+        server.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader", "chain")
+        url = server.url("chain").replace("://%s@" % pgserver.SUPERUSER, "://reader@")
+        frontend = FrontendProcess.start_for(writer, ("-rest", "-dbengine=%s" % url),
+                                             datadir=self.mktemp())
+        self.addCleanup(frontend.kill)
+        self.assertEqual(frontend.rpc("getblockcount"), 2)
+        # Only its commit-watch session stays (one role session allowed): every other read
+        # finds its pooled session ended and cannot open another.
+        server.execute("ALTER ROLE reader CONNECTION LIMIT 1")
+        server.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = "
+                       "'reader' AND query NOT LIKE 'SELECT key, value FROM chain_state%'")
+        self.assertEqual(error_of(frontend, call("getblock", tip)),
+                         (500, -28, "chain database unreachable"))
+        self.assertEqual(rest(frontend, "/rest/block/%s.json" % tip),
+                         (503, "text/plain", UNREACHABLE_BODY))
+        self.assertEqual(frontend.rpc("getblockcount"), 2)  # the look itself still works
+        server.execute("ALTER ROLE reader CONNECTION LIMIT -1")
+        self.assertEqual(rpc_raw(frontend, call("getblock", tip)),
+                         rpc_raw(writer, call("getblock", tip)))
