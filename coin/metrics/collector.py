@@ -78,3 +78,28 @@ class NodeCollector(Collector):
                                   value=p2p.total_bytes_recv)
         yield CounterMetricFamily("coin_network_sent_bytes", "Bytes sent to peers",
                                   value=p2p.total_bytes_sent)
+
+
+class FrontendCollector(Collector):
+    """A front end's state: the committed chain it serves, its database, its lag.
+
+    Takes the front end's :class:`~coin.frontend.chain.CommittedChain`.
+    """
+
+    def __init__(self, committed: Any) -> None:
+        self._committed = committed
+
+    def collect(self) -> Iterator[Metric]:
+        committed = self._committed
+        tip = committed.chainstate.tip
+        yield GaugeMetricFamily("coin_blocks", "Height of the committed chain served",
+                                value=tip.height if tip is not None else -1)
+        yield GaugeMetricFamily(
+            "coin_frontend_lag_seconds", "Seconds the database read is behind the primary "
+            "(frontend_lag: 0 on a primary or a caught-up replica, -1 unknown)",
+            value=committed.lag)
+        yield GaugeMetricFamily("coin_database_reachable", "1 while the chain database answers "
+                                "the front end's looks, 0 while it does not (-28 / 503)",
+                                value=1 if committed.reachable else 0)
+        yield CounterMetricFamily("coin_frontend_reloads", "Loads of the writer's commits",
+                                  value=committed.reloads)
