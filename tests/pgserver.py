@@ -146,6 +146,16 @@ class PostgresServer:
             conn.execute(sql)
 
 
+def own_server(test: Any, database: str = "chain") -> PostgresServer:
+    """A server of ``test``'s own (to stop, pause or replicate) with an empty ``database``;
+    stopped and removed when the test ends."""
+    started = PostgresServer()
+    started.start()
+    test.addCleanup(started.stop)
+    started.execute("CREATE DATABASE %s" % database)
+    return started
+
+
 def server() -> PostgresServer:
     """This process's server, started on first use and stopped at exit."""
     global _server

@@ -59,10 +59,7 @@ class FrontendMetricsTests(SynchronousTestCase):
     def test_database_unreachable_on_postgresql(self) -> None:
         if pgserver.skip_reason():
             self.skipTest(pgserver.skip_reason())
-        server = pgserver.PostgresServer()
-        server.start()
-        self.addCleanup(server.stop)
-        server.execute("CREATE DATABASE chain")
+        server = pgserver.own_server(self)
         url = "-dbengine=%s" % server.url("chain")
         writer, frontend, port = self.start((url,), (url,))
         writer.rpc("generatetoaddress", 2, MINER_ADDRESS)

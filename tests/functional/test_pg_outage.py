@@ -29,21 +29,21 @@ def error_of(node: NodeProcess, body: bytes) -> Tuple[int, int, str]:
     return status, error["code"], error["message"]
 
 
+def start_writer(test: SynchronousTestCase, *args: str
+                 ) -> Tuple[pgserver.PostgresServer, NodeProcess]:
+    """A writer (with REST) on an empty database of a server of ``test``'s own."""
+    server = pgserver.own_server(test)
+    writer = NodeProcess.start(test.mktemp(), WRITER_ARGS + (
+        "-rest", "-dbengine=%s" % server.url("chain")) + args)
+    test.addCleanup(writer.kill)
+    return server, writer
+
+
 class WriterOutageTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
-    def start_writer(self, *args: str) -> Tuple[pgserver.PostgresServer, NodeProcess]:
-        server = pgserver.PostgresServer()
-        server.start()
-        self.addCleanup(server.stop)
-        server.execute("CREATE DATABASE chain")
-        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + (
-            "-rest", "-dbengine=%s" % server.url("chain")) + args)
-        self.addCleanup(writer.kill)
-        return server, writer
-
     def test_reads_answer_28_and_503_until_the_database_returns(self) -> None:
-        server, writer = self.start_writer()
+        server, writer = start_writer(self)
         tip = writer.rpc("generatetoaddress", 3, MINER_ADDRESS)[-1]
         txid = writer.rpc("getblock", tip)["tx"][0]
         bodies = [call("getblock", tip), call("getblock", tip, 0),
@@ -70,7 +70,7 @@ class WriterOutageTests(SynchronousTestCase):
         source = NodeProcess.start(self.mktemp(), ("-port=%d" % peer_port, "-listen=1",
                                                    "-connect=0", "-txindex"))
         self.addCleanup(source.kill)
-        server, writer = self.start_writer("-connect=127.0.0.1:%d" % peer_port)
+        server, writer = start_writer(self, "-connect=127.0.0.1:%d" % peer_port)
         wait_until(lambda: handshaked(writer), "the writer connected to its peer")
         source.rpc("generatetoaddress", 2, MINER_ADDRESS)
         wait_until(lambda: writer.rpc("getblockcount") == 2, "the writer in sync")
@@ -106,13 +106,7 @@ class FrontendReadTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def test_a_read_failing_after_the_commit_look_answers_28_and_503(self) -> None:
-        server = pgserver.PostgresServer()
-        server.start()
-        self.addCleanup(server.stop)
-        server.execute("CREATE DATABASE chain")
-        writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + (
-            "-dbengine=%s" % server.url("chain"),))
-        self.addCleanup(writer.kill)
+        server, writer = start_writer(self)
         tip = writer.rpc("generatetoaddress", 2, MINER_ADDRESS)[-1]
         # The front end reads as a role of its own, whose sessions the test can limit.
         server.execute("CREATE ROLE reader LOGIN")

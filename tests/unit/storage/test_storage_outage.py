@@ -109,10 +109,7 @@ class StoreOnAStoppedServerTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def setUp(self) -> None:
-        self.server = pgserver.PostgresServer()
-        self.server.start()
-        self.addCleanup(self.server.stop)
-        self.server.execute("CREATE DATABASE chain")
+        self.server = pgserver.own_server(self)
         self.url = self.server.url("chain")
         self.state = open_chain(self.mktemp(), dbengine=self.url)
         self.addCleanup(self.state.store.close)

@@ -50,10 +50,7 @@ class PausedReplicaTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def test_a_replica_that_replayed_nothing_since_it_started_is_not_reported_current(self) -> None:
-        primary = pgserver.PostgresServer()
-        primary.start()
-        self.addCleanup(primary.stop)
-        primary.execute("CREATE DATABASE chain")
+        primary = pgserver.own_server(self)
         writer = open_chain(self.mktemp(), dbengine=primary.url("chain"))
         self.addCleanup(writer.store.close)
         writer.flush()
