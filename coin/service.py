@@ -599,7 +599,7 @@ class NodeService(service.MultiService):
         self.instruments.registry.register(NodeCollector(
             self.chain, self.mempool, self.p2p, self.store.coins,
             self.wallets.wallets if self.wallets is not None else None,
-            self.masternodes.manager))
+            self.masternodes.manager, self.outage))
         return listeners
 
     def _write_pid_file(self) -> None:

@@ -14,6 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests import pgserver
 from tests.functional.test_frontend import WRITER_ARGS, call, rest, rpc_raw
+from tests.functional.test_metrics import scrape, value
 from tests.frontendharness import FrontendProcess
 from tests.functional.test_p2p_base import debug_log, handshaked, wait_until
 from tests.nodeharness import MINER_ADDRESS, NodeProcess, free_port
@@ -43,7 +44,9 @@ class WriterOutageTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def test_reads_answer_28_and_503_until_the_database_returns(self) -> None:
-        server, writer = start_writer(self)
+        metrics_port = free_port()
+        server, writer = start_writer(self, "-metricsbind=127.0.0.1:%d" % metrics_port)
+        self.assertEqual(value(scrape(metrics_port)[2], "coin_database_reachable"), 1)
         tip = writer.rpc("generatetoaddress", 3, MINER_ADDRESS)[-1]
         txid = writer.rpc("getblock", tip)["tx"][0]
         bodies = [call("getblock", tip), call("getblock", tip, 0),
@@ -59,8 +62,11 @@ class WriterOutageTests(SynchronousTestCase):
             self.assertEqual(rest(writer, path), (503, "text/plain", UNREACHABLE_BODY), path)
         # What the writer holds in memory is still served.
         self.assertEqual(writer.rpc("getblockcount"), 3)
+        self.assertEqual(value(scrape(metrics_port)[2], "coin_database_reachable"), 0)
         server.resume()
         wait_until(lambda: rpc_raw(writer, bodies[0])[0] == 200, "the writer serving again")
+        wait_until(lambda: value(scrape(metrics_port)[2], "coin_database_reachable") == 1,
+                   "the probe finding the database back")
         self.assertEqual([rpc_raw(writer, b) for b in bodies], before)
         for path in paths:
             self.assertEqual(rest(writer, path)[0], 200, path)
