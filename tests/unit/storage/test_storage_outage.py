@@ -9,7 +9,7 @@ from typing import Any, Callable, List
 from twisted.internet.defer import maybeDeferred
 from twisted.internet.task import Clock
 from twisted.logger import globalLogPublisher
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from coin.chainparams import REGTEST
 from coin.storage.chainstore import ChainStore
@@ -96,6 +96,22 @@ class UnreachableTests(SynchronousTestCase):
     def test_sqlite_errors_are_never_unreachable(self) -> None:
         self.assertFalse(unreachable(sqlite3.OperationalError("database is locked")))
         self.assertFalse(unreachable(ValueError("x")))
+
+    def test_postgresql_errors_that_say_the_server_is_away(self) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            raise SkipTest("psycopg 3 is not installed")
+        from sqlalchemy.exc import OperationalError
+
+        for away in (psycopg.OperationalError("connection refused"),  # libpq's own: no state
+                     psycopg.errors.lookup("08006")(), psycopg.errors.lookup("57P01")(),
+                     psycopg.errors.lookup("57P03")(), psycopg.errors.lookup("53300")()):
+            self.assertTrue(unreachable(away), away)
+            self.assertTrue(unreachable(OperationalError("SELECT 1", {}, away)), away)
+        for refused in (psycopg.errors.lookup("57014")(), psycopg.errors.lookup("42P01")(),
+                        psycopg.errors.lookup("40001")()):
+            self.assertFalse(unreachable(refused), refused)
 
     def test_the_error_answers_28(self) -> None:
         error = DatabaseUnreachable("read_block failed")
