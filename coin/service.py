@@ -71,6 +71,8 @@ from coin.rpc.resource import RPCRoot, RPCSite
 from coin.spork import SporkConfigError, SporkManager
 from coin.rest import RESTResource
 from coin.storage.chainstore import DEFAULT_MAX_BLOCKFILE_SIZE, ChainStore
+from coin.storage.database import describe
+from coin.storage.outage import DatabaseOutage
 from coin.threads import ThreadRunner
 from coin.views.amounts import AmountError, parse_amount
 from coin.wallet.service import (
@@ -205,6 +207,8 @@ class NodeService(service.MultiService):
         self.metrics_listeners: Optional[ListenerGroup] = None
         #: This node's metrics (coin.metrics.Instruments) with -metricsbind, else None.
         self.instruments: Optional[Any] = None
+        #: On PostgreSQL: whether the database server is reachable (pauses P2P intake).
+        self.outage: Optional[DatabaseOutage] = None
         self._build()
 
     # ------------------------------------------------------------ helpers
@@ -298,6 +302,14 @@ class NodeService(service.MultiService):
                                     now=self.clock.now)
         self.block_sync.max_tip_age = self.config.get_int("maxtipage")
         self.chain.is_initial_block_download = self.block_sync.is_initial_block_download
+        if self.store.db_url is not None:
+            # A database server can go away and come back: intake pauses meanwhile.
+            self.outage = DatabaseOutage(self.reactor, self.store.ping, self.in_thread,
+                                         describe(self.store.db_url))
+            self.store.on_unreachable = self.outage.lost
+            self.outage.add_listener(self.block_sync)
+            if self.txindex is not None:
+                self.outage.add_listener(self.txindex)
         if settings.serve_frontends:
             self.validation.add_worker_hook(commit_new_tip)
         self.validation.add_worker_hook(ChainWarningMonitor(
@@ -579,29 +591,16 @@ class NodeService(service.MultiService):
         the instruments RPC, REST and block connection feed, the collector reading the
         node at scrape time, and the /metrics listeners (bound at start)."""
         # Imported only here: a node without -metricsbind never loads prometheus-client.
-        from prometheus_client import CollectorRegistry
-
-        from coin.metrics import Instruments
         from coin.metrics.collector import NodeCollector
-        from coin.metrics.service import (
-            MetricsConfigError, metrics_bind_addresses, metrics_site,
-        )
-        config = self.config
-        try:
-            addresses = metrics_bind_addresses(config.get_all("metricsbind"),
-                                               config.get_all("rpcallowip"),
-                                               self.settings.rpc_port)
-            allow = AllowList(config.get_all("rpcallowip"))
-        except (MetricsConfigError, ConfigError) as e:
-            raise StartupError(str(e).removeprefix("Error: ")) from None
-        registry = CollectorRegistry()
-        self.instruments = Instruments(registry, self.methods)
+
+        listeners, self.instruments = metrics_listeners(self.reactor, self.config,
+                                                        self.settings.rpc_port, self.methods)
         chainstate.connect_observer = self.instruments.block_connected
-        registry.register(NodeCollector(
+        self.instruments.registry.register(NodeCollector(
             self.chain, self.mempool, self.p2p, self.store.coins,
             self.wallets.wallets if self.wallets is not None else None,
-            self.masternodes.manager))
-        return MetricsListeners(self.reactor, metrics_site(registry, allow), addresses)
+            self.masternodes.manager, self.outage))
+        return listeners
 
     def _write_pid_file(self) -> None:
         with open(self.settings.pid_file, "w") as f:
@@ -718,6 +717,8 @@ class NodeService(service.MultiService):
         """
         log.info("Shutdown: In progress...")
         service.Service.stopService(self)
+        if self.outage is not None:
+            self.outage.stop()
         for child in reversed(list(self)):
             try:
                 yield maybeDeferred(child.stopService)
@@ -758,6 +759,25 @@ class RPCListeners(ListenerGroup):
 
     def none_bound(self) -> None:
         raise StartupError("Unable to start HTTP server. See debug log for details.")
+
+
+def metrics_listeners(reactor: Any, config: Any, rpc_port: int, methods: Any,
+                      block_connect: bool = True) -> Tuple["MetricsListeners", Any]:
+    """-metricsbind of a node or a front end: its /metrics listeners (bound at start) and
+    the :class:`~coin.metrics.Instruments` of a registry of its own (several nodes may share
+    a process); StartupError for an address it refuses."""
+    from coin.metrics import Instruments
+    from coin.metrics.service import MetricsConfigError, metrics_bind_addresses, metrics_site
+
+    try:
+        addresses = metrics_bind_addresses(config.get_all("metricsbind"),
+                                           config.get_all("rpcallowip"), rpc_port)
+        allow = AllowList(config.get_all("rpcallowip"))
+    except (MetricsConfigError, ConfigError) as e:
+        raise StartupError(str(e).removeprefix("Error: ")) from None
+    instruments = Instruments.in_own_registry(methods, block_connect=block_connect)
+    site = metrics_site(instruments.registry, allow)
+    return MetricsListeners(reactor, site, addresses), instruments
 
 
 class MetricsListeners(ListenerGroup):

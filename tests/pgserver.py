@@ -131,18 +131,29 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop at once (no checkpoint: the data is thrown away) and remove the directory."""
         try:
-            self._run("pg_ctl", "-D", self.datadir, "-m", "immediate", "-w", "stop")
+            if os.path.exists(os.path.join(self.datadir, "postmaster.pid")):  # not paused
+                self._run("pg_ctl", "-D", self.datadir, "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def url(self, database: str) -> str:
         return "postgresql://%s@%s:%d/%s" % (SUPERUSER, self.host, self.port, database)
 
-    def execute(self, sql: str) -> None:
+    def execute(self, sql: str, database: str = "postgres") -> None:
         """Run one statement outside a transaction (CREATE/DROP DATABASE need that)."""
         import psycopg
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
             conn.execute(sql)
+
+
+def own_server(test: Any, database: str = "chain") -> PostgresServer:
+    """A server of ``test``'s own (to stop, pause or replicate) with an empty ``database``;
+    stopped and removed when the test ends."""
+    started = PostgresServer()
+    started.start()
+    test.addCleanup(started.stop)
+    started.execute("CREATE DATABASE %s" % database)
+    return started
 
 
 def server() -> PostgresServer:

@@ -30,6 +30,7 @@ from coin.chain.events import TipChanged
 from coin.chainparams import ChainParams
 from coin.storage.chainstore import ChainStore
 from coin.storage.commits import CommitWatch
+from coin.storage.errors import DatabaseUnreachable
 from coin.threads import ThreadRunner
 
 log = Logger()
@@ -38,20 +39,11 @@ log = Logger()
 POLL_INTERVAL = 0.005
 #: Seconds between measures of a PostgreSQL replica's lag (``frontend_lag``).
 LAG_INTERVAL = 1.0
-#: How far a streaming replica's replay is behind what it received from its primary, in
-#: seconds: 0 on a primary and on a replica that replayed everything it got.
-REPLICA_LAG_SQL = (
-    "SELECT CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = "
-    "pg_last_wal_replay_lsn() THEN 0 ELSE COALESCE(EXTRACT(EPOCH FROM now() - "
-    "pg_last_xact_replay_timestamp()), 0) END")
 
 
-class DatabaseUnavailable(Exception):
+class DatabaseUnavailable(DatabaseUnreachable):
     """The last look at the chain database failed (a PostgreSQL server stopped or out of
     reach): requests are answered -28 / HTTP 503 until a look succeeds again."""
-
-    def __init__(self) -> None:
-        super().__init__("chain database unreachable")
 
 
 class CommittedChain(service.Service):
@@ -158,12 +150,8 @@ class CommittedChain(service.Service):
     _poll = _look
 
     def _measure_lag(self) -> float:
-        engine = self._store.engine
-        if engine.dialect.name != "postgresql":
-            return 0.0
         try:
-            with engine.connect() as conn:
-                return float(conn.exec_driver_sql(REPLICA_LAG_SQL).scalar())
+            return self._store.replica_lag(self._reactor.seconds())
         except Exception:
             log.failure("Measuring the replica's lag failed")
             return self.lag

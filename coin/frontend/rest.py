@@ -30,8 +30,9 @@ class FrontendREST(RESTResource):
 
     def __init__(self, chain: Any, writer: WriterClient, *, warmup: Any = None,
                  fresh: Callable[[], Optional[Deferred]] = lambda: None,
-                 lag: Callable[[], float] = lambda: 0.0) -> None:
-        super().__init__(chain, None, warmup=warmup)
+                 lag: Callable[[], float] = lambda: 0.0,
+                 observe: Optional[Callable[[str, int], None]] = None) -> None:
+        super().__init__(chain, None, warmup=warmup, observe=observe)
         self._lag = lag
         self._writer = writer
         #: None, or a Deferred firing once the chain is the writer's last commit.

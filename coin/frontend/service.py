@@ -33,7 +33,7 @@ from coin.rpc.auth import rpc_bind_addresses
 from coin.rpc.jsonrpc import JSONRPCCore, Warmup
 from coin.rpc.registry import MethodTable, load_plugins
 from coin.rpc.resource import RPCRoot, RPCSite
-from coin.service import RPCListeners, StartupError, rpc_access
+from coin.service import RPCListeners, StartupError, metrics_listeners, rpc_access
 from coin.storage.chainstore import ChainStore
 from coin.threads import ThreadRunner
 
@@ -119,16 +119,23 @@ class FrontendService(service.MultiService):
         self.warmup = Warmup("Loading block index...")
         self.authenticator, allow, whitelist = rpc_access(config)
         names = LOCAL_METHODS if worker_of is not None else LOCAL_METHODS | {"stop"}
-        core = JSONRPCCore(local_method_table(methods, names), FrontendFacade(self),
+        local = local_method_table(methods, names)
+        # A worker gets its node's arguments: the node serves -metricsbind, not its workers.
+        instruments = (self._make_metrics(local)
+                       if config.get_all("metricsbind") and worker_of is None else None)
+        core = JSONRPCCore(local, FrontendFacade(self),
                            whitelist=whitelist, warmup=self.warmup, clock=reactor,
-                           in_thread=self.in_thread)
+                           in_thread=self.in_thread,
+                           observe=instruments.rpc_call if instruments else None)
         fresh = self.committed.fresh
         root = RPCRoot(FrontendCore(core, self.writer, whitelist, fresh), self.authenticator,
                        reactor)
         if settings.rest:
             root.putChild(b"rest", FrontendREST(self.chain, self.writer, warmup=self.warmup,
                                                 fresh=fresh,
-                                                lag=lambda: self.committed.lag))
+                                                lag=lambda: self.committed.lag,
+                                                observe=(instruments.rest_request
+                                                         if instruments else None)))
         site = RPCSite(root, allow=allow, timeout=settings.rpc_server_timeout,
                        max_connections=settings.rpc_max_connections, reactor=reactor,
                        categories=self.categories)
@@ -140,6 +147,19 @@ class FrontendService(service.MultiService):
         self._cookie_mtime: Optional[float] = None
         self._observers: List[Any] = []
         self._bound = False
+
+    def _make_metrics(self, methods: MethodTable) -> Any:
+        """-metricsbind: the front end's own registry (local RPC calls by method, REST
+        replies, the committed chain's height, the database's reachability and lag) and
+        its /metrics listeners, bound at start; forwarded calls are the writer's to count."""
+        from coin.metrics.collector import FrontendCollector
+
+        listeners, instruments = metrics_listeners(self.reactor, self.config,
+                                                   self.settings.rpc_port, methods,
+                                                   block_connect=False)
+        instruments.registry.register(FrontendCollector(self.committed))
+        listeners.setServiceParent(self)
+        return instruments
 
     # ------------------------------------------------------------ start-up
 

@@ -33,6 +33,7 @@ from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
 from coin.primitives.serialize import compact_size
 from coin.storage.txindex import TxRow, rows_for_block
+from coin.storage.errors import DatabaseUnreachable
 
 log = Logger()
 
@@ -179,8 +180,20 @@ class TxIndex(service.Service):
 
     def _failed(self, failure: Any) -> None:
         self._running = None
+        if failure.check(DatabaseUnreachable) and self._loaded:
+            # Not an indexing error: the step runs again once the database is back.
+            self._again = True
+            return
         self.error = failure.getErrorMessage()
         log.failure("txindex stopped: indexing failed", failure)
+
+    # -- database outages (coin.storage.outage listener) ----------------------------
+
+    def database_lost(self) -> None:
+        """Nothing to do: the step that failed is run again by :meth:`database_back`."""
+
+    def database_back(self) -> None:
+        self.kick()
 
     # -- writer thread ------------------------------------------------------------
 

@@ -20,12 +20,15 @@ class NodeCollector(Collector):
 
     Takes the parts it reads, not the node: ``chain`` (coin.chain.access.ChainAccess),
     ``mempool`` (MempoolService), ``p2p`` (P2PService), ``coins`` (the UTXO cache),
-    ``wallets`` (loaded wallets by name, None with -disablewallet) and ``masternodes``
-    (the masternode manager).
+    ``wallets`` (loaded wallets by name, None with -disablewallet), ``masternodes``
+    (the masternode manager) and ``outage`` (coin.storage.outage.DatabaseOutage on a
+    database server, else None: SQLite is never unreachable).
     """
 
     def __init__(self, chain: Any, mempool: Any, p2p: Any, coins: Any,
-                 wallets: Optional[Mapping[str, Any]], masternodes: Any) -> None:
+                 wallets: Optional[Mapping[str, Any]], masternodes: Any,
+                 outage: Any = None) -> None:
+        self._outage = outage
         self._chain = chain
         self._mempool = mempool
         self._p2p = p2p
@@ -65,6 +68,8 @@ class NodeCollector(Collector):
         masternodes.add_metric(("all",), len(self._masternodes))
         masternodes.add_metric(("enabled",), self._masternodes.count_enabled())
         yield masternodes
+        if self._outage is not None:
+            yield _reachable(self._outage.reachable)
 
     def _peers(self) -> Iterator[Metric]:
         p2p = self._p2p
@@ -78,3 +83,32 @@ class NodeCollector(Collector):
                                   value=p2p.total_bytes_recv)
         yield CounterMetricFamily("coin_network_sent_bytes", "Bytes sent to peers",
                                   value=p2p.total_bytes_sent)
+
+
+def _reachable(reachable: bool) -> Metric:
+    return GaugeMetricFamily("coin_database_reachable", "1 while the chain database server "
+                             "answers, 0 while it does not (reads answer -28 / 503)",
+                             value=1 if reachable else 0)
+
+
+class FrontendCollector(Collector):
+    """A front end's state: the committed chain it serves, its database, its lag.
+
+    Takes the front end's :class:`~coin.frontend.chain.CommittedChain`.
+    """
+
+    def __init__(self, committed: Any) -> None:
+        self._committed = committed
+
+    def collect(self) -> Iterator[Metric]:
+        committed = self._committed
+        tip = committed.chainstate.tip
+        yield GaugeMetricFamily("coin_blocks", "Height of the committed chain served",
+                                value=tip.height if tip is not None else -1)
+        yield GaugeMetricFamily(
+            "coin_frontend_lag_seconds", "Seconds the database read is behind the primary "
+            "(frontend_lag: 0 on a primary or a caught-up replica, -1 unknown)",
+            value=committed.lag)
+        yield _reachable(committed.reachable)
+        yield CounterMetricFamily("coin_frontend_reloads", "Loads of the writer's commits",
+                                  value=committed.reloads)

@@ -24,9 +24,14 @@ CONNECT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 
 
 class Instruments:
-    """One node's counters and histograms, in its own registry."""
+    """One node's counters and histograms, in its own registry.
 
-    def __init__(self, registry: CollectorRegistry, methods: Container[str]) -> None:
+    ``block_connect``: whether the process connects blocks (a front end does not: it has
+    no block-connection histogram)."""
+
+    def __init__(self, registry: CollectorRegistry, methods: Container[str],
+                 block_connect: bool = True) -> None:
+        self.registry = registry
         #: Known RPC method names: other names are counted as :data:`UNKNOWN_METHOD`.
         self._methods = methods
         #: (method label, status) -> its counter and histogram children; bounded, as the
@@ -34,7 +39,7 @@ class Instruments:
         self._rpc_children: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
         self.block_connect = Histogram(
             "coin_block_connect_seconds", "Time to connect a block to the active chain",
-            buckets=CONNECT_BUCKETS, registry=registry)
+            buckets=CONNECT_BUCKETS, registry=registry) if block_connect else None
         self.rpc_requests = Counter(
             "coin_rpc_requests", "JSON-RPC calls by method and HTTP status (batch entries "
             "count one each)", ("method", "status"), registry=registry)
@@ -44,6 +49,12 @@ class Instruments:
         self.rest_requests = Counter(
             "coin_rest_requests", "REST requests by endpoint (route pattern) and HTTP status",
             ("endpoint", "status"), registry=registry)
+
+    @classmethod
+    def in_own_registry(cls, methods: Container[str], block_connect: bool = True
+                        ) -> "Instruments":
+        """Instruments in a new registry (nothing goes to the library's global one)."""
+        return cls(CollectorRegistry(), methods, block_connect)
 
     def rpc_call(self, method: str, status: int, seconds: float) -> None:
         """One JSON-RPC call answered (the hook of coin.rpc.jsonrpc.JSONRPCCore)."""

@@ -70,6 +70,7 @@ from coin.p2p.messages import (
 from coin.p2p.peer import BoundedSet
 from coin.p2p.sync import TxSource
 from coin.primitives.transaction import Transaction
+from coin.storage.errors import DatabaseUnreachable
 
 if TYPE_CHECKING:
     from coin.p2p.connman import P2PService
@@ -367,13 +368,15 @@ class TxRelay(TxSource):
             log.debug("transaction inv sent in violation of protocol peer={id}", id=peer.id)
             return
         st = self.peer_state(peer)
-        ibd = self.sync.is_initial_block_download()
+        # Nothing is asked for during initial block download or while the database is
+        # unreachable (a transaction's inputs could not be looked up).
+        paused = self.sync.intake_paused or self.sync.is_initial_block_download()
         now = self.p2p.now()
         wanted: List[InvItem] = []
         for item in items:
             txid = item.hash
             peer.known_inventory.add(txid)
-            if ibd or self.already_have(txid) or txid in st.requested:
+            if paused or self.already_have(txid) or txid in st.requested:
                 continue
             request = self._requests.get(txid)
             if request is not None:
@@ -485,6 +488,10 @@ class TxRelay(TxSource):
         txid = tx.txid
         if isinstance(error, MissingInputs):
             self._orphan(peer, tx)
+            return
+        if isinstance(error, DatabaseUnreachable):
+            log.debug("{txid} from peer={id} not checked: {error}", txid=tx.txid_hex,
+                      id=peer.id, error=error)
             return
         if not isinstance(error, ValidationError):
             log.failure("accepting {txid} from peer={id} failed", failure, txid=tx.txid_hex,

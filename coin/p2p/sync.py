@@ -56,6 +56,15 @@ Announcements
     8): as ``headers`` if it asked for them (``sendheaders``) and they connect to a header
     it is known to have, else an ``inv`` of the tip -- unless it already has it.
 
+Database outages
+    While the node's database server is unreachable (:meth:`BlockSync.database_lost`, from
+    coin.storage.outage) no block is asked for and none received is validated: each would
+    fail to be stored.  Blocks that arrive are dropped without a score (they were asked
+    for, or are announcements: the peer did nothing wrong) and nobody is dropped for
+    stalling or slow download; headers are still accepted (they are kept in memory until
+    the next flush).  :meth:`BlockSync.database_back` resumes the download, with fresh
+    download timers, from wherever the active chain is.
+
 Initial block download
     :meth:`BlockSync.is_initial_block_download` is Core 0.12's IsInitialBlockDownload: true
     while the tip is older than ``max_tip_age`` (24 h, every network including regtest) or
@@ -75,6 +84,7 @@ from coin.chain.index import BLOCK_VALID_TREE, BlockIndexEntry
 from coin.chain.locator import block_locator, fork_in_locator, headers_after
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import block_proof
+from coin.storage.errors import DatabaseUnreachable
 from coin.p2p.messages import (
     MAX_HEADERS_RESULTS,
     MAX_INV_SZ,
@@ -307,6 +317,8 @@ class BlockSync:
         self._announced_tip: Optional[BlockIndexEntry] = None
         self._announce_pending = False
         self._request_pending = False
+        #: True while the database is unreachable: no block is asked for or validated.
+        self.intake_paused = False
         p2p.handlers.update({
             "headers": self._on_headers, "getheaders": self._on_getheaders,
             "getblocks": self._on_getblocks, "block": self._on_block, "inv": self._on_inv,
@@ -640,7 +652,7 @@ class BlockSync:
         """
         state = self._state
         tip = state.tip
-        if tip is None or not peer.is_open or tip.time <= self._adjusted_now() \
+        if self.intake_paused or tip is None or not peer.is_open or tip.time <= self._adjusted_now() \
                 - DIRECT_FETCH_SPACINGS * self.p2p.params.target_spacing:
             return
         if not last.is_valid(BLOCK_VALID_TREE) or last.chainwork < tip.chainwork:
@@ -663,7 +675,7 @@ class BlockSync:
             self._fetch(peer, self.peer_state(peer), blocks)
 
     def _request_blocks(self, peer: "PeerProtocol") -> None:
-        if not peer.is_open or not peer.successfully_connected \
+        if self.intake_paused or not peer.is_open or not peer.successfully_connected \
                 or not peer.services & NODE_NETWORK:
             return  # Core does not download from peers that do not serve blocks (fClient)
         st = self.peer_state(peer)
@@ -721,8 +733,8 @@ class BlockSync:
         block_hash = block.hash
         peer.known_inventory.add(block_hash)
         requested = self._mark_received(block_hash)
-        if block_hash in self.validating:
-            return None
+        if block_hash in self.validating or self.intake_paused:
+            return None  # paused: asked for again once the database is back
         entry = self._state.lookup(block_hash)
         if entry is not None and entry.have_data():
             if not requested:
@@ -840,6 +852,11 @@ class BlockSync:
         error = failure.value
         if isinstance(error, CancelledError):
             return
+        if isinstance(error, DatabaseUnreachable):
+            # Logged once by the outage monitor; the block is asked for again.
+            log.debug("block {hash} from peer={id} not stored: {error}",
+                      hash=_short(block_hash), id=peer.id, error=error)
+            return
         if not isinstance(error, ValidationError):
             log.failure("processing block {hash} from peer={id} failed", failure,
                         hash=_short(block_hash), id=peer.id)
@@ -879,6 +896,8 @@ class BlockSync:
                     st.gave_up_sync = True
                     st.headers_sync_timeout = 0.0
                     self.sync_started_count -= 1
+            if self.intake_paused:
+                continue  # nothing is asked for: nobody is stalling
             if st.stalling_since and now - st.stalling_since > self.block_stalling_timeout:
                 self._drop(peer, "Peer=%d is stalling block download" % peer.id)
                 continue
@@ -891,6 +910,22 @@ class BlockSync:
                                % _short(next(iter(peer.inflight))))
                     continue
         self._request_all()
+
+    # ------------------------------------------------------------ database outages
+
+    def database_lost(self) -> None:
+        """The database is unreachable: ask for no block and validate none until it is back."""
+        self.intake_paused = True
+
+    def database_back(self) -> None:
+        """The database is back: resume the download, the peers' timers started afresh."""
+        self.intake_paused = False
+        now = self._now_reactor()
+        for peer in self.p2p.handshaked_peers():
+            st = self.peer_state(peer)
+            st.stalling_since = 0.0
+            st.downloading_since = now
+        self._schedule_requests()
 
     # ------------------------------------------------------------ serving
 

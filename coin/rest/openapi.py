@@ -61,7 +61,9 @@ def _operation(operation_id: str, summary: str, parameters: List[Dict[str, Any]]
     for status, description in sorted(errors.items()):
         responses[status] = _error(description)
     responses["500"] = _error("`Internal error`: an unexpected failure, logged by the node")
-    responses["503"] = _error("`Service temporarily unavailable: <step>` while the node starts")
+    responses["503"] = _error("`Service temporarily unavailable: <step>` while the node starts; "
+                              "`... chain database unreachable` while its PostgreSQL server "
+                              "is away")
     return {"operationId": operation_id, "summary": summary, "parameters": parameters,
             "responses": responses}
 

@@ -47,6 +47,7 @@ from coin.rest.formats import (
 )
 from coin.mempool.coinview import coins_with_pool
 from coin.mempool.service import MempoolService
+from coin.storage.errors import DatabaseUnreachable
 from coin.views.block import block_json, header_json
 from coin.views.chaininfo import chain_info_json
 from coin.views.mempool import mempool_contents_json, mempool_info_json
@@ -300,6 +301,8 @@ class RESTHandlers:
                     # The stored bytes are the serialization: no parse and re-serialize.
                     return binary_body(fmt, state.read_raw_block(entry))
                 block: Block = state.read_block(entry)
+            except DatabaseUnreachable:
+                raise
             except Exception:
                 return None
             return json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
@@ -414,7 +417,7 @@ class RESTHandlers:
 
         try:
             spent = yield self._in_thread(spent_in_block)
-        except CancelledError:
+        except (CancelledError, DatabaseUnreachable):
             raise
         except Exception:
             # Undo data missing (pruned) or unreadable: the object without input values.
@@ -621,6 +624,11 @@ class RESTResource(resource.Resource):
                             error.message.encode("utf-8", "replace") + b"\r\n")
             elif reason.check(NoSuchPath):
                 self._reply(request, HTTP_NOT_FOUND, None, b"")
+            elif reason.check(DatabaseUnreachable):
+                # What RPC answers -28 (RPC_IN_WARMUP) is REST's 503, as during start-up.
+                self._reply(request, HTTP_SERVICE_UNAVAILABLE, b"text/plain",
+                            b"Service temporarily unavailable: %s\r\n"
+                            % DatabaseUnreachable.message.encode("ascii"))
             else:
                 _log.failure("REST request {uri} failed", reason,
                              uri=request.uri.decode("ascii", "replace"))

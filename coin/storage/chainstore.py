@@ -64,8 +64,9 @@ from coin.storage.database import (
     open_server_database,
     server_url,
 )
-from coin.storage.dialect import close_connection, connection_lost
-from coin.storage.errors import StorageError
+from coin.storage.dialect import close_connection, connection_lost, unreachable
+from coin.storage.errors import DatabaseUnreachable, StorageError
+from coin.storage.replication import REPLICA_STATE_SQL, ReplicaLag
 from coin.storage.utxodb import MAX_FETCH_BATCH, UtxoTable, coin_row
 
 DB_FILENAME = "chainstate.sqlite"
@@ -89,7 +90,9 @@ class CommittedIndex(NamedTuple):
 
 
 def _storage_errors(method: Callable[..., _T]) -> Callable[..., _T]:
-    """Report database and OS failures as :class:`StorageError` (the caller's only concern)."""
+    """Report database and OS failures as :class:`StorageError` (the caller's only concern),
+    a server that cannot be reached as :class:`DatabaseUnreachable` (and tell
+    :attr:`ChainStore.on_unreachable`)."""
     @functools.wraps(method)
     def wrapper(self: "ChainStore", *args: Any, **kwargs: Any) -> _T:
         try:
@@ -97,6 +100,10 @@ def _storage_errors(method: Callable[..., _T]) -> Callable[..., _T]:
         except StorageError:
             raise
         except self._backend_errors as e:
+            if unreachable(e):
+                if self.on_unreachable is not None:
+                    self.on_unreachable()
+                raise DatabaseUnreachable("%s failed" % method.__name__) from e
             raise StorageError("%s failed: %s" % (method.__name__, e)) from e
     return wrapper
 
@@ -123,6 +130,10 @@ class ChainStore:
         self._have_pruned: Optional[bool] = None
         self.coins: CoinsCache = CoinsCache(self._load_coins, self.dbcache_bytes,
                                             MAX_FETCH_BATCH)
+        #: Called (from whichever thread failed) when a statement finds the database server
+        #: unreachable: the node's :class:`~coin.storage.outage.DatabaseOutage`, if any.
+        self.on_unreachable: Optional[Callable[[], None]] = None
+        self._replica_lag = ReplicaLag()
 
     # -- life cycle -------------------------------------------------------------
 
@@ -260,6 +271,22 @@ class ChainStore:
         if self._engine is None:
             raise StorageError("chain store is not open")
         return self._engine
+
+    @_storage_errors
+    def replica_lag(self, now: float) -> float:
+        """Seconds the database is behind its primary (coin.storage.replication): 0 on
+        SQLite and on a PostgreSQL primary, UNKNOWN_LAG when it cannot be told."""
+        if self.db_url is None:
+            return 0.0
+        with self.engine.connect() as conn:
+            row = conn.exec_driver_sql(REPLICA_STATE_SQL).one()
+        return self._replica_lag.measure(row, now)
+
+    @_storage_errors
+    def ping(self) -> None:
+        """One round trip to the database (DatabaseUnreachable while the server is away)."""
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
 
     @_storage_errors
     def database_bytes(self) -> int:

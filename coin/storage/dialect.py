@@ -18,10 +18,12 @@ isolation level and pool are set where the engine is made (``database``).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Tuple
 
 from sqlalchemy import Table, and_, bindparam, event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.expression import Executable
 
 #: Applied to every new SQLite connection, in this order.
@@ -35,6 +37,11 @@ SQLITE_PRAGMAS = (
 )
 
 _ON_CONFLICT_DIALECTS = ("sqlite", "postgresql")
+#: PostgreSQL's "operator intervention" states that end a session: admin shutdown, crash
+#: shutdown, cannot connect now (starting up or shutting down); and too many connections
+#: (the server takes no new session now).  Class 08 is "connection exception"; an error
+#: libpq raised itself (connect refused, server gone) has no state.
+_SESSION_ENDED_STATES = ("57P01", "57P02", "57P03", "53300")
 
 
 def configure_engine(engine: Engine) -> None:
@@ -88,6 +95,24 @@ def close_connection(raw: Any) -> None:
         raw.invalidate()
     else:
         raw.close()
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` (a DBAPI error, or SQLAlchemy's wrapping of one) says the database
+    server could not be reached or ended the session, rather than refusing the statement.
+
+    Only a server engine can be unreachable: an SQLite error is always about the statement
+    or the file.
+    """
+    if isinstance(error, DBAPIError):
+        if error.connection_invalidated:
+            return True
+        error = error.orig
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(error, psycopg.OperationalError):
+        return False
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in _SESSION_ENDED_STATES
 
 
 def relax_commits(engine: Engine, raw: Any) -> None:

@@ -110,10 +110,7 @@ class DatabaseRestartTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def start_writer(self) -> Tuple[pgserver.PostgresServer, str, NodeProcess]:
-        server = pgserver.PostgresServer()
-        server.start()
-        self.addCleanup(server.stop)
-        server.execute("CREATE DATABASE chain")
+        server = pgserver.own_server(self)
         url = server.url("chain")
         writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + ("-dbengine=%s" % url,))
         self.addCleanup(writer.kill)
@@ -182,10 +179,7 @@ class ReplicaTests(SynchronousTestCase):
     skip = pgserver.skip_reason()
 
     def test_front_end_on_a_lagging_replica_reports_its_lag(self) -> None:
-        primary = pgserver.PostgresServer()
-        primary.start()
-        self.addCleanup(primary.stop)
-        primary.execute("CREATE DATABASE chain")
+        primary = pgserver.own_server(self)
         writer = NodeProcess.start(self.mktemp(), WRITER_ARGS + (
             "-dbengine=%s" % primary.url("chain"),))
         self.addCleanup(writer.kill)

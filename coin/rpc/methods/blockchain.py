@@ -45,7 +45,7 @@ from coin.rpc.registry import (
     BOOL, INT, STR, Arg, ReadByHandler, RPCMethod, compose_help, example_cli, example_rpc,
     rpc_method,
 )
-from coin.storage.errors import StorageError
+from coin.storage.errors import DatabaseUnreachable, StorageError
 from coin.views.amounts import amount_to_json, real_to_json
 from coin.views.block import block_json, header_json
 from coin.views.chaininfo import chain_info_json
@@ -229,8 +229,9 @@ def getblock_(ctx: RPCContext, blockhash: str, verbosity: int | bool) -> Deferre
 
 def _not_on_disk(failure: Failure) -> None:
     failure.trap(StorageError, DeserializationError)
-    if failure.check(BlockUnavailable):
-        # Pruned while the read was on its way: Core's message and code (rpc_code).
+    if failure.check(BlockUnavailable, DatabaseUnreachable):
+        # Pruned while the read was on its way, or the database server is away: the
+        # error's own message and code (rpc_code: -1 as Core, or -28).
         failure.raiseException()
     log.failure("Reading a block for getblock failed", failure)
     raise RPCError(RPC_MISC_ERROR, "Block not found on disk")
