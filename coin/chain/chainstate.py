@@ -57,7 +57,7 @@ from coin.consensus.tx_check import (
 )
 from coin.consensus.versionbits import VersionBitsCache
 from coin.primitives.block import Block, BlockHeader
-from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
+from coin.primitives.coin import BlockUndoWriter, Coin, deserialize_block_undo
 from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import Transaction
@@ -763,7 +763,7 @@ class ChainState:
             with checks or contextlib.nullcontext():
                 undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
             entry.undo_file, entry.undo_pos = self.store.write_undo(
-                serialize_block_undo(undo), entry.hash, entry.height)
+                undo, entry.hash, entry.height)
             entry.status |= BLOCK_HAVE_UNDO
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         self._dirty.add(entry)
@@ -793,8 +793,8 @@ class ChainState:
 
     def _connect_block(self, entry: BlockIndexEntry, block: Block,
                        checks: Optional[ScriptChecks],
-                       legacy_sigop_counts: Optional[List[int]] = None) -> List[List[Coin]]:
-        """Validate ``block`` against the UTXO set and apply it; returns the undo data.
+                       legacy_sigop_counts: Optional[List[int]] = None) -> bytes:
+        """Validate ``block`` against the UTXO set and apply it; returns its undo record.
 
         Nothing is changed unless every check passes.  Scripts go to ``checks`` (None:
         assumed valid); the caller holds it open, so a script failure found late still
@@ -821,7 +821,8 @@ class ChainState:
 
         created: Dict[Tuple[bytes, int], Coin] = {}
         spent_keys: Set[Tuple[bytes, int]] = set()
-        undo: List[List[Coin]] = []
+        undo = BlockUndoWriter(len(txs) - 1)
+        undo_add = undo.add
         fees = 0
         sigops = 0
         check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
@@ -834,6 +835,7 @@ class ChainState:
             txid = tx.txid
             if tx_index:  # check_block: the coinbase is first, and only there
                 spent: List[Coin] = []
+                undo.begin_tx(len(tx.vin))
                 for txin in tx.vin:
                     prevout = txin.prevout
                     key = (prevout.txid, prevout.n)
@@ -847,6 +849,7 @@ class ChainState:
                             raise ValidationError("bad-txns-inputs-missingorspent",
                                                   "inputs missing/spent", dos=100)
                     spent.append(coin)
+                    undo_add(coin)
                     spent_keys.add(key)
                 fees += check_tx_inputs(tx, spent, height)
                 if check_sequence and not sequence_locks(
@@ -859,7 +862,6 @@ class ChainState:
                         raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
                 if checks is not None:
                     checks.add(tx_index, tx, spent, flags)
-                undo.append(spent)
             version = tx.version
             coinbase = not tx_index
             for n, out in enumerate(tx.vout):
@@ -892,7 +894,7 @@ class ChainState:
                 coins.spend(key)
         for key, coin in created.items():
             coins.add(key, coin)
-        return undo
+        return undo.record()
 
     # ----------------------------------------------------------- disconnect
 
