@@ -7,12 +7,14 @@ from typing import List, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from coin.chain import workers
+from coin.chain import chainstate, workers
 from coin.chain.chainstate import ChainState
+from coin.chainparams import REGTEST
 from coin.primitives.block import Block
 from coin.primitives.coin import Coin, deserialize_block_undo
 from coin.primitives.serialize import compact_size
 from coin.primitives.transaction import Transaction
+from coin.storage.chainstore import ChainStore
 from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 
@@ -94,3 +96,115 @@ class UndoRecordTests(SynchronousTestCase):
         restored = dict(after)
         self.assertEqual(len([k for k in self.spent if k in restored]), len(self.spent))
         self.assertIsInstance(restored[self.spent[0]], Coin)
+
+
+class CountingReads:
+    """Wraps a store's ``read_block`` and counts the calls (the store still reads)."""
+
+    def __init__(self, store) -> None:
+        self.calls = 0
+        self._read = store.read_block
+        store.read_block = self
+
+    def __call__(self, *args, **kwargs) -> bytes:
+        self.calls += 1
+        return self._read(*args, **kwargs)
+
+
+class HeldBlocksTests(SynchronousTestCase):
+    """Blocks accepted before one activation connect from memory, not from the block files."""
+
+    def setUp(self) -> None:
+        self.datadir = self.mktemp()
+        chain, _, _ = many_spends_chain(self.datadir)
+        self.blocks = [chain.read_block(chain.at_height(h)) for h in range(1, chain.height + 1)]
+        self.tip = chain.tip.hash
+        self.coins = chain.store.utxo_snapshot()
+        chain.close()
+
+    def _open(self, datadir: str) -> Tuple[ChainState, CountingReads]:
+        store = ChainStore(datadir, REGTEST)
+        store.open()
+        chain = ChainState(REGTEST, store)
+        self.addCleanup(chain.close)
+        return chain, CountingReads(store)
+
+    def test_batch_accepted_then_activated(self) -> None:
+        """The P2P sync's shape: a batch of blocks accepted, then one activation."""
+        chain, reads = self._open(self.mktemp())
+        chain.load()
+        for block in self.blocks:
+            chain.accept_block(block)
+        chain.activate_best_chain()
+        self.assertEqual(chain.tip.hash, self.tip)
+        self.assertEqual(reads.calls, 0)
+        self.assertEqual(chain.store.utxo_snapshot(), self.coins)
+
+    def test_reindex_connects_the_blocks_it_read(self) -> None:
+        chain, reads = self._open(self.datadir)
+        chain.load(reindex=True)
+        self.assertEqual(chain.tip.hash, self.tip)
+        self.assertEqual(reads.calls, 0)
+        self.assertEqual(chain.store.utxo_snapshot(), self.coins)
+
+    def test_reindex_activates_before_held_blocks_would_be_dropped(self) -> None:
+        """Bigger blocks than the budget holds at once: activations come sooner, no block is
+        dropped before it connects."""
+        self.patch(chainstate, "HELD_BLOCKS_BYTES", 20 * self.blocks[0].size)
+        chain, reads = self._open(self.datadir)
+        chain.load(reindex=True)
+        self.assertEqual(chain.tip.hash, self.tip)
+        self.assertEqual(reads.calls, 0)
+
+    def test_held_blocks_stay_within_the_budget(self) -> None:
+        self.patch(chainstate, "HELD_BLOCKS_BYTES", 20 * self.blocks[0].size)
+        chain, reads = self._open(self.mktemp())
+        chain.load()
+        for block in self.blocks:
+            chain.accept_block(block)
+            if len(chain._held_blocks) > 1:  # one block bigger than the budget is kept alone
+                self.assertLessEqual(chain._held_bytes, chainstate.HELD_BLOCKS_BYTES)
+        chain.activate_best_chain()
+        self.assertEqual(chain.tip.hash, self.tip)
+        self.assertGreater(reads.calls, 0)  # the oldest were dropped and read back
+
+
+class BatchedLookupTests(SynchronousTestCase):
+    """A block's inputs are looked up in one query per chunk, before any script is checked."""
+
+    def test_inputs_looked_up_in_chunks_before_the_scripts(self) -> None:
+        source, block, spent = many_spends_chain(self.mktemp())
+        earlier = [source.read_block(source.at_height(h)) for h in range(1, source.height)]
+        source.close()
+        chain = open_chain(self.mktemp())
+        self.addCleanup(chain.close)
+        for earlier_block in earlier:
+            chain.process_block(earlier_block)
+        chain.flush()
+        chain.store.coins.clear()  # every coin the block spends is in the database only
+        events: List[Tuple[str, int]] = []
+        table = chain.store._utxos
+        fetch = table.fetch
+        verify = workers.verify_transaction_scripts
+
+        def counted_fetch(keys):
+            events.append(("query", len(keys)))
+            return fetch(keys)
+
+        def counted_verify(tx, coins, flags):
+            events.append(("script", len(coins)))
+            return verify(tx, coins, flags)
+
+        self.patch(table, "fetch", counted_fetch)
+        self.patch(workers, "verify_transaction_scripts", counted_verify)
+        chain.process_block(block)
+        self.assertEqual(chain.tip.hash, block.hash)
+        queries = [size for kind, size in events if kind == "query"]
+        # Regtest never reaches BIP34, so BIP30 looks the block's own outputs up too.
+        created = [(tx.txid, n) for tx in block.txs for n in range(len(tx.vout))]
+        keys = len(set(spent)) + len(created)
+        chunks = -(-keys // MAX_FETCH_BATCH)
+        self.assertEqual(queries, [MAX_FETCH_BATCH] * (chunks - 1)
+                         + [keys - MAX_FETCH_BATCH * (chunks - 1)])
+        self.assertEqual([kind for kind, _ in events[:chunks]], ["query"] * chunks)
+        self.assertEqual(sum(size for kind, size in events if kind == "script"), len(spent))
