@@ -846,7 +846,6 @@ class ChainState:
         created: Dict[Tuple[bytes, int], Coin] = {}
         spent_keys: Set[Tuple[bytes, int]] = set()
         undo = BlockUndoWriter(len(txs) - 1)
-        undo_add = undo.add
         fees = 0
         sigops = 0
         check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
@@ -859,7 +858,6 @@ class ChainState:
             txid = tx.txid
             if tx_index:  # check_block: the coinbase is first, and only there
                 spent: List[Coin] = []
-                undo.begin_tx(len(tx.vin))
                 for txin in tx.vin:
                     prevout = txin.prevout
                     key = (prevout.txid, prevout.n)
@@ -873,9 +871,9 @@ class ChainState:
                             raise ValidationError("bad-txns-inputs-missingorspent",
                                                   "inputs missing/spent", dos=100)
                     spent.append(coin)
-                    undo_add(coin)
                     spent_keys.add(key)
                 fees += check_tx_inputs(tx, spent, height)
+                undo.add_tx(spent)
                 if check_sequence and not sequence_locks(
                         tx, lock_flags, [c.height for c in spent], entry):
                     raise ValidationError("bad-txns-nonfinal",
@@ -893,9 +891,6 @@ class ChainState:
                     created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,
                                               version)
 
-        if checks is not None:
-            checks.raise_failure()
-
         reward = txs[0].total_out()
         superblock = 0
         if self.superblock_check is not None:
@@ -912,6 +907,9 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
+        if checks is not None:
+            # Collected last: the workers had every batch while the rest was checked.
+            checks.raise_failure()
 
         for key in spent_keys:
             if created.pop(key, None) is None:

@@ -70,9 +70,9 @@ class Coin:
 class BlockUndoWriter:
     """Undo record of a block: for each non-coinbase tx, the coins its inputs spent.
 
-    Built in one pass while block connect resolves the inputs: each spent coin is
-    serialized once, as it is found, straight into the record (no list of lists kept to
-    be walked and serialized again afterwards).
+    Built in one pass while block connect resolves the inputs: each transaction's spent
+    coins are serialized once, as soon as they are found, straight into the record (no
+    list of lists kept to be walked and serialized again afterwards).
     """
 
     __slots__ = ("_parts",)
@@ -80,12 +80,11 @@ class BlockUndoWriter:
     def __init__(self, spending_txs: int) -> None:
         self._parts = [compact_size(spending_txs)]
 
-    def begin_tx(self, inputs: int) -> None:
-        """The next transaction's inputs follow (``inputs`` coins)."""
-        self._parts.append(compact_size(inputs))
-
-    def add(self, coin: Coin) -> None:
-        self._parts.append(coin.serialize())
+    def add_tx(self, spent: Sequence[Coin]) -> None:
+        """The coins the next transaction's inputs spend, in input order."""
+        parts = self._parts
+        parts.append(compact_size(len(spent)))
+        parts.extend([coin.serialize() for coin in spent])
 
     def record(self) -> bytes:
         return b"".join(self._parts)
@@ -96,9 +95,7 @@ def serialize_block_undo(spent: Sequence[Sequence[Coin]]) -> bytes:
     :func:`deserialize_block_undo`)."""
     writer = BlockUndoWriter(len(spent))
     for tx_spent in spent:
-        writer.begin_tx(len(tx_spent))
-        for coin in tx_spent:
-            writer.add(coin)
+        writer.add_tx(tx_spent)
     return writer.record()
 
 
