@@ -96,17 +96,19 @@ class Growth:
         """Connect ``blocks`` blocks of ``txs`` random spends; the connect time only."""
         builder = self.builder
         size = self.unspent
-        seconds = 0.0
+        seconds = cpu = 0.0
         for _ in range(blocks):
             spends = [builder.spend(self._pick(rng), fee=1_000) for _ in range(txs)]
             block = builder.build(spends)
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             self.chain.process_block(block)
             seconds += time.perf_counter() - started
+            cpu += time.process_time() - started_cpu
             builder._remember_coinbase(block)
             self._after_block()
         coins = self.chain.store.coins
         return {"utxos": size, "inputs_per_s": round(blocks * txs / seconds, 1),
+                "inputs_per_cpu_s": round(blocks * txs / cpu, 1),
                 "rss_mib": rss_mib(), "cache_mib": round(coins.usage_bytes() / (1 << 20), 1),
                 "cached_coins": len(coins)}
 
@@ -134,6 +136,8 @@ def build_and_probe(datadir: str, args: argparse.Namespace) -> Dict[str, Any]:
     first, last = checkpoints[0], checkpoints[-1]
     return {"chain": shape, "checkpoints": checkpoints,
             "rate_largest_vs_first": round(last["inputs_per_s"] / first["inputs_per_s"], 3),
+            "cpu_rate_largest_vs_first": round(
+                last["inputs_per_cpu_s"] / first["inputs_per_cpu_s"], 3),
             "build_peak_rss_mib": growth.peak_rss}
 
 
@@ -170,6 +174,24 @@ def measure_txoutsetinfo(datadir: str, dbcache: int) -> Dict[str, Any]:
         node.kill()
 
 
+def targets(result: Dict[str, Any], dbcache: int) -> Dict[str, Any]:
+    """Issue #20's targets, each with the figure it is judged on: the rate at the largest
+    set at least 0.6 of the rate at 20,000 (wall and CPU), RSS at most -dbcache + 200 MiB
+    (the build and the node during gettxoutsetinfo)."""
+    limit = dbcache + 200
+    rss = max(c["rss_mib"] for c in result["checkpoints"])
+    node_rss = result["gettxoutsetinfo"]["node_rss_peak_during_mib"]
+    return {
+        "rate_ratio_wall": result["rate_largest_vs_first"],
+        "rate_ratio_wall_met": result["rate_largest_vs_first"] >= 0.6,
+        "rate_ratio_cpu": result["cpu_rate_largest_vs_first"],
+        "rate_ratio_cpu_met": result["cpu_rate_largest_vs_first"] >= 0.6,
+        "rss_limit_mib": limit,
+        "build_rss_max_mib": rss, "build_rss_met": rss <= limit,
+        "node_rss_during_walk_mib": node_rss, "node_rss_met": node_rss <= limit,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--utxos", type=int, default=2_000_000)
@@ -187,6 +209,7 @@ def main() -> None:
         result.update(build_and_probe(datadir, args))
         result["gettxoutsetinfo"] = measure_txoutsetinfo(datadir, args.dbcache)
         result["load_average"] = os.getloadavg()
+        result["targets"] = targets(result, args.dbcache)
     finally:
         if not args.keep:
             shutil.rmtree(datadir, ignore_errors=True)
