@@ -10,7 +10,7 @@ of 3); the ratios the issue asks for, and ``targets``: issue #20's connect targe
 the figures they are judged on (wall clock, and CPU seconds of the busiest process, what
 the wall clock would be with a free core per process); the load average; and with
 ``--profile`` where the connecting process's time goes (cProfile in CPU seconds, top
-functions by own time, at the last ``--par``).
+functions by own time, at the first ``--par``: with 1, the whole connect in one process).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
             worker_rss[par] = max(worker_rss[par], rss)
     profiler = cProfile.Profile(time.thread_time) if "--profile" in sys.argv else None
     if profiler is not None:
-        connect(workdir, setup_blocks, spend_blocks, pars[-1], profiler)
+        connect(workdir, setup_blocks, spend_blocks, pars[0], profiler)
 
     txs = sum(len(b.txs) - 1 for b in spend_blocks)
     inputs = sum(len(tx.vin) for b in spend_blocks for tx in b.txs[1:])
