@@ -190,6 +190,9 @@ class NodeClient:
 class NodeProcess(NodeClient):
     """A ``coind -regtest`` child process and ways to talk to it."""
 
+    #: The interpreter arguments that run coind (a benchmark may wrap it, see bench/sync.py).
+    launcher: Sequence[str] = ("-m", "coin.tap")
+
     def __init__(self, datadir: str, rpcport: int, args: Sequence[str],
                  credentials: Optional[Tuple[str, str]]) -> None:
         self.datadir = os.path.abspath(datadir)
@@ -227,7 +230,7 @@ class NodeProcess(NodeClient):
     def launch(self) -> None:
         self._stderr = open(os.path.join(self.datadir, "stderr.txt"), "w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "coin.tap"] + self.args, cwd=ROOT, env=_env(),
+            [sys.executable, *self.launcher] + self.args, cwd=ROOT, env=_env(),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             preexec_fn=_default_sigint)
 

@@ -57,7 +57,7 @@ from coin.consensus.tx_check import (
 )
 from coin.consensus.versionbits import VersionBitsCache
 from coin.primitives.block import Block, BlockHeader
-from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
+from coin.primitives.coin import BlockUndoWriter, Coin, deserialize_block_undo
 from coin.primitives.script import is_unspendable
 from coin.primitives.serialize import DeserializationError
 from coin.primitives.transaction import Transaction
@@ -81,6 +81,12 @@ log = Logger()
 
 #: Core: -assumevalid skips scripts only under more than two weeks of proof-equivalent time.
 ASSUME_VALID_BURIAL = 60 * 60 * 24 * 7 * 2
+#: Serialized bytes of accepted blocks kept in memory until they connect (parsed, they take
+#: a few times this); the oldest go first past it.
+HELD_BLOCKS_BYTES = 8 << 20
+#: -reindex activates the chain read back so far every this many blocks (and before a block
+#: that would push the held ones past HELD_BLOCKS_BYTES, so none is dropped unconnected).
+REINDEX_ACTIVATE_BLOCKS = 1000
 
 
 class ChainState:
@@ -148,9 +154,11 @@ class ChainState:
         self.script_workers: Optional[ScriptCheckPool] = None
         #: -assumevalid: the block whose ancestors' scripts may go unchecked (None: check all).
         self.assume_valid: Optional[bytes] = params.default_assume_valid
-        #: The block last accepted, with its legacy sigop counts: connect takes it from
-        #: here instead of reading and parsing it back from disk.
-        self._just_accepted: Optional[Tuple[BlockIndexEntry, Block, List[int]]] = None
+        #: Blocks accepted and not connected yet, with their legacy sigop counts, oldest
+        #: first: connect takes them from here instead of reading and parsing them back
+        #: (a P2P batch or a -reindex run is accepted before one activation connects it).
+        self._held_blocks: Dict[BlockIndexEntry, Tuple[Block, List[int]]] = {}
+        self._held_bytes = 0
         #: Called with the chain state after each connected block (the IBD progress log,
         #: coin.chain.ibd.ProgressLog); cheap between its lines.
         self.progress: Optional[Callable[["ChainState"], None]] = None
@@ -463,6 +471,8 @@ class ChainState:
                 log.warn("Skipping unreadable block record in file {file} at {pos}",
                          file=file_no, pos=pos)
                 continue
+            if full and self._held_bytes + len(raw) > HELD_BLOCKS_BYTES:
+                self.activate_best_chain()
             existing = self.index.get(block.hash)
             if existing is not None and existing.have_data():
                 continue
@@ -475,7 +485,7 @@ class ChainState:
                 self._replay_one(blk, f, p)
                 count += 1
                 pending.extend(waiting.pop(blk.hash, ()))
-            if full and count % 1000 == 0:
+            if full and count % REINDEX_ACTIVATE_BLOCKS == 0:
                 self.activate_best_chain()
                 self._log_reindex_progress(file_no, pos, total, count, started)
         if full:
@@ -574,8 +584,21 @@ class ChainState:
         self._next_sequence += 1
         self._dirty.add(entry)
         self._link_chain_tx(entry)
-        self._just_accepted = (entry, block, legacy_sigop_counts)
+        self._hold(entry, block, legacy_sigop_counts)
         return entry
+
+    def _hold(self, entry: BlockIndexEntry, block: Block, legacy_sigop_counts: List[int]) -> None:
+        """Keep an accepted block for its connect, within HELD_BLOCKS_BYTES."""
+        self._held_blocks[entry] = (block, legacy_sigop_counts)
+        self._held_bytes += block.size
+        while self._held_bytes > HELD_BLOCKS_BYTES and len(self._held_blocks) > 1:
+            self._release(next(iter(self._held_blocks)))
+
+    def _release(self, entry: BlockIndexEntry) -> Optional[Tuple[Block, List[int]]]:
+        held = self._held_blocks.pop(entry, None)
+        if held is not None:
+            self._held_bytes -= held[0].size
+        return held
 
     def process_block(self, block: Block) -> BlockIndexEntry:
         """Accept a block and make the most-work chain active (submitblock's path)."""
@@ -750,9 +773,9 @@ class ChainState:
     def _connect_tip(self, entry: BlockIndexEntry) -> BlockConnected:
         started = _time.perf_counter()
         legacy_sigop_counts = None
-        if self._just_accepted is not None and self._just_accepted[0] is entry:
-            _, block, legacy_sigop_counts = self._just_accepted
-            self._just_accepted = None
+        held = self._release(entry)
+        if held is not None:
+            block, legacy_sigop_counts = held
         else:
             block = self.read_block(entry)
         if entry.prev is None:
@@ -763,7 +786,7 @@ class ChainState:
             with checks or contextlib.nullcontext():
                 undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
             entry.undo_file, entry.undo_pos = self.store.write_undo(
-                serialize_block_undo(undo), entry.hash, entry.height)
+                undo, entry.hash, entry.height)
             entry.status |= BLOCK_HAVE_UNDO
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         self._dirty.add(entry)
@@ -793,8 +816,8 @@ class ChainState:
 
     def _connect_block(self, entry: BlockIndexEntry, block: Block,
                        checks: Optional[ScriptChecks],
-                       legacy_sigop_counts: Optional[List[int]] = None) -> List[List[Coin]]:
-        """Validate ``block`` against the UTXO set and apply it; returns the undo data.
+                       legacy_sigop_counts: Optional[List[int]] = None) -> bytes:
+        """Validate ``block`` against the UTXO set and apply it; returns its undo record.
 
         Nothing is changed unless every check passes.  Scripts go to ``checks`` (None:
         assumed valid); the caller holds it open, so a script failure found late still
@@ -812,16 +835,17 @@ class ChainState:
         block_txids = {tx.txid for tx in txs}
         wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
                   if i.prevout.txid not in block_txids]
-        if not bip34_in_force(prev, params):
-            # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
-            out_keys = [(tx.txid, n) for tx in txs for n in range(len(tx.vout))]
-            if any(c is not None for c in coins.fetch(out_keys)):
-                raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
-        coins.fetch(wanted)
+        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.  Its
+        # outputs are looked up with the inputs: one batched lookup for the block.
+        out_keys = ([] if bip34_in_force(prev, params) else
+                    [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])
+        found = coins.fetch(out_keys + wanted)
+        if any(c is not None for c in found[:len(out_keys)]):
+            raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
 
         created: Dict[Tuple[bytes, int], Coin] = {}
         spent_keys: Set[Tuple[bytes, int]] = set()
-        undo: List[List[Coin]] = []
+        undo = BlockUndoWriter(len(txs) - 1)
         fees = 0
         sigops = 0
         check_sequence = bool(lock_flags & LOCKTIME_VERIFY_SEQUENCE)
@@ -849,6 +873,7 @@ class ChainState:
                     spent.append(coin)
                     spent_keys.add(key)
                 fees += check_tx_inputs(tx, spent, height)
+                undo.add_tx(spent)
                 if check_sequence and not sequence_locks(
                         tx, lock_flags, [c.height for c in spent], entry):
                     raise ValidationError("bad-txns-nonfinal",
@@ -859,16 +884,12 @@ class ChainState:
                         raise ValidationError("bad-blk-sigops", "too many sigops", dos=100)
                 if checks is not None:
                     checks.add(tx_index, tx, spent, flags)
-                undo.append(spent)
             version = tx.version
             coinbase = not tx_index
             for n, out in enumerate(tx.vout):
                 if not is_unspendable(out.script_pubkey):
                     created[(txid, n)] = Coin(out.value, out.script_pubkey, height, coinbase,
                                               version)
-
-        if checks is not None:
-            checks.raise_failure()
 
         reward = txs[0].total_out()
         superblock = 0
@@ -886,13 +907,16 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
+        if checks is not None:
+            # Collected last: the workers had every batch while the rest was checked.
+            checks.raise_failure()
 
         for key in spent_keys:
             if created.pop(key, None) is None:
                 coins.spend(key)
         for key, coin in created.items():
             coins.add(key, coin)
-        return undo
+        return undo.record()
 
     # ----------------------------------------------------------- disconnect
 

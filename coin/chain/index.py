@@ -79,20 +79,23 @@ class BlockIndexEntry:
         """The ancestor at ``height`` (self if equal), or None if out of range."""
         if height > self.height or height < 0:
             return None
-        walk: Optional[BlockIndexEntry] = self
-        walk_height = self.height
-        while walk_height > height:
-            assert walk is not None
-            h_skip = skip_height(walk_height)
-            h_skip_prev = skip_height(walk_height - 1)
-            if walk.skip is not None and (
-                    h_skip == height
-                    or (h_skip > height and not (h_skip_prev < h_skip - 2 and h_skip_prev >= height))):
-                walk = walk.skip
-                walk_height = h_skip
-            else:
-                walk = walk.prev
-                walk_height -= 1
+        # Core's walk; an entry's skip height is its skip entry's (no recomputation), and
+        # the previous height's is only worked out when the skip would overshoot.
+        walk = self
+        while walk.height > height:
+            skip = walk.skip
+            if skip is not None:
+                h_skip = skip.height
+                if h_skip == height:
+                    return skip
+                if h_skip > height:
+                    h_skip_prev = skip_height(walk.height - 1)
+                    if not (h_skip_prev < h_skip - 2 and h_skip_prev >= height):
+                        walk = skip
+                        continue
+            prev = walk.prev
+            assert prev is not None  # height > 0 here
+            walk = prev
         return walk
 
     def median_time_past(self) -> int:

@@ -6,10 +6,15 @@ undo data so that a disconnect can restore it.
 
 from __future__ import annotations
 
+import struct
 from typing import List, Sequence
 
 from coin.primitives.serialize import ByteReader, compact_size, i64, var_bytes
 from coin.primitives.transaction import TxOut
+
+#: The version, value and script length of a coin whose version and script length fit in
+#: one CompactSize byte each (every standard coin): one pack instead of three encodings.
+_SMALL_TAIL = struct.Struct("<BqB")
 
 
 class Coin:
@@ -34,9 +39,13 @@ class Coin:
         return TxOut(self.value, self.script_pubkey)
 
     def serialize(self) -> bytes:
-        return (compact_size(self.height * 2 + (1 if self.coinbase else 0))
-                + compact_size(self.tx_version & 0xFFFFFFFF)
-                + i64(self.value) + var_bytes(self.script_pubkey))
+        """Core's undo serialization (TxInUndoSerializer): code, version, value, script."""
+        code = compact_size(self.height * 2 + (1 if self.coinbase else 0))
+        version = self.tx_version & 0xFFFFFFFF
+        script = self.script_pubkey
+        if version < 0xFD and len(script) < 0xFD:
+            return code + _SMALL_TAIL.pack(version, self.value, len(script)) + script
+        return code + compact_size(version) + i64(self.value) + var_bytes(script)
 
     @classmethod
     def read(cls, r: ByteReader) -> "Coin":
@@ -58,13 +67,36 @@ class Coin:
                                          ", coinbase" if self.coinbase else "")
 
 
+class BlockUndoWriter:
+    """Undo record of a block: for each non-coinbase tx, the coins its inputs spent.
+
+    Built in one pass while block connect resolves the inputs: each transaction's spent
+    coins are serialized once, as soon as they are found, straight into the record (no
+    list of lists kept to be walked and serialized again afterwards).
+    """
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, spending_txs: int) -> None:
+        self._parts = [compact_size(spending_txs)]
+
+    def add_tx(self, spent: Sequence[Coin]) -> None:
+        """The coins the next transaction's inputs spend, in input order."""
+        parts = self._parts
+        parts.append(compact_size(len(spent)))
+        parts.extend([coin.serialize() for coin in spent])
+
+    def record(self) -> bytes:
+        return b"".join(self._parts)
+
+
 def serialize_block_undo(spent: Sequence[Sequence[Coin]]) -> bytes:
-    """Undo record of a block: for each non-coinbase tx, the coins its inputs spent."""
-    parts = [compact_size(len(spent))]
+    """The undo record of coins already gathered per transaction (the inverse of
+    :func:`deserialize_block_undo`)."""
+    writer = BlockUndoWriter(len(spent))
     for tx_spent in spent:
-        parts.append(compact_size(len(tx_spent)))
-        parts.extend(c.serialize() for c in tx_spent)
-    return b"".join(parts)
+        writer.add_tx(tx_spent)
+    return writer.record()
 
 
 def deserialize_block_undo(data: bytes) -> List[List[Coin]]:

@@ -490,7 +490,27 @@ def parse_asm(text: str) -> bytes:
 # -- signature operation counting --------------------------------------------
 
 def legacy_sigop_count(script: bytes, accurate: bool) -> int:
-    """Core's GetSigOpCount(fAccurate); a truncated push ends the count."""
+    """Core's GetSigOpCount(fAccurate); a truncated push ends the count.
+
+    The shapes nearly every transaction has are counted without walking the script
+    (block checks count every scriptSig and scriptPubKey): P2PKH (1), P2SH (0), and a
+    scriptSig of two direct pushes (0).
+    """
+    size = len(script)
+    if size == 25 and script[:3] == b"\x76\xa9\x14" and script[23:] == b"\x88\xac":
+        return 1
+    if size == 23 and script[:2] == b"\xa9\x14" and script[22] == 0x87:
+        return 0
+    first = script[0] if size else 0
+    if 0 < first < OP_PUSHDATA1 and first + 1 < size:
+        second = script[first + 1]
+        if 0 < second < OP_PUSHDATA1 and first + second + 2 == size:
+            return 0
+    return walked_sigop_count(script, accurate)
+
+
+def walked_sigop_count(script: bytes, accurate: bool) -> int:
+    """:func:`legacy_sigop_count` by walking every operation (any script)."""
     n = 0
     last = OP_INVALIDOPCODE
     try:

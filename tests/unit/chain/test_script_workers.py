@@ -149,6 +149,20 @@ class WorkerCheckTest(WideBlockCase):
         self.assertTrue(alone.reason.startswith("mandatory-script-verify-flag-failed ("))
         self.assertEqual(str(parallel), str(alone))
 
+    def test_script_failure_wins_over_the_coinbase_amount(self) -> None:
+        """The workers' answers are collected after the coinbase checks: a bad signature
+        still wins over a coinbase paying too much, as in one process."""
+        txs = self.spends()
+        txs[-1] = forge(txs[-1], 0)
+        block = self.builder.build(txs=txs, fees=1000 * len(txs) + 1)
+        alone, parallel = self.rejections(block)
+        self.assertTrue(alone.reason.startswith("mandatory-script-verify-flag-failed ("))
+        self.assertEqual(str(parallel), str(alone))
+        spends = self.spends()
+        valid_scripts = self.builder.build(txs=spends, fees=1000 * len(spends) + 1)
+        alone, parallel = self.rejections(valid_scripts)
+        self.assertEqual((alone.reason, parallel.reason), ("bad-cb-amount", "bad-cb-amount"))
+
     def test_worker_killed_before_a_block(self) -> None:
         old = self.pool.workers[0].pid
         os.kill(old, signal.SIGKILL)

@@ -29,11 +29,14 @@ from coin.primitives.base58 import (
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin, deserialize_block_undo, serialize_block_undo
 from coin.primitives.hashes import sha256d
+from coin.primitives.script import legacy_sigop_count, walked_sigop_count
 from coin.primitives.serialize import (
     MAX_SIZE,
     ByteReader,
     DeserializationError,
     compact_size,
+    i64,
+    var_bytes,
 )
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
 
@@ -302,3 +305,36 @@ class CoinProperties(SynchronousTestCase):
         if raw:
             self.assertRaises(DeserializationError, deserialize_block_undo, raw[:-1])
         self.assertRaises(DeserializationError, deserialize_block_undo, raw + b"\x00")
+
+    @given(coins)
+    def test_coin_bytes_are_the_undo_format(self, coin):
+        """The one-pack shortcut for standard coins writes Core's TxInUndo encoding."""
+        self.assertEqual(coin.serialize(),
+                         compact_size(coin.height * 2 + coin.coinbase)
+                         + compact_size(coin.tx_version & 0xFFFFFFFF)
+                         + i64(coin.value) + var_bytes(coin.script_pubkey))
+
+
+def pushes(sizes) -> bytes:
+    return b"".join(bytes((n,)) + bytes(range(n)) for n in sizes)
+
+
+#: Scripts around the shapes legacy_sigop_count recognises without walking them.
+SIGOP_SCRIPTS = st.one_of(
+    st.binary(max_size=30),
+    st.builds(lambda h, tail: b"\x76\xa9\x14" + h + tail, st.binary(min_size=20, max_size=20),
+              st.sampled_from([b"\x88\xac", b"\x88\xad", b"\x88", b"\x88\xac\xac"])),
+    st.builds(lambda h, tail: b"\xa9\x14" + h + tail, st.binary(min_size=20, max_size=20),
+              st.sampled_from([b"\x87", b"\x88", b"\x87\xac", b""])),
+    st.builds(lambda sizes, tail: pushes(sizes) + tail,
+              st.lists(st.integers(0, 80), min_size=1, max_size=3),
+              st.sampled_from([b"", b"\xac", b"\xae", b"\x4c"])),
+)
+
+
+class SigopCountProperties(SynchronousTestCase):
+
+    @given(SIGOP_SCRIPTS, st.booleans())
+    def test_shortcuts_count_what_the_walk_counts(self, script, accurate):
+        self.assertEqual(legacy_sigop_count(script, accurate),
+                         walked_sigop_count(script, accurate))
