@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from coin.chainparams import ChainParams
 from coin.consensus.tx_check import is_final_tx
@@ -26,6 +26,7 @@ from coin.primitives.transaction import Transaction, TxOut
 from coin.primitives.hashes import hash160
 from coin.script.standard import extract_destinations, p2pkh_script
 from coin.threads import ThreadRunner
+from coin.wallet.coinindex import CoinIndex
 from coin.wallet.db import WALLET_VERSION, WalletDB
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, CorruptKey, KeyStore
 
@@ -146,6 +147,8 @@ class Wallet:
         self._unsaved_blocks = 0
         self._next_order = 0
         self._addresses: Dict[bytes, Optional[str]] = {}
+        #: Unspent outputs and running balances (kept in step with ``txs``).
+        self.coins = CoinIndex(self)
 
     # ------------------------------------------------------------------ opening
 
@@ -180,6 +183,7 @@ class Wallet:
             for wtx in list(self.txs.values()):
                 if wtx.block is not None:
                     self._mark_conflicts(wtx.tx, wtx.block)
+            self.coins.rebuild()
             if created:
                 if disable_private_keys:
                     self.keys.disable_private_keys()
@@ -196,6 +200,7 @@ class Wallet:
             self.txs.clear()
             self.spends.clear()
             self._next_order = 0
+            self.coins.rebuild()
             return zapped
 
     def restore_metadata(self, zapped: List[WalletTx]) -> None:
@@ -210,6 +215,9 @@ class Wallet:
                                                                  old.order_pos, old.from_me)
                 self._next_order = max(self._next_order, wtx.order_pos + 1)
                 self.db.put_tx(wtx.row())
+            # ``txs`` stays in order_pos order (listtransactions reads it newest first).
+            self.txs = dict(sorted(self.txs.items(), key=lambda item: item[1].order_pos))
+            self.coins.rebuild()
 
     def _corrupt_key_text(self, error: CorruptKey) -> str:
         address = encode_address(Destination("pubkeyhash", hash160(error.pubkey)), self.params)
@@ -312,6 +320,7 @@ class Wallet:
             else:
                 return True  # nothing new (a rescan meeting a known transaction)
             self.db.put_tx(wtx.row())
+            self.coins.changed(wtx)
             for listener in self.tx_listeners:
                 listener(self.name, wtx.txid)
             return True
@@ -344,7 +353,10 @@ class Wallet:
             if txid in seen or txid not in self.txs:
                 continue
             seen.add(txid)
-            self.txs[txid].conflict_block = where
+            wtx = self.txs[txid]
+            if wtx.conflict_block != where:
+                wtx.conflict_block = where
+                self.coins.changed(wtx)
             for n in range(len(self.txs[txid].tx.vout)):
                 todo.extend(self.spends.get((txid, n), ()))
 
@@ -357,9 +369,14 @@ class Wallet:
                 if wtx is not None and wtx.block is not None and wtx.block.hash == block_hash:
                     wtx.block = None
                     self.db.put_tx(wtx.row())
+                    self.coins.changed(wtx)
             for wtx in self.txs.values():
                 if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
                     wtx.conflict_block = None
+                    self.coins.changed(wtx)
+            entry = self.chain.lookup(block_hash)
+            if entry is not None:
+                self.coins.height_changed(entry.height)
             self.best_block = block.header.prev_hash
             self._save_best_block()
 
@@ -406,6 +423,7 @@ class Wallet:
                     spenders.discard(txid)
                     if not spenders:
                         self.spends.pop(key, None)
+            self.coins.changed(wtx)
             return True
 
     def transaction_added_to_mempool(self, tx: Transaction) -> None:
@@ -430,6 +448,7 @@ class Wallet:
                     if self.depth(current) == 0 and not current.abandoned:
                         current.abandoned = True
                         self.db.put_tx(current.row())
+                        self.coins.changed(current)
                     for n in range(len(current.tx.vout)):
                         todo.extend(self.txs[t] for t in self.spends.get((current.txid, n), ())
                                     if t in self.txs)
@@ -542,22 +561,38 @@ class Wallet:
                    if self.is_mine(out.script_pubkey) & filter_
                    and not self.is_spent((wtx.txid, n)))
 
+    def _recent(self, min_depth: int = 0) -> Tuple[Optional[Tuple[int, int]], Iterable[WalletTx]]:
+        """``(floors, transactions to check in full)``: with the index usable, those mined
+        at their lane's floor or below count from its running totals; else (floors None)
+        every transaction is checked."""
+        if self.coins.usable():
+            floors = self.coins.floors(min_depth)
+            return floors, self.coins.recent(floors)
+        return None, list(self.txs.values())
+
+    def _deep_sum(self, floors: Optional[Tuple[int, int]], filter_: int) -> int:
+        return self.coins.deep_sum(floors, filter_) if floors is not None else 0
+
     def balance(self, filter_: int = ISMINE_SPENDABLE, min_depth: int = 0) -> int:
         """Core 0.17's GetBalance: available credit of trusted transactions at least
-        ``min_depth`` deep."""
+        ``min_depth`` deep (deep ones from the index's running totals)."""
         with self.lock:
-            return sum(self.available_credit(w, filter_) for w in self.txs.values()
-                       if self.is_trusted(w) and self.depth(w) >= min_depth)
+            floors, recent = self._recent(min_depth)
+            return self._deep_sum(floors, filter_) + sum(
+                self.available_credit(w, filter_) for w in recent
+                if self.is_trusted(w) and self.depth(w) >= min_depth)
 
     def unconfirmed_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
         with self.lock:
-            return sum(self.available_credit(w, filter_) for w in self.txs.values()
+            _, recent = self._recent()
+            return sum(self.available_credit(w, filter_) for w in recent
                        if not self.is_trusted(w) and self.depth(w) == 0 and self.in_mempool(w))
 
     def immature_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
         with self.lock:
             total = 0
-            for wtx in self.txs.values():
+            _, recent = self._recent()
+            for wtx in recent:
                 if self.blocks_to_maturity(wtx) > 0 and self.depth(wtx) > 0:
                     total += self.credit(wtx.tx, filter_)
             return total
@@ -585,37 +620,77 @@ class Wallet:
 
     def available_coins(self, only_safe: bool = True, min_depth: int = 0,
                         max_depth: int = 9999999, include_watch_only: bool = False) -> List[Output]:
-        """Core's AvailableCoins: unspent, unlocked, mature outputs of the wallet."""
+        """Core's AvailableCoins: unspent, unlocked, mature outputs of the wallet (of the
+        transactions the index holds outputs of)."""
         with self.lock:
             coins: List[Output] = []
-            tip = self.chain.tip
-            for wtx in self.txs.values():
-                if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
-                    continue
-                if self.blocks_to_maturity(wtx) > 0:
-                    continue
-                depth = self.depth(wtx)
-                if depth < 0 or (depth == 0 and not self.in_mempool(wtx)):
-                    continue
-                safe = self.is_trusted(wtx)
-                if only_safe and not safe:
-                    continue
-                if not min_depth <= depth <= max_depth:
-                    continue
-                for n, out in enumerate(wtx.tx.vout):
-                    outpoint = (wtx.txid, n)
-                    if outpoint in self.locked_coins or self.is_spent(outpoint):
-                        continue
-                    mine = self.is_mine(out.script_pubkey)
-                    if mine == ISMINE_NO:
-                        continue
-                    spendable = bool(mine & ISMINE_SPENDABLE)
-                    if not spendable and not include_watch_only:
-                        solvable = False
-                    else:
-                        solvable = spendable
-                    coins.append(Output(wtx, n, depth, spendable, solvable or spendable, safe))
+            if self.coins.generation != self.keys.generation:
+                self.coins.rebuild()
+            for wtx in self.coins.live():
+                coins.extend(self.coins_of(wtx, self.coins.by_tx[wtx.txid], only_safe, min_depth,
+                                           max_depth))
             return coins
+
+    def coins_of(self, wtx: WalletTx, outputs: Iterable[int], only_safe: bool = True,
+                 min_depth: int = 0, max_depth: int = 9999999) -> List[Output]:
+        """The available coins among ``wtx``'s ``outputs`` (Core's AvailableCoins' rules)."""
+        tip = self.chain.tip
+        if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
+            return []
+        if self.blocks_to_maturity(wtx) > 0:
+            return []
+        depth = self.depth(wtx)
+        if depth < 0 or (depth == 0 and not self.in_mempool(wtx)):
+            return []
+        safe = self.is_trusted(wtx)
+        if only_safe and not safe:
+            return []
+        if not min_depth <= depth <= max_depth:
+            return []
+        coins: List[Output] = []
+        for n in sorted(outputs):
+            outpoint = (wtx.txid, n)
+            if outpoint in self.locked_coins or self.is_spent(outpoint):
+                continue
+            mine = self.is_mine(wtx.tx.vout[n].script_pubkey)
+            if mine == ISMINE_NO:
+                continue
+            spendable = bool(mine & ISMINE_SPENDABLE)
+            coins.append(Output(wtx, n, depth, spendable, spendable, safe))
+        return coins
+
+    def coins_by_outpoint(self, only_safe: bool = True, min_depth: int = 0,
+                          max_depth: int = 9999999) -> Iterator[Output]:
+        """:meth:`available_coins` in outpoint order, lazily (listunspent stops at its count).
+
+        The caller holds :attr:`lock` while it iterates.
+        """
+        if self.coins.generation != self.keys.generation:
+            self.coins.rebuild()
+        txid, group = None, []
+        for outpoint in list(self.coins.by_outpoint):
+            if outpoint[0] != txid:
+                if group:
+                    yield from self.coins_of(self.txs[txid], group, only_safe, min_depth,
+                                             max_depth)
+                txid, group = outpoint[0], []
+            group.append(outpoint[1])
+        if group:
+            yield from self.coins_of(self.txs[txid], group, only_safe, min_depth, max_depth)
+
+    def lock_coins(self, outpoints: Iterable[Outpoint], lock: bool = True) -> None:
+        """lockunspent: lock (or unlock) coins for coin selection."""
+        with self.lock:
+            outpoints = list(outpoints)
+            if lock:
+                self.locked_coins.update(outpoints)
+            else:
+                self.locked_coins.difference_update(outpoints)
+            self.coins.lock_changed(outpoints)
+
+    def unlock_all_coins(self) -> None:
+        with self.lock:
+            self.lock_coins(list(self.locked_coins), lock=False)
 
     # ------------------------------------------------------------------ addresses
 
@@ -651,4 +726,9 @@ class Wallet:
 
     def ordered_txs(self) -> Iterable[WalletTx]:
         return sorted(self.txs.values(), key=lambda w: w.order_pos)
+
+    def newest_first(self) -> Iterator[WalletTx]:
+        """Transactions by descending order_pos, lazily: ``txs`` is kept in that order
+        (loaded sorted, new ones appended, re-sorted when -zapwallettxes restores order)."""
+        return reversed(self.txs.values())
 
