@@ -22,7 +22,9 @@ from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import ChainBuilder, deterministic_key
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE
 from coin.wallet.service import TransactionRejected
-from coin.wallet.spend import Recipient, SpendError, _indexed_tiers, _listed_tiers, _select
+from coin.wallet.spend import (
+    Recipient, SpendError, _indexed_tiers, _listed_tiers, _select, create_transaction,
+)
 from coin.wallet.wallet import BlockRef
 from tests.unit.wallet.test_wallet_service import ELSEWHERE, ServiceTestCase
 
@@ -258,12 +260,35 @@ class UpdatePathTests(IndexTestCase):
         self.assertEqual(self.wallet.balance(), before - 50 * COIN)
         self.assertConsistent("removeprunedfunds")
 
-    async def test_key_import_rebuilds(self):
+    async def test_key_imports(self):
+        """Outputs of known transactions that an import makes the wallet's count at once."""
         await self.deep_wallet()
-        before = self.wallet.balance(ISMINE_ALL)
-        self.wallet.keys.add_watch(self.outside.script_pubkey)
-        # The outside miner's coins are not wallet transactions: nothing changes, but the
-        # index was rebuilt for the new key generation and still agrees.
-        self.assertEqual(self.wallet.balance(ISMINE_ALL), before)
+        payee = deterministic_key("coin index test: imported")
+        script = p2pkh_script(hash160(payee.public_key.format()))
+        await self.service.send(self.wallet, [Recipient(script, 2 * COIN)], self.fees)
+        self.mine(10)
+        spendable, watched = self.wallet.balance(), self.wallet.balance(ISMINE_ALL)
+        self.wallet.keys.add_watch(script)
+        self.assertEqual(self.wallet.balance(ISMINE_ALL), watched + 2 * COIN)
         self.assertConsistent("importaddress")
+        self.wallet.keys.add_key(payee.secret, True)
+        self.assertEqual(self.wallet.balance(), spendable + 2 * COIN)
+        self.assertConsistent("importprivkey")
 
+    async def test_a_mined_conflict_gives_the_other_input_back(self):
+        """A wallet spend of two coins, one of them then spent by a mined transaction: the
+        spend is conflicted and its other coin is the wallet's again."""
+        await self.deep_wallet()
+        coins = sorted(self.wallet.available_coins(), key=lambda c: c.outpoint)[:2]
+        total = sum(c.txout.value for c in coins)
+        both = create_transaction(self.wallet, [Recipient(ELSEWHERE, total - COIN)], self.fees,
+                                  coins=[], preset=coins).tx
+        self.assertTrue(self.wallet.sync_transaction(both, None))
+        one = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees, coins=[],
+                                 preset=coins[:1]).tx
+        before = self.wallet.balance()
+        self.outside.mine(1, txs=[one])
+        self.assertLess(self.wallet.depth(self.wallet.txs[both.txid]), 0)
+        change = self.wallet.credit(one, ISMINE_SPENDABLE)
+        self.assertEqual(self.wallet.balance(), before + coins[1].txout.value + change)
+        self.assertConsistent("a conflicting spend mined")
