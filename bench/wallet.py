@@ -123,16 +123,23 @@ class Client:
 
     def call(self, method: str, *params: Any, path: Optional[str] = None) -> Any:
         body = json.dumps({"method": method, "params": list(params), "id": 1}).encode()
-        if self.connection.sock is None:
-            self.connects += 1
-        self.connection.request("POST", path or self.path, body=body,
-                                headers={"Authorization": AUTHORIZATION,
-                                         "Content-Type": "application/json"})
-        response = self.connection.getresponse()
+        try:
+            response = self._post(path or self.path, body)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self.connection.close()  # the server closed an idle keep-alive connection
+            response = self._post(path or self.path, body)
         reply = json.loads(response.read(), parse_float=Decimal)
         if reply.get("error"):
             raise RPCFailure(response.status, reply["error"]["code"], reply["error"]["message"])
         return reply["result"]
+
+    def _post(self, path: str, body: bytes) -> http.client.HTTPResponse:
+        if self.connection.sock is None:
+            self.connects += 1
+        self.connection.request("POST", path, body=body,
+                                headers={"Authorization": AUTHORIZATION,
+                                         "Content-Type": "application/json"})
+        return self.connection.getresponse()
 
     def close(self) -> None:
         self.connection.close()
@@ -460,6 +467,10 @@ def rescans(client: Client, repeats: int, profiler: Profiler) -> Dict[str, Any]:
 # ------------------------------------------------------------------ main
 
 
+def progress(text: str) -> None:
+    print("%s %s" % (time.strftime("%H:%M:%S"), text), file=sys.stderr, flush=True)
+
+
 def machine() -> Dict[str, Any]:
     model = None
     try:
@@ -531,9 +542,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         points, made = [], 0
         for utxos, txs in zip(sizes["utxos"], sizes["txs"]):
             point: Dict[str, Any] = {"utxos": utxos, "txs": txs}
+            progress("point %d/%d: making coins" % (utxos, txs))
             point["setup_utxos"] = make_utxos(client, addresses, utxos, made, rng)
             made = utxos
+            progress("writing history")
             point["history"] = write_history(node, client, txs, rng)
+            progress("measuring")
             point.update(measure_point(client, sizes, rng, profiler, "point_%d" % utxos))
             points.append(point)
         report["points"] = points

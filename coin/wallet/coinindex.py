@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Set,
 
 from sortedcontainers import SortedList
 
-from coin.wallet.keystore import ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
+from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
     from coin.wallet.wallet import Wallet, WalletTx
@@ -50,34 +50,37 @@ ORDINARY, COINBASE = 0, 1
 SELECTION_DEPTH = 6
 
 
+#: Sums kept per height: clean unspent spendable and watch-only outputs, then the legacy
+#: balance's share (Wallet.legacy_amount) for each ismine filter (1, 2, 3).
+SPENDABLE_SLOT, WATCH_SLOT = 0, 1
+LEGACY_SLOTS = {ISMINE_SPENDABLE: 2, ISMINE_WATCH_ONLY: 3, ISMINE_ALL: 4}
+SLOTS = 5
+
+
 class Lane:
-    """Mined transactions of one kind by height, with their clean unspent sums."""
+    """Mined transactions of one kind by height, with their sums."""
 
     def __init__(self) -> None:
         self.by_height: Dict[int, Set[bytes]] = {}
-        #: Height -> [spendable sum, watch-only sum].
         self.height_sums: Dict[int, List[int]] = {}
-        self.totals = [0, 0]
+        self.totals = [0] * SLOTS
 
-    def add(self, height: int, txid: bytes, spendable: int, watch: int) -> None:
+    def add(self, height: int, txid: bytes, sums: Tuple[int, ...]) -> None:
         self.by_height.setdefault(height, set()).add(txid)
-        sums = self.height_sums.setdefault(height, [0, 0])
-        sums[0] += spendable
-        sums[1] += watch
-        self.totals[0] += spendable
-        self.totals[1] += watch
+        at = self.height_sums.setdefault(height, [0] * SLOTS)
+        for slot, value in enumerate(sums):
+            at[slot] += value
+            self.totals[slot] += value
 
-    def remove(self, height: int, txid: bytes, spendable: int, watch: int) -> None:
+    def remove(self, height: int, txid: bytes, sums: Tuple[int, ...]) -> None:
         self.by_height[height].discard(txid)
+        at = self.height_sums[height]
+        for slot, value in enumerate(sums):
+            at[slot] -= value
+            self.totals[slot] -= value
         if not self.by_height[height]:
             del self.by_height[height]
             del self.height_sums[height]
-        else:
-            sums = self.height_sums[height]
-            sums[0] -= spendable
-            sums[1] -= watch
-        self.totals[0] -= spendable
-        self.totals[1] -= watch
 
     def heights_above(self, floor: int, tip: int) -> List[int]:
         if tip - floor <= len(self.by_height):
@@ -110,8 +113,11 @@ class CoinIndex:
         self.uncertain: Set[Outpoint] = set()
         self.by_tx: Dict[bytes, Set[int]] = {}
         self.by_outpoint = SortedList()
-        #: Mined transactions: txid -> (lane, height, spendable sum, watch-only sum).
-        self.placed: Dict[bytes, Tuple[int, int, int, int]] = {}
+        #: Mined transactions: txid -> (lane, height, sums by slot, addresses in change_paid).
+        self.placed: Dict[bytes, Tuple[int, int, Tuple[int, ...], Set[str]]] = {}
+        #: Address -> mined outgoing transactions paying it an own output (change unless
+        #: the address gets a name: their legacy share changes then).
+        self.change_paid: Dict[str, Set[bytes]] = {}
         self.lanes = (Lane(), Lane())
         self.other: Set[bytes] = set()
         self.by_value = SortedList()
@@ -160,17 +166,19 @@ class CoinIndex:
         return mine, clean
 
     def changed(self, wtx: "WalletTx") -> None:
-        """``wtx`` was added or changed (block, abandoned, conflict mark): it and the
-        transactions whose outputs it spends are indexed again."""
-        self.refresh(wtx.txid)
+        """``wtx`` was added, changed (block, abandoned, conflict mark) or removed: it and
+        the transactions whose outputs it spends are indexed again."""
+        self.refresh(wtx.txid, len(wtx.tx.vout))
         if not wtx.tx.is_coinbase():
             for txid in {txin.prevout.txid for txin in wtx.tx.vin}:
                 if txid != wtx.txid:
                     self.refresh(txid)
 
-    def refresh(self, txid: bytes) -> None:
-        """Index ``txid``'s outputs and placement again (or drop it when it is gone)."""
+    def refresh(self, txid: bytes, outputs: int = 0) -> None:
+        """Index ``txid``'s outputs and placement again (or drop it when it is gone: then
+        its spenders, of its ``outputs`` first outputs, are placed again)."""
         wtx = self.wallet.txs.get(txid)
+        known = txid in self.placed or txid in self.other
         old = self.by_tx.pop(txid, set())
         kept: Set[int] = set()
         if wtx is not None:
@@ -198,12 +206,29 @@ class CoinIndex:
         self._unplace(txid)
         if wtx is not None:
             self._place(wtx)
+        if known != (wtx is not None):
+            self._children_changed(txid, range(len(wtx.tx.vout) if wtx is not None else outputs))
+
+    def _children_changed(self, txid: bytes, outputs: Iterable[int]) -> None:
+        """``txid`` came or went: what its spenders debit changed (their legacy share)."""
+        wallet = self.wallet
+        children = {child for n in outputs for child in wallet.spends.get((txid, n), ())}
+        for child in children - {txid}:
+            wtx = wallet.txs.get(child)
+            if wtx is not None:
+                self._unplace(child)
+                self._place(wtx)
 
     def _unplace(self, txid: bytes) -> None:
         placed = self.placed.pop(txid, None)
         if placed is not None:
-            lane, height, spendable, watch = placed
-            self.lanes[lane].remove(height, txid, spendable, watch)
+            lane, height, sums, addresses = placed
+            self.lanes[lane].remove(height, txid, sums)
+            for address in addresses:
+                paid = self.change_paid[address]
+                paid.discard(txid)
+                if not paid:
+                    del self.change_paid[address]
         self.other.discard(txid)
 
     def _place(self, wtx: "WalletTx", bulk: bool = False) -> List[ValueKey]:
@@ -228,8 +253,13 @@ class CoinIndex:
                 elif mine == ISMINE_WATCH_ONLY:
                     watch += value
             lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY
-            self.placed[txid] = (lane, height, spendable, watch)
-            self.lanes[lane].add(height, txid, spendable, watch)
+            sums = (spendable, watch) + tuple(self.wallet.legacy_amount(wtx.tx, filter_, True)
+                                              for filter_ in LEGACY_SLOTS)
+            addresses = self._paid_addresses(wtx)
+            self.placed[txid] = (lane, height, sums, addresses)
+            self.lanes[lane].add(height, txid, sums)
+            for address in addresses:
+                self.change_paid.setdefault(address, set()).add(txid)
         else:
             self.other.add(txid)
         if bulk:
@@ -238,6 +268,28 @@ class CoinIndex:
         for n in range(len(wtx.tx.vout)):
             self._set_selectable((txid, n), keys.get((txid, n)))
         return []
+
+    def _paid_addresses(self, wtx: "WalletTx") -> Set[str]:
+        """Addresses whose naming would change ``wtx``'s legacy shares: own outputs that a
+        filter it debits does not match (change for it, else not counted); none in a
+        wallet without watch-only coins."""
+        wallet = self.wallet
+        debited = [f for f in (ISMINE_SPENDABLE, ISMINE_WATCH_ONLY) if wallet.debit(wtx.tx, f)]
+        if not debited:
+            return set()
+        found = set()
+        for out in wtx.tx.vout:
+            mine = wallet.is_mine(out.script_pubkey)
+            if mine != ISMINE_NO and any(not mine & f for f in debited):
+                address = wallet.address_of(out.script_pubkey)
+                if address is not None:
+                    found.add(address)
+        return found
+
+    def name_added(self, address: str) -> None:
+        """An address got an address-book entry: its outputs stopped being change."""
+        for txid in list(self.change_paid.get(address, ())):
+            self.refresh(txid)
 
     def _set_selectable(self, outpoint: Outpoint, key: Optional[ValueKey]) -> None:
         old = self.selectable.get(outpoint)
@@ -290,10 +342,17 @@ class CoinIndex:
     def deep_sum(self, floors: Tuple[int, int], filter_: int) -> int:
         """Clean unspent outputs matching ``filter_`` of transactions at their lane's floor
         or below."""
-        tip = self.wallet.chain.tip.height
-        return sum(lane.sum_upto(floor, tip, slot) for lane, floor in zip(self.lanes, floors)
-                   for slot, flag in ((0, ISMINE_SPENDABLE), (1, ISMINE_WATCH_ONLY))
+        return sum(self._deep(floors, slot) for slot, flag in
+                   ((SPENDABLE_SLOT, ISMINE_SPENDABLE), (WATCH_SLOT, ISMINE_WATCH_ONLY))
                    if filter_ & flag)
+
+    def deep_legacy(self, floors: Tuple[int, int], filter_: int) -> int:
+        """The legacy balance's share of transactions at their lane's floor or below."""
+        return self._deep(floors, LEGACY_SLOTS[filter_]) if filter_ in LEGACY_SLOTS else 0
+
+    def _deep(self, floors: Tuple[int, int], slot: int) -> int:
+        tip = self.wallet.chain.tip.height
+        return sum(lane.sum_upto(floor, tip, slot) for lane, floor in zip(self.lanes, floors))
 
     def recent(self, floors: Tuple[int, int]) -> List["WalletTx"]:
         """Every wallet transaction :meth:`deep_sum` leaves out (above its floor, or other)."""
@@ -325,9 +384,12 @@ class CoinIndex:
 
     def check(self) -> None:
         """Raise AssertionError unless the index equals one rebuilt from scratch (tests)."""
+        if self.generation != self.wallet.keys.generation:
+            self.rebuild()  # as any query would
         fresh = CoinIndex(self.wallet)
         fresh.rebuild()
-        for name in ("outputs", "uncertain", "by_tx", "placed", "other", "selectable"):
+        for name in ("outputs", "uncertain", "by_tx", "placed", "other", "selectable",
+                     "change_paid"):
             assert getattr(self, name) == getattr(fresh, name), name
         for lane, other in zip(self.lanes, fresh.lanes):
             assert lane.state() == other.state(), "lanes"

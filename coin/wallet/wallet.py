@@ -281,7 +281,10 @@ class Wallet:
     def set_name(self, address: str, label: str, purpose: str) -> None:
         with self.lock:
             self.db.put_name(address, label, purpose)  # first: a refused write changes nothing
+            new = address not in self.names
             self.names[address] = (label, purpose)
+            if new:  # its outputs are no longer change
+                self.coins.name_added(address)
 
     # ------------------------------------------------------------------ tracking
 
@@ -598,25 +601,32 @@ class Wallet:
             return total
 
     def legacy_balance(self, filter_: int, min_depth: int) -> int:
-        """Core 0.17's GetLegacyBalance (getbalance with arguments)."""
+        """Core 0.17's GetLegacyBalance (sendmany's funds check); deep transactions from the
+        index's running totals."""
         with self.lock:
             tip = self.chain.tip
-            total = 0
-            for wtx in self.txs.values():
+            floors, recent = self._recent(min_depth)
+            total = self.coins.deep_legacy(floors, filter_) if floors is not None else 0
+            for wtx in recent:
                 depth = self.depth(wtx)
                 if depth < 0 or self.blocks_to_maturity(wtx) > 0 or not is_final_tx(
                         wtx.tx, tip.height + 1, tip.median_time_past()):
                     continue
-                debit = self.debit(wtx.tx, filter_)
-                outgoing = debit > 0
-                for out in wtx.tx.vout:
-                    if outgoing and self.is_change(out):
-                        debit -= out.value
-                    elif self.is_mine(out.script_pubkey) & filter_ and depth >= min_depth:
-                        total += out.value
-                if outgoing:
-                    total -= debit
+                total += self.legacy_amount(wtx.tx, filter_, depth >= min_depth)
             return total
+
+    def legacy_amount(self, tx: Transaction, filter_: int, counted: bool) -> int:
+        """One transaction's share of the legacy balance: its own outputs other than change
+        (when ``counted``: deep enough) less what it spends of ours beyond its change."""
+        debit = self.debit(tx, filter_)
+        outgoing = debit > 0
+        total = 0
+        for out in tx.vout:
+            if outgoing and self.is_change(out):
+                debit -= out.value
+            elif self.is_mine(out.script_pubkey) & filter_ and counted:
+                total += out.value
+        return total - debit if outgoing else total
 
     def available_coins(self, only_safe: bool = True, min_depth: int = 0,
                         max_depth: int = 9999999, include_watch_only: bool = False) -> List[Output]:

@@ -20,7 +20,7 @@ from coin.primitives.hashes import hash160
 from coin.primitives.transaction import Transaction
 from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import ChainBuilder, deterministic_key
-from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE
+from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 from coin.wallet.service import TransactionRejected
 from coin.wallet.spend import (
     Recipient, SpendError, _indexed_tiers, _listed_tiers, _select, create_transaction,
@@ -38,6 +38,9 @@ class IndexTestCase(ServiceTestCase):
         await super()._load()
         self.outside = ChainBuilder(self.chainstate, OUTSIDE_KEY)
         self.rbf_fees = self.fees._replace(signal_rbf=True)
+        #: A script outside the wallet until the walk watches it.
+        self.watched = p2pkh_script(hash160(
+            deterministic_key("coin index test: watched").public_key.format()))
 
     def own_script(self) -> bytes:
         return p2pkh_script(hash160(self.wallet.keys.take_from_pool(False)))
@@ -88,6 +91,9 @@ class IndexTestCase(ServiceTestCase):
             result: Dict[str, Any] = {
                 "balance": [wallet.balance(f, d) for f in (ISMINE_SPENDABLE, ISMINE_ALL)
                             for d in (0, 1, 6, 101, 102, 150, 10_000)],
+                "legacy": [wallet.legacy_balance(f, d) for f in (ISMINE_SPENDABLE, ISMINE_WATCH_ONLY,
+                                                                 ISMINE_ALL)
+                           for d in (0, 1, 6, 101, 150)],
                 "unconfirmed": wallet.unconfirmed_balance(),
                 "immature": wallet.immature_balance(),
                 "info": {k: v for k, v in wallet.info().items() if k != "unlocked_until"}}
@@ -128,7 +134,7 @@ class RandomWalkTests(IndexTestCase):
         for _ in range(steps):
             step = rng.choice(["receive", "send", "send_self", "send_rbf", "mine", "mine_deep",
                                "reorg", "abandon", "bump", "lock", "unlock", "prune",
-                               "unprune", "mine_wallet"])
+                               "unprune", "mine_wallet", "label", "watch"])
             try:
                 await self.do(step, rng, sent, removed)
             except (SpendError, TransactionRejected):
@@ -143,7 +149,7 @@ class RandomWalkTests(IndexTestCase):
         if step == "receive":
             self.receive_in_block(rng)
         elif step in ("send", "send_self", "send_rbf"):
-            to = self.own_script() if step == "send_self" else ELSEWHERE
+            to = {"send_self": self.own_script(), "send_rbf": self.watched}.get(step, ELSEWHERE)
             created = await self.service.send(
                 wallet, [Recipient(to, rng.randrange(COIN // 1000, 3 * COIN))],
                 self.rbf_fees if step == "send_rbf" else self.fees)
@@ -193,6 +199,15 @@ class RandomWalkTests(IndexTestCase):
                 wtx = rng.choice(confirmed)
                 removed.append((wtx.tx, wtx.block))
                 wallet.remove_transaction(wtx.txid)
+        elif step == "label":
+            scripts = [out.script_pubkey for w in wallet.txs.values() for out in w.tx.vout
+                       if wallet.is_mine(out.script_pubkey)]
+            if scripts:
+                address = wallet.address_of(rng.choice(scripts))
+                wallet.set_name(address, "label %d" % rng.randrange(3), "receive")
+        elif step == "watch":
+            # importaddress of a script the walk's sends paid: watch-only coins and change.
+            wallet.keys.add_watch(self.watched)
         elif step == "unprune":
             if removed:
                 tx, block = removed.pop(rng.randrange(len(removed)))
@@ -292,3 +307,15 @@ class UpdatePathTests(IndexTestCase):
         change = self.wallet.credit(one, ISMINE_SPENDABLE)
         self.assertEqual(self.wallet.balance(), before + coins[1].txout.value + change)
         self.assertConsistent("a conflicting spend mined")
+
+    async def test_naming_a_watched_change_address(self):
+        """sendmany's legacy balance counts an unnamed own output of an outgoing transaction
+        as change; once named, a watch-only one no longer offsets the spend."""
+        await self.deep_wallet()
+        self.wallet.keys.add_watch(self.watched)
+        await self.service.send(self.wallet, [Recipient(self.watched, 2 * COIN)], self.fees)
+        self.mine(10)
+        before = self.wallet.legacy_balance(ISMINE_SPENDABLE, 1)
+        self.wallet.set_name(self.wallet.address_of(self.watched), "cold", "send")
+        self.assertEqual(self.wallet.legacy_balance(ISMINE_SPENDABLE, 1), before - 2 * COIN)
+        self.assertConsistent("setlabel")
