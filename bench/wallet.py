@@ -91,7 +91,7 @@ EXTERNAL_ADDRESS = encode_address(
     Destination("pubkeyhash", hash160(EXTERNAL_KEY.public_key.format())), REGTEST)
 EXTERNAL_WIF = encode_wif(EXTERNAL_KEY.secret, REGTEST)
 DEFAULTS: Dict[str, Any] = {"addresses": 500, "runs": 3, "utxos": "10000,100000", "sends": 30,
-                            "txs": "20000,200000", "repeats": 5, "rescans": 3}
+                            "txs": "20000,200000", "repeats": 20, "rescans": 3}
 QUICK: Dict[str, Any] = {"addresses": 100, "runs": 2, "utxos": "1000,5000", "sends": 10,
                          "txs": "2000,10000", "repeats": 3, "rescans": 2}
 #: listunspent's page and the listtransactions page the points measure.
@@ -116,6 +116,7 @@ class Client:
 
     def __init__(self, node: NodeProcess, path: str = WALLET_PATH) -> None:
         self.port = node.rpcport
+        self.pid = node.process.pid
         self.path = path
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         #: TCP connections opened: 1 means every request went over the same one.
@@ -132,6 +133,13 @@ class Client:
         if reply.get("error"):
             raise RPCFailure(response.status, reply["error"]["code"], reply["error"]["message"])
         return reply["result"]
+
+    def cpu(self) -> float:
+        """Seconds of CPU the node has used (all threads; 10 ms ticks): on a shared machine
+        a fairer figure than the wall clock."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def _post(self, path: str, body: bytes) -> http.client.HTTPResponse:
         if self.connection.sock is None:
@@ -175,12 +183,15 @@ def timed(client: Client, method: str, *params: Any) -> tuple[float, Any]:
 
 
 def repeated(client: Client, repeats: int, method: str, *params: Any) -> Dict[str, Any]:
-    """Median of ``repeats`` calls; the size of the answer when it is a list."""
+    """Median of ``repeats`` calls and the node's mean CPU per call; the size of the answer
+    when it is a list."""
     times, result = [], None
+    cpu = client.cpu()
     for _ in range(repeats):
         elapsed, result = timed(client, method, *params)
         times.append(elapsed)
     figure: Dict[str, Any] = {"median_ms": ms(statistics.median(times)),
+                              "cpu_ms": ms((client.cpu() - cpu) / repeats),
                               "runs_ms": [ms(t) for t in times]}
     if isinstance(result, list):
         figure["entries"] = len(result)
@@ -319,6 +330,10 @@ def make_utxos(client: Client, addresses: List[str], target: int, have: int,
     if not have:
         report["generatetoaddress_110_s"] = round(timed(client, "generatetoaddress", 110,
                                                         addresses[0])[0], 2)
+    else:  # the coins made so far stay out of the way (loadwallet forgot their locks)
+        client.call("lockunspent", False, [
+            {"txid": coin["txid"], "vout": coin["vout"]} for coin in client.call("listunspent", 0)
+            if Decimal(coin["amount"]) <= Decimal("0.02")])
     send_times, mined, made = [], 0, have
     while made < target:
         size = min(BATCH, target - made)
@@ -389,25 +404,30 @@ def write_history(node: NodeProcess, client: Client, target: int,
     finally:
         db.close()
     written_s = time.perf_counter() - started
-    loads = []
+    loads, cpus = [], []
     for i in range(REPEATS_LOAD):
         if i:
             client.call("unloadwallet", WALLET, path="/")
+        cpu = client.cpu()
         loads.append(timed(client, "loadwallet", WALLET)[0])
+        cpus.append(client.cpu() - cpu)
     return {"wallet_txs": client.call("getwalletinfo")["txcount"], "write_s": round(written_s, 1),
             "loadwallet": {"median_s": round(statistics.median(loads), 3),
+                           "cpu_median_s": round(statistics.median(cpus), 3),
                            "runs_s": [round(t, 3) for t in loads]}}
 
 
 def send_many_times(client: Client, count: int, rng: random.Random) -> Dict[str, Any]:
     times = []
+    cpu = client.cpu()
     for _ in range(count):
         times.append(timed(client, "sendtoaddress", EXTERNAL_ADDRESS,
                            coins(rng.uniform(0.001, 0.005)))[0])
+    cpu = client.cpu() - cpu
     pooled = client.call("getmempoolinfo", path="/")["size"]
     client.call("generatetoaddress", 1, MINER_ADDRESS)
     return {"payee": "outside the wallet", "latency": latencies(times),
-            "mempool_size_after": pooled}
+            "cpu_ms": ms(cpu / count), "mempool_size_after": pooled}
 
 
 def measure_point(client: Client, sizes: Dict[str, Any], rng: random.Random,
@@ -434,8 +454,11 @@ GROWTH = ("getbalance", "getbalance_star_1", "getwalletinfo", "listunspent_%d" %
 
 
 def growth(first: Dict[str, Any], last: Dict[str, Any]) -> Dict[str, float]:
+    """Largest point over smallest: median wall clock, and CPU (``cpu_*``)."""
     ratios = {name: round(last[name]["median_ms"] / first[name]["median_ms"], 2)
               for name in GROWTH}
+    ratios.update({"cpu_" + name: round(last[name]["cpu_ms"] / first[name]["cpu_ms"], 2)
+                   for name in GROWTH if first[name]["cpu_ms"]})
     ratios["sendtoaddress"] = round(last["sendtoaddress"]["latency"]["median_ms"]
                                     / first["sendtoaddress"]["latency"]["median_ms"], 2)
     ratios["loadwallet"] = round(last["history"]["loadwallet"]["median_s"]
@@ -549,6 +572,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             point["history"] = write_history(node, client, txs, rng)
             progress("measuring")
             point.update(measure_point(client, sizes, rng, profiler, "point_%d" % utxos))
+            progress("load %ss (cpu %ss), send %sms (cpu %sms), %s" % (
+                point["history"]["loadwallet"]["median_s"],
+                point["history"]["loadwallet"]["cpu_median_s"],
+                point["sendtoaddress"]["latency"]["median_ms"], point["sendtoaddress"]["cpu_ms"],
+                ", ".join("%s %sms (cpu %sms)" % (name, point[name]["median_ms"],
+                                                  point[name]["cpu_ms"]) for name in GROWTH)))
             points.append(point)
         report["points"] = points
         report["growth"] = growth(points[0], points[-1])

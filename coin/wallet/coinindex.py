@@ -253,9 +253,10 @@ class CoinIndex:
                 elif mine == ISMINE_WATCH_ONLY:
                     watch += value
             lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY
-            sums = (spendable, watch) + tuple(self.wallet.legacy_amount(wtx.tx, filter_, True)
-                                              for filter_ in LEGACY_SLOTS)
-            addresses = self._paid_addresses(wtx)
+            debits = self.wallet.debits_by_mine(wtx.tx)
+            sums = (spendable, watch) + tuple(self.wallet.legacy_amounts(wtx.tx, LEGACY_SLOTS,
+                                                                         True, debits))
+            addresses = self._paid_addresses(wtx, debits)
             self.placed[txid] = (lane, height, sums, addresses)
             self.lanes[lane].add(height, txid, sums)
             for address in addresses:
@@ -269,12 +270,12 @@ class CoinIndex:
             self._set_selectable((txid, n), keys.get((txid, n)))
         return []
 
-    def _paid_addresses(self, wtx: "WalletTx") -> Set[str]:
+    def _paid_addresses(self, wtx: "WalletTx", debits: Dict[int, int]) -> Set[str]:
         """Addresses whose naming would change ``wtx``'s legacy shares: own outputs that a
         filter it debits does not match (change for it, else not counted); none in a
         wallet without watch-only coins."""
         wallet = self.wallet
-        debited = [f for f in (ISMINE_SPENDABLE, ISMINE_WATCH_ONLY) if wallet.debit(wtx.tx, f)]
+        debited = [mine for mine, value in debits.items() if value]
         if not debited:
             return set()
         found = set()

@@ -28,7 +28,9 @@ from coin.script.standard import extract_destinations, p2pkh_script
 from coin.threads import ThreadRunner
 from coin.wallet.coinindex import CoinIndex
 from coin.wallet.db import WALLET_VERSION, WalletDB
-from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, CorruptKey, KeyStore
+from coin.wallet.keystore import (
+    ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY, CorruptKey, KeyStore,
+)
 
 Outpoint = Tuple[bytes, int]
 
@@ -612,21 +614,42 @@ class Wallet:
                 if depth < 0 or self.blocks_to_maturity(wtx) > 0 or not is_final_tx(
                         wtx.tx, tip.height + 1, tip.median_time_past()):
                     continue
-                total += self.legacy_amount(wtx.tx, filter_, depth >= min_depth)
+                total += self.legacy_amounts(wtx.tx, (filter_,), depth >= min_depth)[0]
             return total
 
-    def legacy_amount(self, tx: Transaction, filter_: int, counted: bool) -> int:
-        """One transaction's share of the legacy balance: its own outputs other than change
-        (when ``counted``: deep enough) less what it spends of ours beyond its change."""
-        debit = self.debit(tx, filter_)
-        outgoing = debit > 0
-        total = 0
-        for out in tx.vout:
-            if outgoing and self.is_change(out):
-                debit -= out.value
-            elif self.is_mine(out.script_pubkey) & filter_ and counted:
-                total += out.value
-        return total - debit if outgoing else total
+    def debits_by_mine(self, tx: Transaction) -> Dict[int, int]:
+        """What ``tx`` spends of the wallet's outputs, by their is_mine value."""
+        debits = {ISMINE_SPENDABLE: 0, ISMINE_WATCH_ONLY: 0}
+        if not tx.is_coinbase():
+            txs = self.txs
+            for txin in tx.vin:
+                prev = txs.get(txin.prevout.txid)
+                if prev is not None and txin.prevout.n < len(prev.tx.vout):
+                    out = prev.tx.vout[txin.prevout.n]
+                    mine = self.is_mine(out.script_pubkey)
+                    if mine != ISMINE_NO:
+                        debits[mine] += out.value
+        return debits
+
+    def legacy_amounts(self, tx: Transaction, filters: Iterable[int], counted: bool,
+                       debits: Optional[Dict[int, int]] = None) -> List[int]:
+        """``tx``'s share of the legacy balance for each filter: its own outputs other than
+        change (when ``counted``: deep enough) less what it spends of ours beyond its change."""
+        if debits is None:
+            debits = self.debits_by_mine(tx)
+        outputs = [(self.is_mine(out.script_pubkey), out) for out in tx.vout]
+        shares = []
+        for filter_ in filters:
+            debit = sum(value for mine, value in debits.items() if mine & filter_)
+            outgoing = debit > 0
+            total = 0
+            for mine, out in outputs:
+                if outgoing and mine != ISMINE_NO and self.is_change(out):
+                    debit -= out.value
+                elif mine & filter_ and counted:
+                    total += out.value
+            shares.append(total - debit if outgoing else total)
+        return shares
 
     def available_coins(self, only_safe: bool = True, min_depth: int = 0,
                         max_depth: int = 9999999, include_watch_only: bool = False) -> List[Output]:
