@@ -173,13 +173,11 @@ class Wallet:
                     self.tx_values.setdefault(txid, {})[_TX_VALUE_KEYS[key]] = value
             for row in rows["names"]:
                 self.names[row["address"]] = (row["label"], row["purpose"])
-            for row in sorted(rows["txs"], key=lambda r: r["order_pos"]):
-                block = None
-                if row["block_hash"] is not None:
-                    block = BlockRef(row["block_hash"], row["block_height"], row["block_index"])
-                wtx = WalletTx(Transaction.deserialize(row["raw"]), block, row["time_received"],
-                               row["order_pos"], bool(row["abandoned"]), bool(row["from_me"]))
-                self._index(wtx)
+            for (_, raw, block_hash, height, index, time_received, order_pos, abandoned,
+                 from_me) in self.db.load_txs():
+                block = BlockRef(block_hash, height, index) if block_hash is not None else None
+                self._index(WalletTx(Transaction.deserialize(raw), block, time_received,
+                                     order_pos, bool(abandoned), bool(from_me)))
             # Conflict marks are not stored: each confirmed transaction marks the wallet
             # transactions double-spending it again (depth() checks the block is active).
             for wtx in list(self.txs.values()):
