@@ -382,7 +382,7 @@ def write_history(node: NodeProcess, client: Client, target: int,
     db = WalletDB(os.path.join(node.net_datadir, "wallets", WALLET, "wallet.dat"))
     db.open(create=False)
     try:
-        order = 1 + max(row["order_pos"] for row in db.load()["txs"])
+        order = 1 + max(row.order_pos for row in db.load_txs())
         rows = []
         for i in range(max(0, target - have) // 2):
             height_index = i % len(blocks)
