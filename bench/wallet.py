@@ -37,9 +37,11 @@ does), so the transport's share of each figure is known.  Prints one JSON object
   ``importprivkey`` of the key the sends paid, with its rescan.
 
 ``--quick`` is a smoke run (1,000 and 5,000 coins, about 40 s); the defaults take about
-10 minutes on 2 cores, most of it sendmany making 100,000 real coins.  With ``--py-spy DIR``
-(and py-spy on PATH) the node is sampled during getnewaddress, each point's calls and the
-rescans; the raw profiles go to DIR and the JSON lists each phase's heaviest functions
+10 minutes on 2 cores, most of it sendmany making 100,000 real coins.  Each call's figure
+has the median wall clock and the node's mean CPU per call (``cpu_ms``, from /proc, 10 ms
+ticks over ``--repeats`` calls): on a shared machine the CPU figure is the steadier one.
+With ``--py-spy DIR`` (and py-spy on PATH) the node is sampled during getnewaddress, each
+point's calls and the rescans; the raw profiles go to DIR and the JSON lists each phase's heaviest functions
 (shares of all samples).
 """
 

@@ -699,7 +699,7 @@ class Wallet:
         if self.coins.generation != self.keys.generation:
             self.coins.rebuild()
         txid, group = None, []
-        for outpoint in list(self.coins.by_outpoint):
+        for outpoint in self.coins.by_outpoint:  # not changed while the caller holds the lock
             if outpoint[0] != txid:
                 if group:
                     yield from self.coins_of(self.txs[txid], group, only_safe, min_depth,
