@@ -1,8 +1,8 @@
-"""Wallet RPC speed on a real regtest coind: addresses, sends, listings, rescans.
+"""Wallet RPC speed on a real regtest coind: addresses, sends, listings, rescans, at two scales.
 
-    python bench/wallet.py [--addresses 500] [--runs 3] [--utxos 10000] [--sends 200]
-                           [--txs 10000] [--repeats 5] [--rescans 3] [--quick]
-                           [--py-spy DIR]
+    python bench/wallet.py [--addresses 500] [--runs 3] [--utxos 10000,100000]
+                           [--txs 20000,200000] [--sends 30] [--repeats 5] [--rescans 3]
+                           [--quick] [--py-spy DIR]
 
 Starts, through tests/nodeharness.py, a regtest ``coind -listen=0 -wallet=bench``
 (default key pool, 1,000 keys per chain) and, for the key pool comparison, a second
@@ -14,29 +14,34 @@ does), so the transport's share of each figure is known.  Prints one JSON object
 * ``createwallet``: a new wallet filling its key pool (2 x -keypool keys), then unloaded;
 * ``getnewaddress``: ``--runs`` runs of ``--addresses`` calls on each node (the pool
   refills one key per call); rate per run, the median, and per-call latencies;
-* ``setup_utxos``: 110 blocks mined to the wallet, then ``sendmany`` from the wallet to
-  500 of its own addresses per call (a block every 5 calls) until it holds ``--utxos``
-  coins of 0.01-0.02 (10 mature coinbases fund up to ~30,000); the time of each step.
-  The new coins are locked (``lockunspent``) until the setup ends, else each sendmany
-  would spend ~500 of the previous one's coins;
-* ``at_utxos``: ``getbalance``, ``getbalance "*" 1`` and ``listunspent`` (median of
-  ``--repeats``) with those coins and few transactions;
-* ``sendtoaddress``: ``--sends`` calls, each paying 0.001-0.005 to an address outside
-  the wallet; each spends a coin and adds a change output (the coin count stays about
-  the same; the pool grows to ``--sends`` transactions, mined afterwards);
-* ``grow_txs``: blocks mined to the wallet (``generatetoaddress`` in chunks of 1,000,
-  one wallet transaction each, the cheapest way measured) until the wallet has
-  ``--txs`` transactions;
-* ``listtransactions``: ``"*" 10``, ``"*" 1000`` and ``"*" <--txs>`` (median of ``--repeats``);
-* ``at_txs``: the balance and unspent calls again, now with ``--txs`` transactions
-  (the matured coinbases add coins too: the count is in the JSON);
+* ``points``: one entry per scale (``--utxos`` and ``--txs`` pair up, smallest first,
+  all in the same run and on the same node):
+
+  - ``setup_utxos``: (first point) 110 blocks mined to the wallet; then ``sendmany``
+    from the wallet to 500 of its own addresses per call (a block every 5 calls) until it
+    holds that many coins of 0.01-0.02.  The new coins are locked (``lockunspent``) until
+    the setup ends, else each sendmany would spend ~500 of the previous one's coins;
+  - ``history``: the wallet is unloaded and history written straight into its file
+    through its own storage (``WalletDB.put_txs``) until it holds that many transactions:
+    pairs of a receive from outside and its spend to outside, mined (as the wallet
+    records it) in blocks at least 200 deep, so they leave no coin behind; then
+    ``loadwallet`` (``load_s``: the wallet load, median of ``--repeats`` unload/load);
+  - ``getbalance``, ``getbalance "*" 1``, ``getwalletinfo``, ``listunspent 0 9999999 []
+    true {maximumCount: 1000}`` (1,000 entries), ``listtransactions "*" 10`` (median of
+    ``--repeats``);
+  - ``sendtoaddress``: ``--sends`` calls, each paying 0.001-0.005 outside the wallet
+    (median latency); the pool is mined afterwards;
+
+  and ``growth``: each figure at the largest point over the same figure at the smallest;
 * ``rescan``: ``rescanblockchain`` over the whole chain (median of ``--rescans``) and
   ``importprivkey`` of the key the sends paid, with its rescan.
 
-``--quick`` is a smoke run (smaller sizes, about 15 s); the defaults take about 1.5
-minutes on 2 cores.  With ``--py-spy DIR`` (and py-spy on PATH) the node is sampled
-during getnewaddress, the sends, listtransactions, the balance and unspent calls and the
-rescans; the raw profiles go to DIR and the JSON lists each phase's heaviest functions
+``--quick`` is a smoke run (1,000 and 5,000 coins, about 40 s); the defaults take about
+10 minutes on 2 cores, most of it sendmany making 100,000 real coins.  Each call's figure
+has the median wall clock and the node's mean CPU per call (``cpu_ms``, from /proc, 10 ms
+ticks over ``--repeats`` calls): on a shared machine the CPU figure is the steadier one.
+With ``--py-spy DIR`` (and py-spy on PATH) the node is sampled during getnewaddress, each
+point's calls and the rescans; the raw profiles go to DIR and the JSON lists each phase's heaviest functions
 (shares of all samples).
 """
 
@@ -67,6 +72,9 @@ sys.path.insert(0, REPO)
 from coin.chainparams import REGTEST  # noqa: E402
 from coin.primitives.address import Destination, encode_address, encode_wif  # noqa: E402
 from coin.primitives.hashes import hash160  # noqa: E402
+from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut  # noqa: E402
+from coin.script.standard import p2pkh_script  # noqa: E402
+from coin.wallet.db import WalletDB  # noqa: E402
 from coin.testing.chainbuilder import deterministic_key  # noqa: E402
 from tests.nodeharness import MINER_ADDRESS, PASSWORD, USER, NodeProcess, RPCFailure  # noqa: E402
 
@@ -84,10 +92,22 @@ EXTERNAL_KEY = deterministic_key("wallet bench: external payee")
 EXTERNAL_ADDRESS = encode_address(
     Destination("pubkeyhash", hash160(EXTERNAL_KEY.public_key.format())), REGTEST)
 EXTERNAL_WIF = encode_wif(EXTERNAL_KEY.secret, REGTEST)
-DEFAULTS = {"addresses": 500, "runs": 3, "utxos": 10_000, "sends": 200, "txs": 10_000,
-            "repeats": 5, "rescans": 3}
-QUICK = {"addresses": 100, "runs": 2, "utxos": 1_000, "sends": 20, "txs": 1_000,
-         "repeats": 3, "rescans": 2}
+DEFAULTS: Dict[str, Any] = {"addresses": 500, "runs": 3, "utxos": "10000,100000", "sends": 30,
+                            "txs": "20000,200000", "repeats": 20, "rescans": 3}
+QUICK: Dict[str, Any] = {"addresses": 100, "runs": 2, "utxos": "1000,5000", "sends": 10,
+                         "txs": "2000,10000", "repeats": 3, "rescans": 2}
+#: listunspent's page and the listtransactions page the points measure.
+UNSPENT_PAGE = 1000
+TX_PAGE = 10
+#: Synthetic history is recorded in blocks at least this deep (settled, mature).
+HISTORY_DEPTH = 200
+#: Options listing one size per point.
+SCALES = ("utxos", "txs")
+#: unloadwallet/loadwallet rounds timed per point.
+REPEATS_LOAD = 3
+#: Where the synthetic history's spends go (outside the wallet, never imported).
+HISTORY_PAYEE = p2pkh_script(hash160(
+    deterministic_key("wallet bench: history payee").public_key.format()))
 
 
 # ------------------------------------------------------------------ transport
@@ -98,6 +118,7 @@ class Client:
 
     def __init__(self, node: NodeProcess, path: str = WALLET_PATH) -> None:
         self.port = node.rpcport
+        self.pid = node.process.pid
         self.path = path
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         #: TCP connections opened: 1 means every request went over the same one.
@@ -105,16 +126,30 @@ class Client:
 
     def call(self, method: str, *params: Any, path: Optional[str] = None) -> Any:
         body = json.dumps({"method": method, "params": list(params), "id": 1}).encode()
-        if self.connection.sock is None:
-            self.connects += 1
-        self.connection.request("POST", path or self.path, body=body,
-                                headers={"Authorization": AUTHORIZATION,
-                                         "Content-Type": "application/json"})
-        response = self.connection.getresponse()
+        try:
+            response = self._post(path or self.path, body)
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self.connection.close()  # the server closed an idle keep-alive connection
+            response = self._post(path or self.path, body)
         reply = json.loads(response.read(), parse_float=Decimal)
         if reply.get("error"):
             raise RPCFailure(response.status, reply["error"]["code"], reply["error"]["message"])
         return reply["result"]
+
+    def cpu(self) -> float:
+        """Seconds of CPU the node has used (all threads; 10 ms ticks): on a shared machine
+        a fairer figure than the wall clock."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _post(self, path: str, body: bytes) -> http.client.HTTPResponse:
+        if self.connection.sock is None:
+            self.connects += 1
+        self.connection.request("POST", path, body=body,
+                                headers={"Authorization": AUTHORIZATION,
+                                         "Content-Type": "application/json"})
+        return self.connection.getresponse()
 
     def close(self) -> None:
         self.connection.close()
@@ -150,12 +185,15 @@ def timed(client: Client, method: str, *params: Any) -> tuple[float, Any]:
 
 
 def repeated(client: Client, repeats: int, method: str, *params: Any) -> Dict[str, Any]:
-    """Median of ``repeats`` calls; the size of the answer when it is a list."""
+    """Median of ``repeats`` calls and the node's mean CPU per call; the size of the answer
+    when it is a list."""
     times, result = [], None
+    cpu = client.cpu()
     for _ in range(repeats):
         elapsed, result = timed(client, method, *params)
         times.append(elapsed)
     figure: Dict[str, Any] = {"median_ms": ms(statistics.median(times)),
+                              "cpu_ms": ms((client.cpu() - cpu) / repeats),
                               "runs_ms": [ms(t) for t in times]}
     if isinstance(result, list):
         figure["entries"] = len(result)
@@ -283,32 +321,38 @@ def new_addresses(client: Client, runs: int, count: int) -> tuple[Dict[str, Any]
              "keypoolsize_after": info["keypoolsize"]}, addresses)
 
 
-def make_utxos(client: Client, addresses: List[str], target: int,
+def make_utxos(client: Client, addresses: List[str], target: int, have: int,
                rng: random.Random) -> Dict[str, Any]:
-    """110 blocks to the wallet, then sendmany to own addresses until ``target`` coins."""
+    """sendmany to own addresses until the wallet holds ``target`` made coins (``have``
+    so far); 110 blocks to the wallet first when there are none yet."""
     while len(addresses) < BATCH:
         addresses.append(client.call("getnewaddress"))
     started = time.perf_counter()
-    mine_s, _ = timed(client, "generatetoaddress", 110, addresses[0])
-    batches = -(-target // BATCH)
-    send_times, mined = [], 0
-    for i in range(batches):
-        size = min(BATCH, target - i * BATCH)
-        first = i * BATCH % len(addresses)
+    report: Dict[str, Any] = {}
+    if not have:
+        report["generatetoaddress_110_s"] = round(timed(client, "generatetoaddress", 110,
+                                                        addresses[0])[0], 2)
+    else:  # the coins made so far stay out of the way (loadwallet forgot their locks)
+        client.call("lockunspent", False, [
+            {"txid": coin["txid"], "vout": coin["vout"]} for coin in client.call("listunspent", 0)
+            if Decimal(coin["amount"]) <= Decimal("0.02")])
+    send_times, mined, made = [], 0, have
+    while made < target:
+        size = min(BATCH, target - made)
+        first = made % len(addresses)
         chosen = (addresses + addresses)[first:first + size]
         amounts = {address: coins(rng.uniform(0.01, 0.02)) for address in chosen}
         elapsed, txid = timed(client, "sendmany", "", amounts)
         send_times.append(elapsed)
         lock_outputs(client, txid, set(amounts))
-        if (i + 1) % BATCHES_PER_BLOCK == 0 or i == batches - 1:
+        made += size
+        if len(send_times) % BATCHES_PER_BLOCK == 0 or made >= target:
             client.call("generatetoaddress", 1, MINER_ADDRESS)
             mined += 1
     client.call("lockunspent", True)
-    total = time.perf_counter() - started
-    return {"blocks_to_wallet": 110, "generatetoaddress_110_s": round(mine_s, 2),
-            "sendmany_outputs": BATCH, "sendmany_calls": batches,
-            "sendmany": latencies(send_times), "blocks_confirming": mined,
-            "own_addresses_used": min(len(addresses), target), "total_s": round(total, 1)}
+    report.update({"sendmany_outputs": BATCH, "sendmany": latencies(send_times),
+                   "blocks_confirming": mined, "total_s": round(time.perf_counter() - started, 1)})
+    return report
 
 
 def lock_outputs(client: Client, txid: str, addresses: set) -> None:
@@ -321,53 +365,107 @@ def lock_outputs(client: Client, txid: str, addresses: set) -> None:
     client.call("lockunspent", False, outpoints)
 
 
-def balances(client: Client, repeats: int) -> Dict[str, Any]:
-    info = client.call("getwalletinfo")
-    return {"wallet_txs": info["txcount"],
-            "getbalance": repeated(client, repeats, "getbalance"),
-            "getbalance_star_1": repeated(client, repeats, "getbalance", "*", 1),
-            "listunspent": repeated(client, repeats, "listunspent")}
+def write_history(node: NodeProcess, client: Client, target: int,
+                  rng: random.Random) -> Dict[str, Any]:
+    """Unload the wallet, add settled history to its file until it holds ``target``
+    transactions (pairs: a receive from outside, its spend to outside, in blocks at least
+    HISTORY_DEPTH deep), load it again."""
+    height = client.call("getblockcount")
+    if height < HISTORY_DEPTH + 10:
+        client.call("generatetoaddress", HISTORY_DEPTH + 10 - height, MINER_ADDRESS)
+        height = HISTORY_DEPTH + 10
+    blocks = [bytes.fromhex(client.call("getblockhash", h))[::-1]
+              for h in range(1, height - HISTORY_DEPTH + 1)]
+    address = client.call("getnewaddress")
+    script = bytes.fromhex(client.call("getaddressinfo", address)["scriptPubKey"])
+    have = client.call("getwalletinfo")["txcount"]
+    client.call("unloadwallet", WALLET, path="/")
+    started = time.perf_counter()
+    db = WalletDB(os.path.join(node.net_datadir, "wallets", WALLET, "wallet.dat"))
+    db.open(create=False)
+    try:
+        order = 1 + max(row.order_pos for row in db.load_txs())
+        rows = []
+        for i in range(max(0, target - have) // 2):
+            height_index = i % len(blocks)
+            funding = OutPoint(rng.getrandbits(256).to_bytes(32, "little"), 0)
+            received = Transaction([TxIn(funding, b"\x00" * 107)],
+                                   [TxOut(rng.randrange(100_000, 10_000_000), script)])
+            spent = Transaction([TxIn(OutPoint(received.txid, 0), b"\x00" * 107)],
+                                [TxOut(received.vout[0].value - 1_000, HISTORY_PAYEE)])
+            for tx, from_me in ((received, False), (spent, True)):
+                rows.append({"txid": tx.txid, "raw": tx.serialize(),
+                             "block_hash": blocks[height_index], "block_height": height_index + 1,
+                             "block_index": 1 + len(rows) % 1000, "time_received": 1_500_000_000,
+                             "order_pos": order, "abandoned": False, "from_me": from_me})
+                order += 1
+            if len(rows) >= 20_000:
+                db.put_txs(rows)
+                rows = []
+        db.put_txs(rows)
+    finally:
+        db.close()
+    written_s = time.perf_counter() - started
+    loads, cpus = [], []
+    for i in range(REPEATS_LOAD):
+        if i:
+            client.call("unloadwallet", WALLET, path="/")
+        cpu = client.cpu()
+        loads.append(timed(client, "loadwallet", WALLET)[0])
+        cpus.append(client.cpu() - cpu)
+    return {"wallet_txs": client.call("getwalletinfo")["txcount"], "write_s": round(written_s, 1),
+            "loadwallet": {"median_s": round(statistics.median(loads), 3),
+                           "cpu_median_s": round(statistics.median(cpus), 3),
+                           "runs_s": [round(t, 3) for t in loads]}}
 
 
 def send_many_times(client: Client, count: int, rng: random.Random) -> Dict[str, Any]:
-    before = len(client.call("listunspent", 0))
     times = []
+    cpu = client.cpu()
     for _ in range(count):
         times.append(timed(client, "sendtoaddress", EXTERNAL_ADDRESS,
                            coins(rng.uniform(0.001, 0.005)))[0])
+    cpu = client.cpu() - cpu
     pooled = client.call("getmempoolinfo", path="/")["size"]
-    after = len(client.call("listunspent", 0))
     client.call("generatetoaddress", 1, MINER_ADDRESS)
     return {"payee": "outside the wallet", "latency": latencies(times),
-            "wallet_coins_before": before, "wallet_coins_after_incl_unconfirmed": after,
-            "mempool_size_after": pooled}
+            "cpu_ms": ms(cpu / count), "mempool_size_after": pooled}
 
 
-def grow_txs(client: Client, target: int, address: str) -> Dict[str, Any]:
-    """Blocks mined to the wallet until it has ``target`` transactions."""
-    have = client.call("getwalletinfo")["txcount"]
-    needed = max(0, target - have)
-    chunks, started = [], time.perf_counter()
-    while needed > 0:
-        blocks = min(MINE_CHUNK, needed)
-        elapsed, _ = timed(client, "generatetoaddress", blocks, address)
-        chunks.append(round(blocks / elapsed, 1))
-        needed -= blocks
-    total = time.perf_counter() - started
-    mined = max(0, target - have)
-    info = client.call("getwalletinfo")
-    return {"method": "generatetoaddress to a wallet address, %d blocks per call" % MINE_CHUNK,
-            "wallet_txs_before": have, "blocks_mined": mined, "seconds": round(total, 1),
-            "blocks_per_s": round(mined / total, 1) if mined else None,
-            "chunk_blocks_per_s": chunks, "wallet_txs_after": info["txcount"],
-            "chain_height": client.call("getblockcount")}
+def measure_point(client: Client, sizes: Dict[str, Any], rng: random.Random,
+                  profiler: Profiler, name: str) -> Dict[str, Any]:
+    repeats = sizes["repeats"]
+    with profiler.phase(name):
+        figures: Dict[str, Any] = {
+            "getbalance": repeated(client, repeats, "getbalance"),
+            "getbalance_star_1": repeated(client, repeats, "getbalance", "*", 1),
+            "getwalletinfo": repeated(client, repeats, "getwalletinfo"),
+            "listunspent_%d" % UNSPENT_PAGE: repeated(
+                client, repeats, "listunspent", 0, 9999999, [], True,
+                {"maximumCount": UNSPENT_PAGE}),
+            "listtransactions_%d" % TX_PAGE: repeated(client, repeats, "listtransactions", "*",
+                                                      TX_PAGE),
+            "sendtoaddress": send_many_times(client, sizes["sends"], rng)}
+    figures["unspent_coins"] = len(client.call("listunspent", 0))
+    return figures
 
 
-def list_transactions(client: Client, count: int, repeats: int) -> Dict[str, Any]:
-    result = {}
-    for n in sorted({10, 1000, count}):
-        result["count_%d" % n] = repeated(client, repeats, "listtransactions", "*", n)
-    return result
+#: Figures compared between the smallest and the largest point (median ms).
+GROWTH = ("getbalance", "getbalance_star_1", "getwalletinfo", "listunspent_%d" % UNSPENT_PAGE,
+          "listtransactions_%d" % TX_PAGE)
+
+
+def growth(first: Dict[str, Any], last: Dict[str, Any]) -> Dict[str, float]:
+    """Largest point over smallest: median wall clock, and CPU (``cpu_*``)."""
+    ratios = {name: round(last[name]["median_ms"] / first[name]["median_ms"], 2)
+              for name in GROWTH}
+    ratios.update({"cpu_" + name: round(last[name]["cpu_ms"] / first[name]["cpu_ms"], 2)
+                   for name in GROWTH if first[name]["cpu_ms"]})
+    ratios["sendtoaddress"] = round(last["sendtoaddress"]["latency"]["median_ms"]
+                                    / first["sendtoaddress"]["latency"]["median_ms"], 2)
+    ratios["loadwallet"] = round(last["history"]["loadwallet"]["median_s"]
+                                 / first["history"]["loadwallet"]["median_s"], 2)
+    return ratios
 
 
 def rescans(client: Client, repeats: int, profiler: Profiler) -> Dict[str, Any]:
@@ -394,6 +492,10 @@ def rescans(client: Client, repeats: int, profiler: Profiler) -> Dict[str, Any]:
 # ------------------------------------------------------------------ main
 
 
+def progress(text: str) -> None:
+    print("%s %s" % (time.strftime("%H:%M:%S"), text), file=sys.stderr, flush=True)
+
+
 def machine() -> Dict[str, Any]:
     model = None
     try:
@@ -410,14 +512,18 @@ def machine() -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for name, default in DEFAULTS.items():
-        parser.add_argument("--" + name, type=int, default=None,
-                            help="default %d (--quick: %d)" % (default, QUICK[name]))
+        parser.add_argument("--" + name, type=str if name in SCALES else int, default=None,
+                            help="default %s (--quick: %s)" % (default, QUICK[name]))
     parser.add_argument("--quick", action="store_true", help="a smoke run with small sizes")
     parser.add_argument("--py-spy", metavar="DIR", default=None,
                         help="sample the node with py-spy into DIR during the slow phases")
     args = parser.parse_args(argv)
     sizes = {name: getattr(args, name) if getattr(args, name) is not None
              else (QUICK if args.quick else DEFAULTS)[name] for name in DEFAULTS}
+    for name in SCALES:
+        sizes[name] = sorted(int(v) for v in str(sizes[name]).split(","))
+    if len(sizes["utxos"]) != len(sizes["txs"]):
+        parser.error("--utxos and --txs need as many points each")
     if args.py_spy:
         os.makedirs(args.py_spy, exist_ok=True)
     rng = random.Random(20181003)
@@ -458,22 +564,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         small.stop()
         nodes.remove(small)
 
-        report["setup_utxos"] = make_utxos(client, addresses, sizes["utxos"], rng)
-        report["at_utxos"] = balances(client, sizes["repeats"])
-        with profiler.phase("sendtoaddress"):
-            report["sendtoaddress"] = send_many_times(client, sizes["sends"], rng)
-        report["grow_txs"] = grow_txs(client, sizes["txs"], addresses[1])
-        grown = report["grow_txs"]
-        grown["compare_ms_per_wallet_tx"] = {
-            "generatetoaddress": round(1000 / grown["blocks_per_s"], 2)
-            if grown["blocks_per_s"] else None,
-            "sendtoaddress": round(1000 / report["sendtoaddress"]["latency"]["per_s"], 2)}
-        if grown["blocks_per_s"]:
-            grown["projected_10000_blocks_s"] = round(10_000 / grown["blocks_per_s"], 1)
-        with profiler.phase("listtransactions"):
-            report["listtransactions"] = list_transactions(client, sizes["txs"], sizes["repeats"])
-        with profiler.phase("balances_listunspent"):
-            report["at_txs"] = balances(client, sizes["repeats"])
+        points, made = [], 0
+        for utxos, txs in zip(sizes["utxos"], sizes["txs"]):
+            point: Dict[str, Any] = {"utxos": utxos, "txs": txs}
+            progress("point %d/%d: making coins" % (utxos, txs))
+            point["setup_utxos"] = make_utxos(client, addresses, utxos, made, rng)
+            made = utxos
+            progress("writing history")
+            point["history"] = write_history(node, client, txs, rng)
+            progress("measuring")
+            point.update(measure_point(client, sizes, rng, profiler, "point_%d" % utxos))
+            progress("load %ss (cpu %ss), send %sms (cpu %sms), %s" % (
+                point["history"]["loadwallet"]["median_s"],
+                point["history"]["loadwallet"]["cpu_median_s"],
+                point["sendtoaddress"]["latency"]["median_ms"], point["sendtoaddress"]["cpu_ms"],
+                ", ".join("%s %sms (cpu %sms)" % (name, point[name]["median_ms"],
+                                                  point[name]["cpu_ms"]) for name in GROWTH)))
+            points.append(point)
+        report["points"] = points
+        report["growth"] = growth(points[0], points[-1])
         report["rescan"] = rescans(client, sizes["rescans"], profiler)
         report["keepalive_connections_opened"] = client.connects
         if args.py_spy:

@@ -23,7 +23,7 @@ import sqlite3
 import stat
 import tempfile
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from sqlalchemy import (
     BigInteger, Boolean, Column, Integer, LargeBinary, MetaData, String, Table, delete, event,
@@ -304,10 +304,17 @@ class WalletDB:
     # ------------------------------------------------------------------ reads
 
     def load(self) -> Dict[str, List[Dict[str, Any]]]:
-        """Every row of every table, as dicts by table name (the wallet lives in memory)."""
+        """Every row of every table but ``txs``, as dicts by table name (the wallet lives in
+        memory); :meth:`load_txs` reads those."""
         with self.batch() as conn:
             return {table.name: [dict(row._mapping) for row in conn.execute(select(table))]
-                    for table in metadata.sorted_tables}
+                    for table in metadata.sorted_tables if table is not txs}
+
+    def load_txs(self) -> List[Tuple[Any, ...]]:
+        """Every wallet transaction as a tuple of the table's columns, by order_pos (plain
+        tuples: a wallet may hold hundreds of thousands)."""
+        with self.batch() as conn:
+            return list(conn.execute(select(txs).order_by(txs.c.order_pos)).tuples())
 
     # ------------------------------------------------------------------ writes
 

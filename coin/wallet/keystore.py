@@ -108,6 +108,9 @@ class KeyStore:
         #: dropped whenever a key, script or watch entry arrives (every send takes a key).
         self._mine_cache: Dict[bytes, int] = {}
         self._not_mine_cache: Dict[bytes, int] = {}
+        #: Bumped when an import may make existing outputs the wallet's (not for pool keys,
+        #: which no known transaction pays yet): the wallet's coin index is rebuilt then.
+        self.generation = 0
         #: Seconds since the epoch when the wallet relocks (0: locked or unencrypted).
         self.unlocked_until = 0
         #: createwallet's disable_private_keys: watch-only, no seed, no pool, no imports of keys.
@@ -292,6 +295,7 @@ class KeyStore:
             return pubkey
         with self.db.batch():
             self._store_key(secret, compressed, None)
+            self.generation += 1
             if created is not None:
                 record = self.keys[pubkey]
                 record.created = created
@@ -303,12 +307,14 @@ class KeyStore:
         self.scripts[script_hash] = redeem_script
         self.db.put_script(script_hash, redeem_script)
         self._not_mine_cache.clear()
+        self.generation += 1
         return script_hash
 
     def add_watch(self, script_pubkey: bytes) -> None:
         self.watch.add(script_pubkey)
         self.db.put_watch(script_pubkey, int(self._now()))
         self._not_mine_cache.clear()
+        self.generation += 1
 
     def add_watch_pubkey(self, pubkey: bytes) -> None:
         """importpubkey: watch both the P2PKH and the P2PK script of the key."""

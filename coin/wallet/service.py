@@ -751,8 +751,8 @@ def _fund_on_worker(chainstate: ChainState, wallet: Wallet, tx: Transaction,
         created = create_transaction(wallet, recipients, fees, coins, change_script, preset,
                                      sign=False)
         if lock:
-            wallet.locked_coins.update((txin.prevout.txid, txin.prevout.n)
-                                       for txin in created.tx.vin[len(tx.vin):])
+            wallet.lock_coins((txin.prevout.txid, txin.prevout.n)
+                              for txin in created.tx.vin[len(tx.vin):])
         return created
 
 

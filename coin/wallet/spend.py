@@ -20,8 +20,10 @@ are measured with placeholder signatures of Core's dummy size (72 bytes).
 from __future__ import annotations
 
 import bisect
+import heapq
+from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from sortedcontainers import SortedList
 
 from coin.consensus.tx_check import format_money
 from coin.mempool.policy import FeeRate, dust_threshold, spend_cost
@@ -36,7 +38,7 @@ from coin.wallet.errors import (
     RPC_WALLET_INSUFFICIENT_FUNDS,
 )
 from coin.wallet.keystore import ISMINE_SPENDABLE
-from coin.wallet.wallet import Output, Wallet, WalletTx
+from coin.wallet.wallet import Outpoint, Output, Wallet, WalletTx
 
 #: Core's MIN_CHANGE (CENT): change smaller than this is avoided when possible.
 MIN_CHANGE = 1_000_000
@@ -118,50 +120,127 @@ class FeePolicy(NamedTuple):
         return max(rate, self.min_relay, self.pool_floor, self.min_tx)
 
 
-def _pick(coins: Sequence[Output], target: int) -> Optional[List[Output]]:
-    """One tier's selection, or None when the tier cannot pay ``target``.
+class _Tier:
+    """The spendable coins of one selection tier in (value, wallet order) order: a few
+    coins checked in full (``small``) merged with the wallet index's value-sorted deep
+    coins (``big``, less those in ``skip``), so a pick reads only what it takes."""
 
-    Values are read once and sorted; lookups bisect (wallets hold many coins).
-    """
-    usable = sorted(((c.txout.value, i, c) for i, c in enumerate(coins) if c.spendable),
-                    key=lambda item: item[:2])
-    values = [value for value, _, _ in usable]
-    exact = bisect.bisect_left(values, target)
-    if exact < len(values) and values[exact] == target:
-        return [usable[exact][2]]
-    split = bisect.bisect_left(values, target + MIN_CHANGE)
-    larger = usable[split][2] if split < len(usable) else None
-    total = sum(values[:split])
-    if total == target:
-        return [c for _, _, c in usable[:split]]
-    if total < target:
-        return [larger] if larger is not None else None
-    run: List[Output] = []
+    def __init__(self, small: List[Tuple[tuple, Output]], big: Optional[SortedList] = None,
+                 skip: Set[Outpoint] = frozenset(),
+                 make: Optional[Callable[[tuple], Output]] = None) -> None:
+        self.small = sorted(small, key=lambda item: item[0])
+        self.keys = [key for key, _ in self.small]
+        self.big = big if big is not None else SortedList()
+        self.skip = skip
+        self.make = make
+
+    def _big(self, keys: Iterable[tuple]) -> Iterator[Tuple[tuple, Output]]:
+        for key in keys:
+            if (key[3], key[2]) not in self.skip:
+                yield key, self.make(key)
+
+    def first_at_least(self, value: int) -> Optional[Tuple[tuple, Output]]:
+        found = [item for item in (next(self._big(self.big.irange(minimum=(value,))), None),)
+                 if item is not None]
+        index = bisect.bisect_left(self.keys, (value,))
+        if index < len(self.small):
+            found.append(self.small[index])
+        return min(found, key=lambda item: item[0], default=None)
+
+    def below(self, key: Optional[tuple]) -> Iterator[Tuple[tuple, Output]]:
+        """Coins before ``key`` (all without one), largest first."""
+        index = len(self.small) if key is None else bisect.bisect_left(self.keys, key)
+        big = self.big.irange(maximum=key, inclusive=(True, False), reverse=True)
+        return heapq.merge((self.small[i] for i in range(index - 1, -1, -1)), self._big(big),
+                           key=lambda item: item[0], reverse=True)
+
+
+def _pick(tier: _Tier, target: int) -> Optional[List[Output]]:
+    """One tier's selection, or None when the tier cannot pay ``target``: an exact coin,
+    else the better of the smallest coin covering target plus MIN_CHANGE and the run of
+    the largest smaller coins reaching that goal (or target, when they cannot)."""
+    exact = tier.first_at_least(target)
+    if exact is not None and exact[0][0] == target:
+        return [exact[1]]
+    larger = tier.first_at_least(target + MIN_CHANGE)
+    run: List[Tuple[int, Output]] = []
     running = 0
-    goal = target + MIN_CHANGE if total >= target + MIN_CHANGE else target
-    for value, _, coin in reversed(usable[:split]):
-        run.append(coin)
-        running += value
-        if running >= goal:
+    for key, coin in tier.below(larger[0] if larger is not None else None):
+        run.append((key[0], coin))
+        running += key[0]
+        if running >= target + MIN_CHANGE:
             break
-    if larger is not None and (values[split], 1) <= (running, len(run)):
-        return [larger]
-    return run
+    else:  # every smaller coin is in the run: ``running`` is their total
+        if running == target:
+            return [coin for _, coin in reversed(run)]
+        if running < target:
+            return [larger[1]] if larger is not None else None
+        running, count = 0, 0
+        while running < target:
+            running += run[count][0]
+            count += 1
+        run = run[:count]
+    if larger is not None and (larger[0][0], 1) <= (running, len(run)):
+        return [larger[1]]
+    return [coin for _, coin in run]
+
+
+#: Core's selection tiers (SelectCoinsMinConf): others' coins from 6 confirmations and own
+#: change from 1, then anything from 1, then own unconfirmed change.
+_TIERS: Tuple[Callable[[Output], bool], ...] = (
+    lambda c: c.depth >= (1 if c.wtx.from_me else 6),
+    lambda c: c.depth >= 1,
+    lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
+
+
+def _select(tiers: Callable[[Callable[[Output], bool]], _Tier], target: int,
+            zero_conf_change: bool) -> Optional[List[Output]]:
+    for accept in _TIERS if zero_conf_change else _TIERS[:2]:
+        chosen = _pick(tiers(accept), target)
+        if chosen is not None:
+            return chosen
+    return None
+
+
+def _listed_tiers(coins: Sequence[Output]) -> Callable[[Callable[[Output], bool]], _Tier]:
+    """Tiers over a list of coins, ties in list order."""
+    def tier(accept: Callable[[Output], bool]) -> _Tier:
+        return _Tier([((c.txout.value, i), c) for i, c in
+                      enumerate(c for c in coins if accept(c)) if c.spendable])
+
+    return tier
 
 
 def select_coins(coins: Sequence[Output], target: int,
                  zero_conf_change: bool = True) -> Optional[List[Output]]:
     """Core's tiers of SelectCoinsMinConf (see the module docstring); the last one only
     with ``zero_conf_change`` (-spendzeroconfchange)."""
-    tiers = [lambda c: c.depth >= (1 if c.wtx.from_me else 6),
-             lambda c: c.depth >= 1]
-    if zero_conf_change:
-        tiers.append(lambda c: c.depth >= 1 or (c.depth == 0 and c.wtx.from_me))
-    for accept in tiers:
-        chosen = _pick([c for c in coins if accept(c)], target)
-        if chosen is not None:
-            return chosen
-    return None
+    return _select(_listed_tiers(coins), target, zero_conf_change)
+
+
+def _indexed_tiers(wallet: Wallet, taken: Set[Outpoint]
+                   ) -> Optional[Callable[[Callable[[Output], bool]], _Tier]]:
+    """Tiers over the wallet's coin index (None when the index cannot answer): its sorted
+    coins pass every tier; the doubtful ones are checked in full."""
+    index = wallet.coins
+    if not index.usable():
+        return None
+    big, shallow, doubtful = index.selection()
+    tip = wallet.chain.tip.height
+    txs = wallet.txs
+    recent = [c for wtx in doubtful if wtx.txid in index.by_tx
+              for c in wallet.coins_of(wtx, index.by_tx[wtx.txid])
+              if c.spendable and c.outpoint not in taken]
+
+    def make(key: tuple) -> Output:
+        wtx = txs[key[3]]
+        return Output(wtx, key[2], tip - wtx.block.height + 1, True, True, True)
+
+    def tier(accept: Callable[[Output], bool]) -> _Tier:
+        return _Tier([((c.txout.value, c.wtx.order_pos, c.n, c.wtx.txid), c)
+                      for c in recent if accept(c)], big, shallow | taken, make)
+
+    return tier
 
 
 def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: FeePolicy,
@@ -182,8 +261,11 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
     sequence = MAX_BIP125_RBF_SEQUENCE if fees.signal_rbf else WALLET_SEQUENCE
     preset = list(preset)
     taken = {c.outpoint for c in preset}
-    available = [c for c in (coins if coins is not None else wallet.available_coins())
-                 if c.outpoint not in taken]
+    tiers = _indexed_tiers(wallet, taken) if coins is None else None
+    if tiers is None:
+        available = [c for c in (coins if coins is not None else wallet.available_coins())
+                     if c.outpoint not in taken]
+        tiers = _listed_tiers(available)
     preset_value = sum(c.txout.value for c in preset)
     send_total = sum(r.amount for r in recipients)
     subtracting = sum(1 for r in recipients if r.subtract_fee)
@@ -195,8 +277,7 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
         target = send_total + (0 if subtracting else fee)
         chosen = list(preset)
         if target > preset_value:
-            extra = select_coins(available, target - preset_value,
-                                 wallet.spend_zero_conf_change)
+            extra = _select(tiers, target - preset_value, wallet.spend_zero_conf_change)
             if extra is None:
                 raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds", fee)
             chosen += extra

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from coin.chainparams import ChainParams
 from coin.consensus.tx_check import is_final_tx
@@ -26,8 +26,11 @@ from coin.primitives.transaction import Transaction, TxOut
 from coin.primitives.hashes import hash160
 from coin.script.standard import extract_destinations, p2pkh_script
 from coin.threads import ThreadRunner
+from coin.wallet.coinindex import CoinIndex
 from coin.wallet.db import WALLET_VERSION, WalletDB
-from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, CorruptKey, KeyStore
+from coin.wallet.keystore import (
+    ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY, CorruptKey, KeyStore,
+)
 
 Outpoint = Tuple[bytes, int]
 
@@ -146,6 +149,8 @@ class Wallet:
         self._unsaved_blocks = 0
         self._next_order = 0
         self._addresses: Dict[bytes, Optional[str]] = {}
+        #: Unspent outputs and running balances (kept in step with ``txs``).
+        self.coins = CoinIndex(self)
 
     # ------------------------------------------------------------------ opening
 
@@ -168,18 +173,17 @@ class Wallet:
                     self.tx_values.setdefault(txid, {})[_TX_VALUE_KEYS[key]] = value
             for row in rows["names"]:
                 self.names[row["address"]] = (row["label"], row["purpose"])
-            for row in sorted(rows["txs"], key=lambda r: r["order_pos"]):
-                block = None
-                if row["block_hash"] is not None:
-                    block = BlockRef(row["block_hash"], row["block_height"], row["block_index"])
-                wtx = WalletTx(Transaction.deserialize(row["raw"]), block, row["time_received"],
-                               row["order_pos"], bool(row["abandoned"]), bool(row["from_me"]))
-                self._index(wtx)
+            for (_, raw, block_hash, height, index, time_received, order_pos, abandoned,
+                 from_me) in self.db.load_txs():
+                block = BlockRef(block_hash, height, index) if block_hash is not None else None
+                self._index(WalletTx(Transaction.deserialize(raw), block, time_received,
+                                     order_pos, bool(abandoned), bool(from_me)))
             # Conflict marks are not stored: each confirmed transaction marks the wallet
             # transactions double-spending it again (depth() checks the block is active).
             for wtx in list(self.txs.values()):
                 if wtx.block is not None:
                     self._mark_conflicts(wtx.tx, wtx.block)
+            self.coins.rebuild()
             if created:
                 if disable_private_keys:
                     self.keys.disable_private_keys()
@@ -196,6 +200,7 @@ class Wallet:
             self.txs.clear()
             self.spends.clear()
             self._next_order = 0
+            self.coins.rebuild()
             return zapped
 
     def restore_metadata(self, zapped: List[WalletTx]) -> None:
@@ -210,6 +215,9 @@ class Wallet:
                                                                  old.order_pos, old.from_me)
                 self._next_order = max(self._next_order, wtx.order_pos + 1)
                 self.db.put_tx(wtx.row())
+            # ``txs`` stays in order_pos order (listtransactions reads it newest first).
+            self.txs = dict(sorted(self.txs.items(), key=lambda item: item[1].order_pos))
+            self.coins.rebuild()
 
     def _corrupt_key_text(self, error: CorruptKey) -> str:
         address = encode_address(Destination("pubkeyhash", hash160(error.pubkey)), self.params)
@@ -273,7 +281,10 @@ class Wallet:
     def set_name(self, address: str, label: str, purpose: str) -> None:
         with self.lock:
             self.db.put_name(address, label, purpose)  # first: a refused write changes nothing
+            new = address not in self.names
             self.names[address] = (label, purpose)
+            if new:  # its outputs are no longer change
+                self.coins.name_added(address)
 
     # ------------------------------------------------------------------ tracking
 
@@ -312,6 +323,7 @@ class Wallet:
             else:
                 return True  # nothing new (a rescan meeting a known transaction)
             self.db.put_tx(wtx.row())
+            self.coins.changed(wtx)
             for listener in self.tx_listeners:
                 listener(self.name, wtx.txid)
             return True
@@ -344,7 +356,10 @@ class Wallet:
             if txid in seen or txid not in self.txs:
                 continue
             seen.add(txid)
-            self.txs[txid].conflict_block = where
+            wtx = self.txs[txid]
+            if wtx.conflict_block != where:
+                wtx.conflict_block = where
+                self.coins.changed(wtx)
             for n in range(len(self.txs[txid].tx.vout)):
                 todo.extend(self.spends.get((txid, n), ()))
 
@@ -357,9 +372,14 @@ class Wallet:
                 if wtx is not None and wtx.block is not None and wtx.block.hash == block_hash:
                     wtx.block = None
                     self.db.put_tx(wtx.row())
+                    self.coins.changed(wtx)
             for wtx in self.txs.values():
                 if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
                     wtx.conflict_block = None
+                    self.coins.changed(wtx)
+            entry = self.chain.lookup(block_hash)
+            if entry is not None:
+                self.coins.height_changed(entry.height)
             self.best_block = block.header.prev_hash
             self._save_best_block()
 
@@ -406,6 +426,7 @@ class Wallet:
                     spenders.discard(txid)
                     if not spenders:
                         self.spends.pop(key, None)
+            self.coins.changed(wtx)
             return True
 
     def transaction_added_to_mempool(self, tx: Transaction) -> None:
@@ -430,6 +451,7 @@ class Wallet:
                     if self.depth(current) == 0 and not current.abandoned:
                         current.abandoned = True
                         self.db.put_tx(current.row())
+                        self.coins.changed(current)
                     for n in range(len(current.tx.vout)):
                         todo.extend(self.txs[t] for t in self.spends.get((current.txid, n), ())
                                     if t in self.txs)
@@ -542,80 +564,164 @@ class Wallet:
                    if self.is_mine(out.script_pubkey) & filter_
                    and not self.is_spent((wtx.txid, n)))
 
+    def _recent(self, min_depth: int = 0) -> Tuple[Optional[Tuple[int, int]], Iterable[WalletTx]]:
+        """``(floors, transactions to check in full)``: with the index usable, those mined
+        at their lane's floor or below count from its running totals; else (floors None)
+        every transaction is checked."""
+        if self.coins.usable():
+            floors = self.coins.floors(min_depth)
+            return floors, self.coins.recent(floors)
+        return None, list(self.txs.values())
+
+    def _deep_sum(self, floors: Optional[Tuple[int, int]], filter_: int) -> int:
+        return self.coins.deep_sum(floors, filter_) if floors is not None else 0
+
     def balance(self, filter_: int = ISMINE_SPENDABLE, min_depth: int = 0) -> int:
         """Core 0.17's GetBalance: available credit of trusted transactions at least
-        ``min_depth`` deep."""
+        ``min_depth`` deep (deep ones from the index's running totals)."""
         with self.lock:
-            return sum(self.available_credit(w, filter_) for w in self.txs.values()
-                       if self.is_trusted(w) and self.depth(w) >= min_depth)
+            floors, recent = self._recent(min_depth)
+            return self._deep_sum(floors, filter_) + sum(
+                self.available_credit(w, filter_) for w in recent
+                if self.is_trusted(w) and self.depth(w) >= min_depth)
 
     def unconfirmed_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
         with self.lock:
-            return sum(self.available_credit(w, filter_) for w in self.txs.values()
+            _, recent = self._recent()
+            return sum(self.available_credit(w, filter_) for w in recent
                        if not self.is_trusted(w) and self.depth(w) == 0 and self.in_mempool(w))
 
     def immature_balance(self, filter_: int = ISMINE_SPENDABLE) -> int:
         with self.lock:
             total = 0
-            for wtx in self.txs.values():
+            _, recent = self._recent()
+            for wtx in recent:
                 if self.blocks_to_maturity(wtx) > 0 and self.depth(wtx) > 0:
                     total += self.credit(wtx.tx, filter_)
             return total
 
     def legacy_balance(self, filter_: int, min_depth: int) -> int:
-        """Core 0.17's GetLegacyBalance (getbalance with arguments)."""
+        """Core 0.17's GetLegacyBalance (sendmany's funds check); deep transactions from the
+        index's running totals."""
         with self.lock:
             tip = self.chain.tip
-            total = 0
-            for wtx in self.txs.values():
+            floors, recent = self._recent(min_depth)
+            total = self.coins.deep_legacy(floors, filter_) if floors is not None else 0
+            for wtx in recent:
                 depth = self.depth(wtx)
                 if depth < 0 or self.blocks_to_maturity(wtx) > 0 or not is_final_tx(
                         wtx.tx, tip.height + 1, tip.median_time_past()):
                     continue
-                debit = self.debit(wtx.tx, filter_)
-                outgoing = debit > 0
-                for out in wtx.tx.vout:
-                    if outgoing and self.is_change(out):
-                        debit -= out.value
-                    elif self.is_mine(out.script_pubkey) & filter_ and depth >= min_depth:
-                        total += out.value
-                if outgoing:
-                    total -= debit
+                total += self.legacy_amounts(wtx.tx, (filter_,), depth >= min_depth)[0]
             return total
+
+    def debits_by_mine(self, tx: Transaction) -> Dict[int, int]:
+        """What ``tx`` spends of the wallet's outputs, by their is_mine value."""
+        debits = {ISMINE_SPENDABLE: 0, ISMINE_WATCH_ONLY: 0}
+        if not tx.is_coinbase():
+            txs = self.txs
+            for txin in tx.vin:
+                prev = txs.get(txin.prevout.txid)
+                if prev is not None and txin.prevout.n < len(prev.tx.vout):
+                    out = prev.tx.vout[txin.prevout.n]
+                    mine = self.is_mine(out.script_pubkey)
+                    if mine != ISMINE_NO:
+                        debits[mine] += out.value
+        return debits
+
+    def legacy_amounts(self, tx: Transaction, filters: Iterable[int], counted: bool,
+                       debits: Optional[Dict[int, int]] = None) -> List[int]:
+        """``tx``'s share of the legacy balance for each filter: its own outputs other than
+        change (when ``counted``: deep enough) less what it spends of ours beyond its change."""
+        if debits is None:
+            debits = self.debits_by_mine(tx)
+        outputs = [(self.is_mine(out.script_pubkey), out) for out in tx.vout]
+        shares = []
+        for filter_ in filters:
+            debit = sum(value for mine, value in debits.items() if mine & filter_)
+            outgoing = debit > 0
+            total = 0
+            for mine, out in outputs:
+                if outgoing and mine != ISMINE_NO and self.is_change(out):
+                    debit -= out.value
+                elif mine & filter_ and counted:
+                    total += out.value
+            shares.append(total - debit if outgoing else total)
+        return shares
 
     def available_coins(self, only_safe: bool = True, min_depth: int = 0,
                         max_depth: int = 9999999, include_watch_only: bool = False) -> List[Output]:
-        """Core's AvailableCoins: unspent, unlocked, mature outputs of the wallet."""
+        """Core's AvailableCoins: unspent, unlocked, mature outputs of the wallet (of the
+        transactions the index holds outputs of)."""
         with self.lock:
             coins: List[Output] = []
-            tip = self.chain.tip
-            for wtx in self.txs.values():
-                if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
-                    continue
-                if self.blocks_to_maturity(wtx) > 0:
-                    continue
-                depth = self.depth(wtx)
-                if depth < 0 or (depth == 0 and not self.in_mempool(wtx)):
-                    continue
-                safe = self.is_trusted(wtx)
-                if only_safe and not safe:
-                    continue
-                if not min_depth <= depth <= max_depth:
-                    continue
-                for n, out in enumerate(wtx.tx.vout):
-                    outpoint = (wtx.txid, n)
-                    if outpoint in self.locked_coins or self.is_spent(outpoint):
-                        continue
-                    mine = self.is_mine(out.script_pubkey)
-                    if mine == ISMINE_NO:
-                        continue
-                    spendable = bool(mine & ISMINE_SPENDABLE)
-                    if not spendable and not include_watch_only:
-                        solvable = False
-                    else:
-                        solvable = spendable
-                    coins.append(Output(wtx, n, depth, spendable, solvable or spendable, safe))
+            if self.coins.generation != self.keys.generation:
+                self.coins.rebuild()
+            for wtx in self.coins.live():
+                coins.extend(self.coins_of(wtx, self.coins.by_tx[wtx.txid], only_safe, min_depth,
+                                           max_depth))
             return coins
+
+    def coins_of(self, wtx: WalletTx, outputs: Iterable[int], only_safe: bool = True,
+                 min_depth: int = 0, max_depth: int = 9999999) -> List[Output]:
+        """The available coins among ``wtx``'s ``outputs`` (Core's AvailableCoins' rules)."""
+        tip = self.chain.tip
+        if not is_final_tx(wtx.tx, tip.height + 1, tip.median_time_past()):
+            return []
+        if self.blocks_to_maturity(wtx) > 0:
+            return []
+        depth = self.depth(wtx)
+        if depth < 0 or (depth == 0 and not self.in_mempool(wtx)):
+            return []
+        safe = self.is_trusted(wtx)
+        if only_safe and not safe:
+            return []
+        if not min_depth <= depth <= max_depth:
+            return []
+        coins: List[Output] = []
+        for n in sorted(outputs):
+            outpoint = (wtx.txid, n)
+            if outpoint in self.locked_coins or self.is_spent(outpoint):
+                continue
+            mine = self.is_mine(wtx.tx.vout[n].script_pubkey)
+            if mine == ISMINE_NO:
+                continue
+            spendable = bool(mine & ISMINE_SPENDABLE)
+            coins.append(Output(wtx, n, depth, spendable, spendable, safe))
+        return coins
+
+    def coins_by_outpoint(self, only_safe: bool = True, min_depth: int = 0,
+                          max_depth: int = 9999999) -> Iterator[Output]:
+        """:meth:`available_coins` in outpoint order, lazily (listunspent stops at its count).
+
+        The caller holds :attr:`lock` while it iterates.
+        """
+        if self.coins.generation != self.keys.generation:
+            self.coins.rebuild()
+        txid, group = None, []
+        for outpoint in self.coins.by_outpoint:  # not changed while the caller holds the lock
+            if outpoint[0] != txid:
+                if group:
+                    yield from self.coins_of(self.txs[txid], group, only_safe, min_depth,
+                                             max_depth)
+                txid, group = outpoint[0], []
+            group.append(outpoint[1])
+        if group:
+            yield from self.coins_of(self.txs[txid], group, only_safe, min_depth, max_depth)
+
+    def lock_coins(self, outpoints: Iterable[Outpoint], lock: bool = True) -> None:
+        """lockunspent: lock (or unlock) coins for coin selection."""
+        with self.lock:
+            outpoints = list(outpoints)
+            if lock:
+                self.locked_coins.update(outpoints)
+            else:
+                self.locked_coins.difference_update(outpoints)
+            self.coins.lock_changed(outpoints)
+
+    def unlock_all_coins(self) -> None:
+        with self.lock:
+            self.lock_coins(list(self.locked_coins), lock=False)
 
     # ------------------------------------------------------------------ addresses
 
@@ -651,4 +757,9 @@ class Wallet:
 
     def ordered_txs(self) -> Iterable[WalletTx]:
         return sorted(self.txs.values(), key=lambda w: w.order_pos)
+
+    def newest_first(self) -> Iterator[WalletTx]:
+        """Transactions by descending order_pos, lazily: ``txs`` is kept in that order
+        (loaded sorted, new ones appended, re-sorted when -zapwallettxes restores order)."""
+        return reversed(self.txs.values())
 

@@ -216,9 +216,9 @@ async def listunspent(ctx: RPCContext, minconf: int, maxconf: int,
     def unspent() -> List[Any]:
         chosen: List[Output] = []
         total = 0
-        coins = wallet.available_coins(only_safe=not include_unsafe, min_depth=minconf,
-                                       max_depth=maxconf)
-        for coin in sorted(coins, key=lambda c: c.outpoint):
+        coins = wallet.coins_by_outpoint(only_safe=not include_unsafe, min_depth=minconf,
+                                         max_depth=maxconf)
+        for coin in coins:
             value = coin.txout.value
             if value < low or (high is not None and value > high):
                 continue
@@ -304,15 +304,11 @@ async def lockunspent(ctx: RPCContext, unlock: bool, transactions: Optional[List
     def update() -> bool:
         if transactions is None:
             if unlock:
-                wallet.locked_coins.clear()
+                wallet.unlock_all_coins()
             return True
         # Every entry is checked before any lock changes (Core: atomically).
         outpoints = [_read_outpoint(wallet, value, unlock) for value in transactions]
-        for outpoint in outpoints:
-            if unlock:
-                wallet.locked_coins.discard(outpoint)
-            else:
-                wallet.locked_coins.add(outpoint)
+        wallet.lock_coins(outpoints, lock=not unlock)
         return True
 
     return await in_wallet(wallet, update)

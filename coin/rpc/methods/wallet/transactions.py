@@ -245,7 +245,7 @@ async def listtransactions(ctx: RPCContext, dummy: Optional[str], *raw: Any) -> 
 
     def page() -> List[Any]:
         collected: List[Any] = []
-        for wtx in reversed(list(wallet.ordered_txs())):
+        for wtx in wallet.newest_first():
             collected.extend(transaction_entries(wallet, wtx, 0, True, filter_, state, pool))
             if len(collected) >= count + skip:
                 break
