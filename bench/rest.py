@@ -42,7 +42,8 @@ sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
-                       median_point, parse_against, pick_client, rpc_call, wrk_version)
+                       dump, median_point, parse_against, pick_client, rpc_call, start_coind,
+                       wrk_version)
 from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
@@ -218,9 +219,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
+    parser.add_argument("--against-only", action="store_true",
+                        help="with --against: only the comparison, on a mined chain (no big blocks)")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
+    if args.against_only:
+        if not args.against:
+            parser.error("--against-only needs --against")
+        return against_only(load, args)
 
     started = time.perf_counter()
     workdir = args.workdir or tempfile.mkdtemp(prefix="coin-bench-rest-")
@@ -308,6 +315,30 @@ def main(argv: Optional[List[str]] = None) -> int:
         "total_s": round(time.perf_counter() - started, 1),
     }
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def against_only(load: Any, args: argparse.Namespace) -> int:
+    """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
+    started = time.perf_counter()
+    workdir = tempfile.mkdtemp(prefix="coin-bench-rest-")
+    script = os.path.join(workdir, "wrk_get.lua")
+    with open(script, "w") as f:
+        f.write(WRK_GET)
+    node: Optional[NodeProcess] = None
+    try:
+        node, chain = start_coind(workdir, ["-rest"], args.rpcworkers)
+        against = compare(load, script, {"coind": Target(node.rpcport),
+                                         "against": parse_against(args.against)},
+                          args.runs, args.duration)
+    finally:
+        if node is not None:
+            node.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    report = {"rpcworkers": args.rpcworkers, "cpus": os.cpu_count(), "chain": chain,
+              "duration_s_per_run": args.duration, "runs_per_point": args.runs,
+              "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}
+    sys.stdout.write(dump(report) + "\n")
     return 0
 
 
