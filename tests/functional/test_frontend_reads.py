@@ -6,14 +6,18 @@ forwarded call meeting a writer connection that has just closed."""
 from __future__ import annotations
 
 import json
+import socket
+import socketserver
+import struct
+import threading
 import time
-from typing import List
+from typing import List, Tuple
 
 from coin.consensus.versionbits import VERSIONBITS_TOP_BITS
 from tests.frontendharness import FrontendProcess, wait_for
 from tests.functional.test_frontend import FrontendTestCase, rest
 from tests.functional.test_notify import submit_versioned_block
-from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess
+from tests.nodeharness import MINER_ADDRESS, NodeClient, NodeProcess, RPCFailure
 
 def raw_of(node: NodeClient, block_hash: str) -> bytes:
     return bytes.fromhex(node.rpc("getblock", block_hash, 0))
@@ -117,3 +121,99 @@ class WriterStateTests(FrontendTestCase):
         self.assertIn("Unknown block versions being mined", warning)
         wait_for(lambda: [info["warnings"] for info in self.chain_infos(frontend)]
                  == [warning, warning], 10, "the writer's warnings")
+
+
+class DroppingProxy(socketserver.ThreadingTCPServer):
+    """Between a front end and its writer: passes requests on, except the first one that
+    names ``method``, whose connection it resets unanswered, as a writer closing a kept-alive
+    connection just as the request arrives does.  Counts the requests naming ``method``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, writer_port: int, method: str) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.writer_port = writer_port
+        self.marker = b'"method": "%s"' % method.encode()
+        self.seen = 0
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d/" % self.server_address[1]
+
+
+def _read_message(sock: socket.socket, buffered: bytes) -> Tuple[bytes, bytes]:
+    """One HTTP message with a Content-Length body (or none): ``(message, rest)``."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"", b""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"", b""
+        body += chunk
+    return head + b"\r\n\r\n" + body[:length], body[length:]
+
+
+class _ProxyHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        proxy: DroppingProxy = self.server  # type: ignore[assignment]
+        upstream = socket.create_connection(("127.0.0.1", proxy.writer_port))
+        try:
+            rest_of_client = rest_of_writer = b""
+            while True:
+                request, rest_of_client = _read_message(self.request, rest_of_client)
+                if not request:
+                    return
+                if proxy.marker in request:
+                    with proxy.lock:
+                        proxy.seen += 1
+                        drop = proxy.seen == 1
+                    if drop:
+                        self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                                struct.pack("ii", 1, 0))
+                        return  # closed with a reset, unanswered
+                upstream.sendall(request)
+                response, rest_of_writer = _read_message(upstream, rest_of_writer)
+                self.request.sendall(response)
+        finally:
+            upstream.close()
+
+
+class ForwardRetryTests(FrontendTestCase):
+    """A forwarded call whose connection to the writer is reset before the answer: sent
+    again on a new connection if it only reads, never if it may have run."""
+
+    def proxied_frontend(self, writer: NodeClient, method: str) -> Tuple[NodeClient, DroppingProxy]:
+        proxy = DroppingProxy(writer.rpcport, method)
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        self.addCleanup(proxy.server_close)
+        self.addCleanup(proxy.shutdown)
+        return self.start_frontend(writer, writer_url=proxy.url), proxy
+
+    def test_a_read_only_call_is_sent_again(self) -> None:
+        writer = self.start_writer(blocks=1)
+        frontend, proxy = self.proxied_frontend(writer, "getmempoolinfo")
+        self.assertEqual(frontend.rpc("getmempoolinfo"), writer.rpc("getmempoolinfo"))
+        self.assertEqual(proxy.seen, 2)
+
+    def test_a_call_that_may_have_run_is_not_sent_again(self) -> None:
+        writer = self.start_writer(blocks=1)
+        frontend, proxy = self.proxied_frontend(writer, "getnewaddress")
+        with self.assertRaises(RPCFailure) as cm:
+            frontend.rpc("getnewaddress")
+        self.assertEqual(cm.exception.code, -28)
+        self.assertIn("unreachable", cm.exception.message)
+        self.assertEqual(proxy.seen, 1)
+        frontend.rpc("getnewaddress")  # the next one goes through
+        self.assertEqual(proxy.seen, 2)
