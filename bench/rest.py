@@ -35,7 +35,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -62,6 +63,14 @@ function done(summary, latency, per_thread)
     e.status, e.connect, e.read, e.write, e.timeout))
 end
 '''
+
+
+def wrk_get_script(workdir: str) -> str:
+    """Writes the wrk script of GET requests (WRK_GET) to ``workdir``; its path."""
+    script = os.path.join(workdir, "wrk_get.lua")
+    with open(script, "w") as f:
+        f.write(WRK_GET)
+    return script
 
 
 def run_wrk(script: str, port: int, path: str, connections: int,
@@ -232,9 +241,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.perf_counter()
     workdir = args.workdir or tempfile.mkdtemp(prefix="coin-bench-rest-")
     os.makedirs(workdir, exist_ok=True)
-    script = os.path.join(workdir, "wrk_get.lua")
-    with open(script, "w") as f:
-        f.write(WRK_GET)
+    script = wrk_get_script(workdir)
     node: Optional[NodeProcess] = None
     try:
         blocks = chaindata.load(chaindata.build(workdir))
@@ -318,23 +325,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def against_only(load: Any, args: argparse.Namespace) -> int:
-    """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
-    started = time.perf_counter()
+@contextmanager
+def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
+    """``(node, chain, wrk script)``: a coind with -rest (and ``workers`` -rpcworkers) on
+    bench/rpc.py's mined chain, and the wrk GET script; stopped and removed afterwards."""
     workdir = tempfile.mkdtemp(prefix="coin-bench-rest-")
-    script = os.path.join(workdir, "wrk_get.lua")
-    with open(script, "w") as f:
-        f.write(WRK_GET)
     node: Optional[NodeProcess] = None
     try:
-        node, chain = start_coind(workdir, ["-rest"], args.rpcworkers)
-        against = compare(load, script, {"coind": Target(node.rpcport),
-                                         "against": parse_against(args.against)},
-                          args.runs, args.duration)
+        script = wrk_get_script(workdir)
+        node, chain = start_coind(workdir, ["-rest"], workers)
+        yield node, chain, script
     finally:
         if node is not None:
             node.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def against_only(load: Any, args: argparse.Namespace) -> int:
+    """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
+    started = time.perf_counter()
+    with mined_rest_node(args.rpcworkers) as (node, chain, script):
+        against = compare(load, script, {"coind": Target(node.rpcport),
+                                         "against": parse_against(args.against)},
+                          args.runs, args.duration)
     report = {"rpcworkers": args.rpcworkers, "cpus": os.cpu_count(), "chain": chain,
               "duration_s_per_run": args.duration, "runs_per_point": args.runs,
               "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}

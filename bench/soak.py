@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, List, Optional
@@ -26,8 +24,8 @@ from typing import Any, Dict, List, Optional
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from bench.rest import WRK_GET, run_wrk as run_wrk_get  # noqa: E402
-from bench.rpc import Target, run_wrk as run_wrk_rpc, start_coind, wrk_version  # noqa: E402
+from bench.rest import mined_rest_node, run_wrk as run_wrk_get  # noqa: E402
+from bench.rpc import Target, run_wrk as run_wrk_rpc, wrk_version  # noqa: E402
 from tests.frontendharness import children  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
@@ -109,13 +107,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if wrk_version() is None:
         parser.error("needs wrk")
     started = time.perf_counter()
-    workdir = tempfile.mkdtemp(prefix="coin-bench-soak-")
-    script = os.path.join(workdir, "wrk_get.lua")
-    with open(script, "w") as f:
-        f.write(WRK_GET)
-    node: Optional[NodeProcess] = None
-    try:
-        node, chain = start_coind(workdir, ["-rest"], args.rpcworkers)
+    with mined_rest_node(args.rpcworkers) as (node, chain, script):
         target = Target(node.rpcport)
         block = "/rest/block/%s.json" % node.rpc("getblockhash", 1)
         runs = [
@@ -125,10 +117,6 @@ def main(argv: Optional[List[str]] = None) -> int:
                 script, node.rpcport, block, args.connections, args.duration)),
         ]
         alive = node.rpc("getblockcount") == chain["blocks"]
-    finally:
-        if node is not None:
-            node.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
     report = {"load_generator": "wrk (%s), 1 thread, keep-alive" % wrk_version(),
               "cpus": os.cpu_count(), "rpcworkers": args.rpcworkers,
               "connections": args.connections, "duration_s": args.duration,
