@@ -19,7 +19,8 @@ Prints one JSON object.
 RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
 interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
 hex of the block at height 1 (a coinbase-only block on both chains), and prints
-coind/other ratios.
+coind/other ratios.  With ``--against-only`` only that comparison runs, on bench/rpc.py's
+mined chain instead of the big blocks (minutes faster).
 """
 
 from __future__ import annotations
