@@ -33,8 +33,6 @@ _ASK = b'{"method":"getblockchaininfo","params":[],"id":"frontend-status"}'
 class WriterStatus(service.Service):
     """Follows the writer's ``initialblockdownload`` and ``warnings`` (module docstring)."""
 
-    name = "writer-status"
-
     def __init__(self, writer: WriterClient, reactor: Any, computed_ibd: Callable[[], bool],
                  interval: float = STATUS_INTERVAL) -> None:
         self._writer = writer

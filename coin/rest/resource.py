@@ -303,7 +303,7 @@ class RESTHandlers:
         entry = state.lookup(block_hash)
         if entry is None or not entry.have_data():
             return self._missing_block(entry, param)
-        check_format(fmt, ALL_FORMATS)
+        fmt = check_format(fmt, ALL_FORMATS)
         tip = self._follow_tip(view)
         if fmt == JSON:
             body = self._block_json.get((block_hash, tx_detail))
