@@ -19,7 +19,8 @@ Prints one JSON object.
 RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
 interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
 hex of the block at height 1 (a coinbase-only block on both chains), and prints
-coind/other ratios.
+coind/other ratios.  With ``--against-only`` only that comparison runs, on bench/rpc.py's
+mined chain instead of the big blocks (minutes faster).
 """
 
 from __future__ import annotations
@@ -35,14 +36,16 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
-                       median_point, parse_against, pick_client, rpc_call, wrk_version)
+                       dump, median_point, parse_against, pick_client, rpc_call, start_coind,
+                       wrk_version)
 from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
@@ -61,6 +64,14 @@ function done(summary, latency, per_thread)
     e.status, e.connect, e.read, e.write, e.timeout))
 end
 '''
+
+
+def wrk_get_script(workdir: str) -> str:
+    """Writes the wrk script of GET requests (WRK_GET) to ``workdir``; its path."""
+    script = os.path.join(workdir, "wrk_get.lua")
+    with open(script, "w") as f:
+        f.write(WRK_GET)
+    return script
 
 
 def run_wrk(script: str, port: int, path: str, connections: int,
@@ -218,16 +229,20 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
+    parser.add_argument("--against-only", action="store_true",
+                        help="with --against: only the comparison, on a mined chain (no big blocks)")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
+    if args.against_only:
+        if not args.against:
+            parser.error("--against-only needs --against")
+        return against_only(load, args)
 
     started = time.perf_counter()
     workdir = args.workdir or tempfile.mkdtemp(prefix="coin-bench-rest-")
     os.makedirs(workdir, exist_ok=True)
-    script = os.path.join(workdir, "wrk_get.lua")
-    with open(script, "w") as f:
-        f.write(WRK_GET)
+    script = wrk_get_script(workdir)
     node: Optional[NodeProcess] = None
     try:
         blocks = chaindata.load(chaindata.build(workdir))
@@ -308,6 +323,36 @@ def main(argv: Optional[List[str]] = None) -> int:
         "total_s": round(time.perf_counter() - started, 1),
     }
     sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+@contextmanager
+def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
+    """``(node, chain, wrk script)``: a coind with -rest (and ``workers`` -rpcworkers) on
+    bench/rpc.py's mined chain, and the wrk GET script; stopped and removed afterwards."""
+    workdir = tempfile.mkdtemp(prefix="coin-bench-rest-")
+    node: Optional[NodeProcess] = None
+    try:
+        script = wrk_get_script(workdir)
+        node, chain = start_coind(workdir, ["-rest"], workers)
+        yield node, chain, script
+    finally:
+        if node is not None:
+            node.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def against_only(load: Any, args: argparse.Namespace) -> int:
+    """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
+    started = time.perf_counter()
+    with mined_rest_node(args.rpcworkers) as (node, chain, script):
+        against = compare(load, script, {"coind": Target(node.rpcport),
+                                         "against": parse_against(args.against)},
+                          args.runs, args.duration)
+    report = {"rpcworkers": args.rpcworkers, "cpus": os.cpu_count(), "chain": chain,
+              "duration_s_per_run": args.duration, "runs_per_point": args.runs,
+              "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}
+    sys.stdout.write(dump(report) + "\n")
     return 0
 
 

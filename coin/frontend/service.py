@@ -27,6 +27,7 @@ from coin.frontend.chain import CommittedChain
 from coin.frontend.forward import WriterClient
 from coin.frontend.rest import FrontendREST
 from coin.frontend.rpc import LOCAL_METHODS, FrontendCore, local_method_table
+from coin.frontend.status import WriterStatus
 from coin.frontend.workers import die_with_parent
 from coin.logs import DebugCategories, build_observers
 from coin.rpc.auth import rpc_bind_addresses
@@ -116,6 +117,12 @@ class FrontendService(service.MultiService):
         self.committed.setServiceParent(self)
         self.chain = ChainAccess(self.committed, self.clock, reactor, self.in_thread)
         self.chain.txindex = _CommittedTxIndex() if settings.txindex else None
+        self.writer_status = WriterStatus(self.writer, reactor,
+                                          self.chain.is_initial_block_download)
+        self.writer_status.setServiceParent(self)
+        self.chain.is_initial_block_download = self.writer_status.initial_block_download
+        self.chain.warnings = self.writer_status.warnings
+        self.committed.subscribe(self.writer_status)
         self.warmup = Warmup("Loading block index...")
         self.authenticator, allow, whitelist = rpc_access(config)
         names = LOCAL_METHODS if worker_of is not None else LOCAL_METHODS | {"stop"}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 import string
 import threading
-from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from twisted.internet.defer import (
@@ -41,6 +40,7 @@ from coin.chain.snapshot import ChainSnapshot
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
+from coin.rest.cache import BodyCache
 from coin.rest.formats import (
     ALL_FORMATS, BIN, CONTENT_TYPES, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
     json_body,
@@ -65,8 +65,10 @@ POSITION_CACHE_BLOCKS = 16
 #: runs in the thread pool this many at a time. Python threads share one GIL: every extra
 #: busy thread delays the reactor (and so RPC) further, for no extra throughput.
 HEAVY_CONCURRENCY = 1
-#: Block JSON bodies kept for the current tip (a few MB each for full blocks).
-BLOCK_JSON_CACHE = 8
+#: Bytes of block JSON bodies kept for the current tip (a few MB each for full blocks).
+BLOCK_JSON_CACHE_BYTES = 32 << 20
+#: Bytes of block .hex/.bin bodies kept (the stored block, or twice that in hex).
+BLOCK_RAW_CACHE_BYTES = 16 << 20
 HTTP_BAD_REQUEST = 400
 HTTP_NOT_FOUND = 404
 HTTP_BAD_METHOD = 405
@@ -237,8 +239,13 @@ class RESTHandlers:
         self._heavy = DeferredSemaphore(HEAVY_CONCURRENCY)
         #: (block hash, tx detail) -> block JSON body, valid for the tip in _json_tip only:
         #: confirmations and nextblockhash change with the active chain, nothing else does.
-        self._block_json: "OrderedDict[Tuple[bytes, bool], Body]" = OrderedDict()
+        self._block_json = BodyCache(BLOCK_JSON_CACHE_BYTES)
         self._json_tip: Optional[bytes] = None
+        #: (block hash, "hex" or "bin") -> body: a block's bytes never change; served only
+        #: while its index entry says the data is on disk (pruning clears that first).
+        self._block_raw = BodyCache(BLOCK_RAW_CACHE_BYTES)
+        #: False: every .hex/.bin read goes to the thread pool (tests force either path).
+        self.read_on_reactor = True
         #: The last chaininfo.json body, with the snapshot and status it was made from.
         self._chaininfo: Optional[Tuple[ChainSnapshot, ChainStatus, Body]] = None
         self._openapi: Optional[bytes] = None
@@ -249,17 +256,16 @@ class RESTHandlers:
 
     # -- blocks
 
-    @inlineCallbacks
-    def _block_entry(self, block_hash: bytes, text: str):
-        entry = self.chain.state.lookup(block_hash)
+    def _missing_block(self, entry: Optional[BlockIndexEntry], text: str) -> Deferred:
+        """Core's 404 for a block with no data here: "not available (pruned data)" when the
+        node pruned it, else "not found"."""
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "%s not found" % text)
-        if not entry.have_data():
-            pruned = yield self._is_pruned(entry)
-            if pruned:
-                raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % text)
-            raise RESTError(HTTP_NOT_FOUND, "%s not found" % text)
-        return entry
+
+        def answer(pruned: bool) -> None:
+            raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % text if pruned
+                            else "%s not found" % text)
+        return self._is_pruned(entry).addCallback(answer)
 
     def _is_pruned(self, entry: BlockIndexEntry) -> Deferred:
         """Core's test (data stored once, now gone, node has pruned), on the writer thread."""
@@ -269,31 +275,55 @@ class RESTHandlers:
             return succeed(False)
         return self.chain.call(lambda cs: cs.is_pruned_block(entry))
 
-    @staticmethod
-    def _raw_block_if_cached(state: Any, entry: Any, fmt: str) -> Optional[Body]:
+    def _raw_block_if_cached(self, state: Any, entry: Any, fmt: str) -> Optional[Body]:
         """.hex/.bin of a block whose bytes are in the page cache, read here on the reactor
         (no thread hop); None if that would wait (disk, pruning, the writer) or failed."""
+        if not self.read_on_reactor:
+            return None
         try:
             return binary_body(fmt, state.read_raw_block(entry, wait=False))
         except Exception:
             return None  # WouldBlock, or an error the thread's read reports properly
 
-    @inlineCallbacks
-    def block(self, part: str, tx_detail: bool):
-        param, fmt = split_format(part)
-        block_hash = parse_hash(param)
-        view = self.chain.snapshot()
-        entry = yield self._block_entry(block_hash, param)
-        check_format(fmt, ALL_FORMATS)
-        state, params = self.chain.state, self.chain.params
+    def _follow_tip(self, view: ChainSnapshot) -> Optional[bytes]:
+        """The snapshot's tip hash; a new one empties the block JSON cache (confirmations and
+        nextblockhash change with the active chain; nothing else in a block's JSON does)."""
         tip = view.tip.hash if view.tip is not None else None
         if tip != self._json_tip:
             self._block_json.clear()  # a new tip or a reorg
             self._json_tip = tip
-        key = (block_hash, tx_detail)
-        if fmt == JSON and key in self._block_json:
-            self._block_json.move_to_end(key)
-            return self._block_json[key]
+        return tip
+
+    def block(self, part: str, tx_detail: bool) -> Deferred:
+        """A block's JSON (cached for the current tip) or its stored bytes (.hex/.bin: no
+        parse, cached by hash while the block's data is on disk: they never change)."""
+        param, fmt = split_format(part)
+        block_hash = parse_hash(param)
+        view = self.chain.snapshot()
+        state = self.chain.state
+        entry = state.lookup(block_hash)
+        if entry is None or not entry.have_data():
+            return self._missing_block(entry, param)
+        fmt = check_format(fmt, ALL_FORMATS)
+        tip = self._follow_tip(view)
+        if fmt == JSON:
+            body = self._block_json.get((block_hash, tx_detail))
+        else:
+            body = self._block_raw.get((block_hash, fmt))
+            if body is None:
+                body = self._raw_block_if_cached(state, entry, fmt)
+                if body is not None:
+                    self._block_raw.put((block_hash, fmt), body)
+        if body is None:
+            return self._read_block(view, entry, param, fmt, tx_detail, tip)
+        return succeed(body)
+
+    @inlineCallbacks
+    def _read_block(self, view: ChainSnapshot, entry: BlockIndexEntry, param: str, fmt: str,
+                    tx_detail: bool, tip: Optional[bytes]):
+        """:meth:`block` from the thread pool: the block file is not in the page cache, or
+        the JSON is rendered."""
+        state, params = self.chain.state, self.chain.params
 
         def read_and_render() -> Optional[Body]:
             try:
@@ -307,18 +337,14 @@ class RESTHandlers:
                 return None
             return json_body(block_json(block, entry, view, params, tx_detail=tx_detail))
 
-        body = self._raw_block_if_cached(state, entry, fmt) if fmt != JSON else None
-        if body is None:
-            body = yield self._in_thread(read_and_render)
+        body = yield self._in_thread(read_and_render)
         if body is None:
             # Pruned or unreadable between the check and the read.
-            pruned = yield self._is_pruned(entry)
-            raise RESTError(HTTP_NOT_FOUND, "%s not available (pruned data)" % param if pruned
-                            else "%s not found" % param)
-        if fmt == JSON and tip == self._json_tip:
-            self._block_json[key] = body
-            if len(self._block_json) > BLOCK_JSON_CACHE:
-                self._block_json.popitem(last=False)
+            yield self._missing_block(entry, param)
+        if fmt != JSON:
+            self._block_raw.put((entry.hash, fmt), body)
+        elif tip == self._json_tip:
+            self._block_json.put((entry.hash, tx_detail), body)
         return body
 
     def headers(self, part: str) -> Deferred:

@@ -251,7 +251,10 @@ class FlatFileSeq:
         if not self._lock.acquire(blocking=wait):
             raise WouldBlock(where)
         try:
-            if file_no == self._file_no and pos - HEADER_SIZE >= self._on_disk:
+            # Only this process's own unflushed appends need a flush: a reader that never
+            # opened the files for writing (a front end) reads whatever the OS has.
+            if (self._fd is not None and file_no == self._file_no
+                    and pos - HEADER_SIZE >= self._on_disk):
                 if not wait:
                     raise WouldBlock(where)
                 self._flush_locked()

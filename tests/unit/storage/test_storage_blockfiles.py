@@ -288,6 +288,15 @@ class NoWaitReadTests(SynchronousTestCase):
             raise SkipTest("this filesystem keeps the pages cached after POSIX_FADV_DONTNEED")
         self.assertEqual(self.store.read_block(*self.position), self.raw)
 
+    def test_a_read_only_store_serves_cached_records_of_the_writers_current_file(self) -> None:
+        """A front end never opens the files for writing: a record the writer flushed is
+        read without waiting, even in the file the writer appends to (no flush to wait for)."""
+        self.store.sync()
+        reader = ChainStore(os.path.dirname(self.store.blocks_dir), REGTEST)
+        reader.open_read_only()
+        self.addCleanup(reader.close)
+        self.assertEqual(reader.read_block(*self.position, wait=False), self.raw)
+
 
 class BlockFileTestsOnPostgreSQL(OnPostgreSQL, BlockFileTests):
     """The records are rows of ``block_record``, with the positions and sizes files give."""
