@@ -3,6 +3,8 @@ options, and a publisher that never waits for a subscriber that does not read.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from typing import List, Tuple
 
@@ -15,7 +17,7 @@ from coin.governance.vote import Vote
 from coin.notify.service import NotifyService
 from coin.notify.zmq import DEFAULT_HWM, Notifier, ZmqPublisher, notifiers_from_config
 from coin.primitives.transaction import OutPoint
-from tests.nodeharness import free_port
+from tests.nodeharness import ROOT, _env, free_port
 
 
 def address() -> str:
@@ -107,6 +109,22 @@ class PublisherTests(PublisherCase):
         self.assertEqual(publisher.notifiers, [])
         publisher.publish("hashblock", lambda: b"ignored")
         self.assertFalse(publisher.active)
+
+
+class LazyImportTests(TestCase):
+    def test_a_node_without_zmqpub_never_imports_pyzmq(self) -> None:
+        """pyzmq costs every ``coind`` start about 10 ms: only a -zmqpub* publisher loads it."""
+        script = ("import sys\n"
+                  "from coin.config.args import Config\n"
+                  "from coin.config.node import node_options\n"
+                  "import coin.service\n"
+                  "from coin.notify.service import NotifyService\n"
+                  "notify = NotifyService(Config(node_options(), {}), reactor=None)\n"
+                  "assert not notify.zmq.start()\n"
+                  "print('zmq' in sys.modules)\n")
+        found = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=_env(),
+                               capture_output=True, text=True, check=True)
+        self.assertEqual(found.stdout, "False\n")
 
 
 class OptionTests(TestCase):
