@@ -34,6 +34,7 @@ from coin.testing.chainbuilder import deterministic_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER, PASSWORD = "u", "p"
+T = TypeVar("T")
 
 
 #: Ports tests hand to nodes: below the kernel's ephemeral range (32768+ on Linux), so no
@@ -270,7 +271,7 @@ class NodeProcess(NodeClient):
                 self.rpc("uptime")
                 return
             except (OSError, RPCFailure):
-                time.sleep(0.1)
+                time.sleep(0.02)
         raise RuntimeError("coind did not become ready: %s" % self.stderr_text())
 
     def stop(self, timeout: float = 60.0) -> int:
@@ -302,9 +303,31 @@ MINER_ADDRESS = encode_address(
     Destination("pubkeyhash", hash160(deterministic_key("coin test chain").public_key.format())),
     REGTEST)
 
-_shared: Optional[NodeProcess] = None
 #: Blocks mined on the shared node before tests use it.
 SHARED_BLOCKS = 110
+
+_fixtures: Dict[Hashable, Any] = {}
+
+
+def shared_fixture(key: Hashable, start: Callable[[], T], stop: Callable[[T], Any]) -> T:
+    """What ``start()`` returned, started once per test process for ``key``; ``stop(it)``
+    runs at exit.
+
+    For processes that the tests of a class or module only read from: a process start
+    costs a second of CPU, a test that reads a few answers milliseconds. Tests must leave
+    what they share as they found it.
+    """
+    if key not in _fixtures:
+        fixture = start()
+        atexit.register(stop, fixture)
+        _fixtures[key] = fixture
+    return _fixtures[key]
+
+
+def _start_shared_node() -> NodeProcess:
+    node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-shared-"))
+    node.rpc("generatetoaddress", SHARED_BLOCKS, MINER_ADDRESS)
+    return node
 
 
 def shared_node() -> NodeProcess:
@@ -313,11 +336,5 @@ def shared_node() -> NodeProcess:
     Tests must not change its chain (no invalidateblock, no mining): start a
     private node for that.
     """
-    global _shared
-    if _shared is None:
-        node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-shared-"))
-        atexit.register(node.stop)
-        node.rpc("generatetoaddress", SHARED_BLOCKS, MINER_ADDRESS)
-        _shared = node
-    return _shared
+    return shared_fixture(shared_node, _start_shared_node, NodeProcess.stop)
 

@@ -9,21 +9,20 @@ the tests save the screenshots of doc/gui.md to doc/gui/*.png.
 
 from __future__ import annotations
 
-import atexit
 from decimal import Decimal
 import http.client
 import os
 import re
 import tempfile
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 from twisted.trial.unittest import TestCase
 
 from tests.browserharness import Browser, js_errors, playwright_api, screenshot
 from tests.govhelpers import proposal_hex
 from tests.guiharness import GUIProcess
-from tests.nodeharness import PASSWORD, USER, NodeClient, NodeProcess, free_port
+from tests.nodeharness import PASSWORD, USER, NodeClient, NodeProcess, free_port, shared_fixture
 
 PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
          "settings"]
@@ -50,17 +49,10 @@ def start_gui(datadir: str, server: bool) -> Tuple[GUIProcess, RPCClient]:
 
 #: The key field of the tests' masternode.conf line (never used: its collateral is missing first).
 MASTERNODE_KEY = "93HaYBVUCYjEMeeH1Y4sBGLALQZE1Yc1K64xiqgX37tGBDQL8Xg"
-_shared: Optional[Tuple[GUIProcess, RPCClient]] = None
-
-
 def shared_gui() -> Tuple[GUIProcess, RPCClient]:
     """The module's coin-qt (with -server) and a JSON-RPC client of it; stopped at exit."""
-    global _shared
-    if _shared is None:
-        gui, rpc = start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True)
-        atexit.register(gui.stop)
-        _shared = (gui, rpc)
-    return _shared
+    return shared_fixture(shared_gui, lambda: start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True),
+                          lambda shared: shared[0].stop())
 
 
 def tab(page: Any, name: str) -> None:
