@@ -163,9 +163,12 @@ export default {
   },
 
   async show() {
+    // A refresh (a wallet event) can end after a bump that began later showed its result:
+    // only a message already there when the refresh began is cleared.
+    const before = els.error.textContent;
     try {
       await load();
-      showError(els.error, null);
+      if (els.error.textContent === before) showError(els.error, null);
     } catch (e) {
       showError(els.error, e);
     }
