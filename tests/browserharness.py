@@ -7,8 +7,11 @@
 
 Playwright's sync API runs its own event loop in the calling thread: these helpers are for
 process-based tests (tests/guiharness.py starts coin-qt), whose bodies run on trial's main
-thread with no asyncio loop running. Close the browser in the test that launched it: its loop
-and driver process should not outlive the test in a trial worker that runs other tests next.
+thread with no asyncio loop running. :func:`shared_browser` is one Chromium per test process
+(launching one costs seconds): between sync calls Playwright leaves its loop marked running in
+that thread, which nothing else in this code base minds (no asyncio: trial's reactor is epoll
+and in-process nodes run their tests on threads of their own). Each test still gets fresh
+contexts (cookies, storage) of its own, closed after it.
 Playwright's own browser builds are never downloaded:
 Debian's Chromium is launched (``COIN_CHROMIUM`` names another).
 """
@@ -21,7 +24,7 @@ from typing import Any, Dict
 
 from twisted.trial.unittest import SkipTest
 
-from tests.nodeharness import ROOT
+from tests.nodeharness import ROOT, shared_fixture
 
 CHROMIUM = os.environ.get("COIN_CHROMIUM", "/usr/bin/chromium")
 #: What Chromium needs to run headless here: no sandbox (root), and no traffic off loopback.
@@ -90,6 +93,12 @@ class Browser:
             self.browser.close()
         finally:
             self._playwright.stop()
+
+
+def shared_browser() -> Browser:
+    """One Chromium per test process, launched on first use and closed at exit (SkipTest
+    without playwright or Chromium)."""
+    return shared_fixture(shared_browser, Browser.launch, Browser.close)
 
 
 def screenshot(page: Any, name: str) -> None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import queue
 import struct
 import threading
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-import zmq
 from twisted.logger import Logger
 
 from coin.config.args import Config
@@ -30,11 +29,25 @@ MAX_QUEUED = 200_000
 
 _STOP = object()
 
+if TYPE_CHECKING:
+    import zmq
+else:
+    #: pyzmq, imported by :func:`_import_zmq` when a publisher starts: a node without
+    #: -zmqpub* never loads it (about 10 ms of every start).
+    zmq: Any = None
 
-#: Frame flags: every frame but the last says "more"; none ever waits.
-_MORE = zmq.SNDMORE | zmq.NOBLOCK
-_LAST = zmq.NOBLOCK
+#: Frame flags, set with ``zmq``: every frame but the last says "more"; none ever waits.
+_MORE = _LAST = 0
 _pack_sequence = struct.Struct("<I").pack
+
+
+def _import_zmq() -> None:
+    global zmq, _MORE, _LAST
+    if zmq is None:
+        import zmq as module
+        _MORE = module.SNDMORE | module.NOBLOCK
+        _LAST = module.NOBLOCK
+        zmq = module
 
 
 class Notifier:
@@ -113,6 +126,7 @@ class ZmqPublisher:
         the node runs on) and False is returned."""
         if not self.notifiers:
             return False
+        _import_zmq()
         self._context = zmq.Context()
         sockets: Dict[str, zmq.Socket] = {}
         try:

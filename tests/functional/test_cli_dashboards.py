@@ -3,26 +3,36 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import time
+from typing import Tuple
 
 from twisted.trial.unittest import TestCase
 
-from tests.nodeharness import NodeProcess
+from tests.inprocess import NodeTestCase
+from tests.nodeharness import NodeProcess, shared_fixture
+
+
+def _connected_pair() -> Tuple[NodeProcess, NodeProcess]:
+    """A listening node and a peer connected to it."""
+    node = NodeProcess.start(tempfile.mkdtemp(prefix="coin-netinfo-"), ["-connect=0", "-listen=1"])
+    peer = NodeProcess.start(tempfile.mkdtemp(prefix="coin-netinfo-"), [
+        "-listen=0", "-connect=127.0.0.1:%d" % node.p2p_port])
+    deadline = time.monotonic() + 30
+    while not node.rpc("getpeerinfo"):
+        if time.monotonic() > deadline:
+            raise AssertionError("the peer did not connect")
+        time.sleep(0.05)
+    return node, peer
 
 
 class NetinfoTests(TestCase):
-    """A listening node and a peer connecting to it: each side's dashboard."""
+    """A listening node and a peer connecting to it: each side's dashboard (the tests only
+    read, so they share one pair)."""
 
     def setUp(self) -> None:
-        self.node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=1"])
-        self.addCleanup(self.node.stop)
-        self.peer = NodeProcess.start(self.mktemp(), [
-            "-listen=0", "-connect=127.0.0.1:%d" % self.node.p2p_port])
-        self.addCleanup(self.peer.stop)
-        deadline = time.monotonic() + 30
-        while not self.node.rpc("getpeerinfo"):
-            self.assertLess(time.monotonic(), deadline, "the peer did not connect")
-            time.sleep(0.1)
+        self.node, self.peer = shared_fixture(NetinfoTests, _connected_pair,
+                                              lambda pair: [node.stop() for node in pair])
 
     def test_counts(self) -> None:
         info = self.node.rpc("getnetworkinfo")
@@ -59,11 +69,12 @@ class NetinfoTests(TestCase):
                          (1, "error: Authorization failed: Incorrect rpcuser or rpcpassword\n"))
 
 
-class GenerateTests(TestCase):
+class GenerateTests(NodeTestCase):
+    """Against a node of each test's own (they mine): in this process, coin-cli as a user
+    runs it."""
 
     def setUp(self) -> None:
-        self.node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0"])
-        self.addCleanup(self.node.stop)
+        self.node = self.start_node("-connect=0", "-listen=0")
 
     def test_one_block_to_a_new_wallet_address(self) -> None:
         result = self.node.cli("-generate")
@@ -93,8 +104,7 @@ class GenerateTests(TestCase):
 
     def test_without_wallet(self) -> None:
         """getnewaddress's error is shown, as Core shows it, and nothing is mined."""
-        node = NodeProcess.start(self.mktemp(), ["-connect=0", "-listen=0", "-disablewallet"])
-        self.addCleanup(node.stop)
+        node = self.node.restart("-connect=0", "-listen=0", "-disablewallet")
         result = node.cli("-generate")
         self.assertEqual((result.returncode, result.stderr),
                          (89, "error code: -32601\nerror message:\nMethod not found (wallet method is "

@@ -171,6 +171,9 @@ class GovernanceNetworkTests(MasternodeNetworkCase):
         data = proposal_hex(address)
         fee_txid = control.rpc("gobject", "prepare", "0", "1", TIME, data)
         control.rpc("generate", 1)
+        # Every node must have the fee's block first: one that has not refuses the object
+        # (0 confirmations, as Dash does) and is not offered it again.
+        self.wait_tip(nodes)
         object_hash = control.rpc("gobject", "submit", "0", "1", TIME, data, fee_txid)
         listed = self.agree(nodes, "the proposal on every node", "gobject", "list")
         self.assertEqual(list(listed), [object_hash])

@@ -6,7 +6,6 @@ the WebSocket's events, the RPC port's -server rule and a second coin-qt on one 
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import signal
@@ -15,32 +14,28 @@ import stat
 import subprocess
 import sys
 import tempfile
-from typing import Optional
 
 from twisted.trial.unittest import TestCase
 
 from coin.gui.web import STATIC_DIR
 from tests.functional.test_twistd import twistd_script
 from tests.guiharness import GUIProcess, WebSocketClient, coin_qt_command
-from tests.nodeharness import ROOT, RPCFailure, _env, free_port
+from tests.nodeharness import ROOT, RPCFailure, _env, free_port, shared_fixture
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
        "frame-ancestors 'none'")
 
-_shared: Optional[GUIProcess] = None
+def _start_shared_gui() -> GUIProcess:
+    gui = GUIProcess.start(tempfile.mkdtemp(prefix="coin-qt-shared-"))
+    gui.call("generatetoaddress", 101, gui.call("getnewaddress"))
+    return gui
 
 
 def shared_gui() -> GUIProcess:
     """One coin-qt (default wallet, 101 blocks mined to it) for the tests that do not need
     a node of their own; stopped at exit."""
-    global _shared
-    if _shared is None:
-        gui = GUIProcess.start(tempfile.mkdtemp(prefix="coin-qt-shared-"))
-        atexit.register(gui.stop)
-        gui.call("generatetoaddress", 101, gui.call("getnewaddress"))
-        _shared = gui
-    return _shared
+    return shared_fixture(shared_gui, _start_shared_gui, GUIProcess.stop)
 
 
 def _error(body: bytes) -> dict:

@@ -1,29 +1,28 @@
 """coin-qt in a real browser (headless Chromium driven by Playwright), as a user works with it.
 
 One ``coin-qt -regtest -server -nobrowser`` serves the tests of this module (started on first
-use, stopped at exit; a test that needs RPC off or a masternode.conf starts its own); each test
-launches and closes its own Chromium.
+use, stopped at exit; a test that needs RPC off or a masternode.conf starts its own), and one
+Chromium (tests/browserharness.py) in which each test opens contexts of its own.
 Skipped, with the reason, when playwright or Chromium is missing. With COIN_GUI_SCREENSHOTS=1
 the tests save the screenshots of doc/gui.md to doc/gui/*.png.
 """
 
 from __future__ import annotations
 
-import atexit
 from decimal import Decimal
 import http.client
 import os
 import re
 import tempfile
 import time
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 from twisted.trial.unittest import TestCase
 
-from tests.browserharness import Browser, js_errors, playwright_api, screenshot
+from tests.browserharness import js_errors, playwright_api, screenshot, shared_browser
 from tests.govhelpers import proposal_hex
 from tests.guiharness import GUIProcess
-from tests.nodeharness import PASSWORD, USER, NodeClient, NodeProcess, free_port
+from tests.nodeharness import PASSWORD, USER, NodeClient, NodeProcess, free_port, shared_fixture
 
 PAGES = ["overview", "send", "receive", "transactions", "masternodes", "governance", "peers", "console",
          "settings"]
@@ -50,17 +49,10 @@ def start_gui(datadir: str, server: bool) -> Tuple[GUIProcess, RPCClient]:
 
 #: The key field of the tests' masternode.conf line (never used: its collateral is missing first).
 MASTERNODE_KEY = "93HaYBVUCYjEMeeH1Y4sBGLALQZE1Yc1K64xiqgX37tGBDQL8Xg"
-_shared: Optional[Tuple[GUIProcess, RPCClient]] = None
-
-
 def shared_gui() -> Tuple[GUIProcess, RPCClient]:
     """The module's coin-qt (with -server) and a JSON-RPC client of it; stopped at exit."""
-    global _shared
-    if _shared is None:
-        gui, rpc = start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True)
-        atexit.register(gui.stop)
-        _shared = (gui, rpc)
-    return _shared
+    return shared_fixture(shared_gui, lambda: start_gui(tempfile.mkdtemp(prefix="coin-gui-"), server=True),
+                          lambda shared: shared[0].stop())
 
 
 def tab(page: Any, name: str) -> None:
@@ -107,12 +99,11 @@ def settings_form(page: Any, field: str, value: str) -> None:
 
 
 class BrowserTestCase(TestCase):
-    """Pages of coin-qt in a Chromium of the test's own (no browser outlives a test: other tests
-    run in the same process); each fails its test on a script error or CSP violation."""
+    """Pages of coin-qt in the process's Chromium, each in a context of the test's own; each
+    fails its test on a script error or CSP violation."""
 
     def setUp(self) -> None:
-        self.browser = Browser.launch()  # SkipTest without playwright or Chromium
-        self.addCleanup(self.browser.close)
+        self.browser = shared_browser()  # SkipTest without playwright or Chromium
 
     def open(self, gui: GUIProcess, **options: Any) -> Any:
         """A page of ``gui`` in a fresh browser context (its own session), closed after the test."""

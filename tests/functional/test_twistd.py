@@ -1,9 +1,10 @@
 """``twistd coind`` as a user types it: the real twistd script, after an install, from any directory.
 
-Each test installs a copy of this checkout into a new environment (editable, or a regular
-wheel install), then runs Twisted's ``twistd`` console script with that environment's
-interpreter from an unrelated directory and without PYTHONPATH, so the plugin is found only
-through what the install put on ``sys.path``.
+A copy of this checkout is installed into a new environment (editable, or a regular wheel
+install), then Twisted's ``twistd`` console script runs with that environment's interpreter
+from an unrelated directory and without PYTHONPATH, so the plugin is found only through what
+the install put on ``sys.path``. The tests that only run twistd from an editable install share
+one (an install takes seconds).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import shutil
 import signal
 import site
 import subprocess
+import tempfile
 import time
 import venv
 from typing import Dict, List, Set
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.nodeharness import ROOT, NodeProcess, free_port
+from tests.nodeharness import ROOT, NodeProcess, free_port, shared_fixture
 from tests.functional.test_daemon import _alive, _kill_quietly, wait_answering
 
 #: What packaging needs from the checkout.
@@ -71,6 +73,14 @@ def install(into: str, editable: bool) -> str:
     return python
 
 
+def shared_editable_install() -> str:
+    """The python of one editable install per test process (removed at exit)."""
+    return shared_fixture(
+        shared_editable_install, lambda: install(tempfile.mkdtemp(prefix="coin-twistd-"), editable=True),
+        # <into>/env/bin/python
+        lambda python: shutil.rmtree(os.path.dirname(os.path.dirname(os.path.dirname(python))), True))
+
+
 class TwistdCommandTests(SynchronousTestCase):
     def twistd(self, python: str, *args: str) -> subprocess.CompletedProcess:
         elsewhere = os.path.abspath(self.mktemp())
@@ -88,13 +98,13 @@ class TwistdCommandTests(SynchronousTestCase):
             self.assertIn("\n  %s\n" % option, result.stdout)
 
     def test_help_after_editable_install(self) -> None:
-        self.assert_lists_coind(install(os.path.abspath(self.mktemp()), editable=True))
+        self.assert_lists_coind(shared_editable_install())
 
     def test_help_after_regular_install(self) -> None:
         self.assert_lists_coind(install(os.path.abspath(self.mktemp()), editable=False))
 
     def test_twistd_n_coind_regtest_answers_rpc(self) -> None:
-        python = install(os.path.abspath(self.mktemp()), editable=True)
+        python = shared_editable_install()
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
         port = free_port()
@@ -118,7 +128,7 @@ class TwistdCommandTests(SynchronousTestCase):
         """Plain ``twistd coind`` forks: the pid files name the daemon, which alone holds the
         lock and the chain database (nothing was opened before the fork), and ``coin-cli
         stop`` stops it cleanly."""
-        python = install(os.path.abspath(self.mktemp()), editable=True)
+        python = shared_editable_install()
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
         port = free_port()

@@ -11,6 +11,8 @@ const TYPES = { all: "All", receive: "Received", send: "Sent", generate: "Mined"
 const DATES = { all: "All", today: "Today", week: "This week", month: "This month", year: "This year" };
 let els = null;
 let list = [];
+/** Whether the message region shows the error of the last refresh. */
+let loadFailed = false;
 
 function since(range) {
   const now = new Date();
@@ -163,11 +165,15 @@ export default {
   },
 
   async show() {
+    // A refresh (the wallet event of a fee bump comes right after its answer) clears only
+    // what a failed refresh showed, never the result of an action.
     try {
       await load();
-      showError(els.error, null);
+      if (loadFailed) showError(els.error, null);
+      loadFailed = false;
     } catch (e) {
       showError(els.error, e);
+      loadFailed = true;
     }
   },
 };
