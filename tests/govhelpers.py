@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from typing import Any, Dict, Optional
 
@@ -39,8 +40,11 @@ class FakeMasternodes:
     """A masternode list of generated keys (the MasternodeKeys protocol)."""
 
     def __init__(self, count: int, enabled: Optional[int] = None) -> None:
+        # Keys from a fixed seed: signatures (RFC 6979) and so object and vote hashes are the
+        # same in every run, so a bloom filter's false positive cannot make a test flaky.
         self.keys: Dict[OutPoint, coincurve.PrivateKey] = {
-            OutPoint(bytes([n + 1]) * 32, n): coincurve.PrivateKey() for n in range(count)}
+            OutPoint(bytes([n + 1]) * 32, n): coincurve.PrivateKey(
+                hashlib.sha256(b"fake masternode %d" % n).digest()) for n in range(count)}
         self.enabled = count if enabled is None else enabled
 
     def key_id(self, outpoint: OutPoint) -> Optional[bytes]:

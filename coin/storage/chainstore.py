@@ -56,6 +56,7 @@ from coin.storage.commits import CommitWatch
 from coin.storage.database import (
     SQLITE,
     claim_server_writer,
+    release_server_writer,
     create_engine,
     create_server_engine,
     describe,
@@ -558,7 +559,7 @@ class ChainStore:
             self._utxos.close()
             self._utxos = None
         if self._writer_lock is not None:
-            close_connection(self._writer_lock)
+            release_server_writer(self._writer_lock)
             self._writer_lock = None
         if self._engine is not None:
             self._engine.dispose()

@@ -25,7 +25,9 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from twisted.logger import Logger
 
-from coin.storage.dialect import autocommit_connection, configure_engine
+from coin.storage.dialect import (
+    autocommit_connection, close_connection, configure_engine, connection_lost,
+)
 from coin.storage.errors import SchemaError, StorageError
 
 HEAD_REVISION = "0004"
@@ -153,6 +155,21 @@ def claim_server_writer(engine: Engine, url: URL) -> Any:
         raise StorageError("Cannot obtain a lock on PostgreSQL database %s. Coin is probably "
                            "already running on it." % describe(url))
     return conn
+
+
+def release_server_writer(conn: Any) -> None:
+    """Give up the writer's lock before closing its connection: the server releases a
+    closed session's locks only once its backend notices, so a writer started right after
+    this one stopped could otherwise still find the lock taken."""
+    if not connection_lost(conn):
+        cursor = conn.cursor()
+        try:
+            cursor.execute("SELECT pg_advisory_unlock(%d)" % WRITER_LOCK_KEY)
+        except Exception:  # the server went away meanwhile: closing releases it anyway
+            pass
+        finally:
+            cursor.close()
+    close_connection(conn)
 
 
 def ensure_schema(engine: Engine, where: str, read_only: bool = False) -> None:
