@@ -79,12 +79,12 @@ class BlockchainIntegrationTests(NodeTestCase):
     def test_waiting_call_does_not_block_the_server(self) -> None:
         n = self.node
         answers = []
-        waiter = threading.Thread(target=lambda: answers.append(n.rpc("waitfornewblock", 1500)))
+        waiter = threading.Thread(target=lambda: answers.append(n.rpc("waitfornewblock", 3000)))
         started = time.monotonic()
         waiter.start()
         time.sleep(0.2)
         self.assertEqual(n.rpc("getblockcount"), HEIGHT)
-        self.assertLess(time.monotonic() - started, 1.2)
+        self.assertLess(time.monotonic() - started, 2.5)  # answered while the wait goes on
         waiter.join(10)
-        self.assertGreaterEqual(time.monotonic() - started, 1.4)
+        self.assertGreaterEqual(time.monotonic() - started, 2.9)
         self.assertEqual(answers, [{"hash": n.rpc("getbestblockhash"), "height": HEIGHT}])

@@ -179,7 +179,9 @@ class LargeBodyTests(NodeTestCase):
             done.set()
             thread.join(30)
         self.assertTrue(reply.endswith(b'{"result":0,"error":null,"id":1}\n'), reply[-80:])
-        self.assertLess(max(worst), 1.0)
+        # Parsed on the reactor it held every client 3-5 s on a quiet machine; off it, the
+        # probe waits at most for GIL turns, well under 2 s even on a loaded one.
+        self.assertLess(max(worst), 2.0)
 
 
 class HTTPLimitTests(NodeTestCase):

@@ -413,13 +413,15 @@ class AuthenticationTests(RPCTestCase):
         node = self.main_node()
         slow = [threading.Thread(target=exchange, args=(
             node.rpcport, raw_post(b'{"method":"uptime"}', authorization=basic(USER, "x%d" % n))))
-            for n in range(4)]
+            for n in range(8)]
         for thread in slow:
             thread.start()
         time.sleep(0.05)
         started = time.monotonic()
         self.assertEqual(node.rpc("getblockcount"), HEIGHT)
-        self.assertLess(time.monotonic() - started, 0.2)
+        # Eight refusals one after the other would hold it up 2 s; a loaded machine's
+        # scheduling stays far below 1 s.
+        self.assertLess(time.monotonic() - started, 1.0)
         for thread in slow:
             thread.join()
 

@@ -251,7 +251,7 @@ class AddressTests(SynchronousTestCase):
     def test_overlong_text_rejected_quickly(self):
         # Base58 decoding is quadratic: 100k characters took seconds before the cap.
         huge = "z" * 200000
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: a busy machine must not fail this
         with self.assertRaises(AddressError) as cm:
             decode_address(huge, MAIN)
         self.assertEqual(str(cm.exception), "invalid address length")
@@ -259,7 +259,7 @@ class AddressTests(SynchronousTestCase):
             decode_wif(huge, MAIN)
         self.assertEqual(str(cm.exception), "invalid key length")
         self.assertIsNone(try_decode_address(huge, TEST))
-        self.assertLess(time.perf_counter() - start, 0.5)
+        self.assertLess(time.process_time() - start, 0.5)
         # the cap is far above any real address or key
         self.assertRaises(AddressError, decode_address, "7" * MAX_TEXT_LENGTH, MAIN)
         self.assertLess(len(MAIN_WIF_COMPRESSED), MAX_TEXT_LENGTH)

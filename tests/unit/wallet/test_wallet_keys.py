@@ -357,9 +357,9 @@ class DeriveKeyTests(SynchronousTestCase):
         self.assertEqual(DEFAULT_ITERATIONS, 25000)
         best = float("inf")
         for _ in range(3):
-            start = time.perf_counter()
+            start = time.process_time()  # CPU time: a busy machine must not fail this
             derive_key(b"correct horse battery staple", b"\x00" * 8, DEFAULT_ITERATIONS)
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.process_time() - start)
         print("derive_key(%d iterations): %.1f ms" % (DEFAULT_ITERATIONS, best * 1000))
         self.assertLess(best, 0.5)
 
