@@ -358,6 +358,13 @@ class JSONRPCCore:
         calls and cancels the call in progress. Bodies over ``limits.thread_parse`` bytes
         are parsed in the thread pool (tens of MB of JSON take seconds).
         """
+        answer = self.respond(body, user, wallet_name)
+        return succeed(answer) if isinstance(answer, Reply) else answer
+
+    def respond(self, body: bytes, user: str, wallet_name: str | None = None
+                ) -> Reply | Deferred[Reply]:
+        """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
+        HTTP layer's hot path makes no Deferred for them."""
         if len(body) > self.limits.thread_parse:
             parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
             return parsing.addCallbacks(self._dispatch, self._parse_failed,
@@ -365,7 +372,12 @@ class JSONRPCCore:
         try:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
-            return succeed(self._error_reply(exc, None))
+            return self._error_reply(exc, None)
+        return self._dispatch(request, user, wallet_name)
+
+    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None
+                       ) -> Reply | Deferred[Reply]:
+        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`)."""
         return self._dispatch(request, user, wallet_name)
 
     def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
@@ -405,54 +417,57 @@ class JSONRPCCore:
             return self._error_reply(reason.value, None)
         return reason
 
-    def _dispatch(self, request: Any, user: str, wallet_name: str | None) -> Deferred[Reply]:
+    def _dispatch(self, request: Any, user: str, wallet_name: str | None
+                  ) -> Reply | Deferred[Reply]:
         if self._whitelist.denies_all(user):
-            return succeed(FORBIDDEN)
+            return FORBIDDEN
         if isinstance(request, dict):
             return self._single(request, user, wallet_name)
         if isinstance(request, list):
             return self._batch(request, user, wallet_name)
-        return succeed(self._error_reply(RPCError(RPC_PARSE_ERROR, "Top-level object parse error"),
-                                         None))
+        return self._error_reply(RPCError(RPC_PARSE_ERROR, "Top-level object parse error"), None)
 
     def _error_reply(self, exc: RPCError, request_id: Any) -> Reply:
         status, error = map_exception(exc)
         return Reply(status, _response(b"null", error, request_id) + b"\n")
 
     def _single(self, request: dict[str, Any], user: str,
-                wallet_name: str | None) -> Deferred[Reply]:
+                wallet_name: str | None) -> Reply | Deferred[Reply]:
         request_id = request.get("id")
         try:
             method, params = parse_call(request)
         except RPCError as exc:
-            return succeed(self._error_reply(exc, request_id))
+            return self._error_reply(exc, request_id)
         if not self._whitelist.allows(user, method):
-            return succeed(FORBIDDEN)
+            return FORBIDDEN
         answer = self._answer(request_id, method, params, user, wallet_name)
         if isinstance(answer, tuple):
-            return succeed(Reply(answer[0], answer[1] + b"\n"))
+            return Reply(answer[0], answer[1] + b"\n")
         return answer.addCallback(lambda reply: Reply(reply[0], reply[1] + b"\n"))
 
     def _batch(self, requests: list[Any], user: str,
-               wallet_name: str | None) -> Deferred[Reply]:
+               wallet_name: str | None) -> Reply | Deferred[Reply]:
         if len(requests) > self.limits.max_batch:
-            return succeed(self._error_reply(RPCError(
+            return self._error_reply(RPCError(
                 RPC_INVALID_REQUEST,
-                f"Batch too large: at most {self.limits.max_batch} requests"), None))
+                f"Batch too large: at most {self.limits.max_batch} requests"), None)
         allowed = self._whitelist.allowed_methods(user)
         if allowed is not None:
             # Core 0.20: a restricted user's batch is refused whole if any call is.
             for request in requests:
                 if not isinstance(request, dict):
-                    return succeed(self._error_reply(
-                        RPCError(RPC_INVALID_REQUEST, "Invalid Request object"), None))
+                    return self._error_reply(
+                        RPCError(RPC_INVALID_REQUEST, "Invalid Request object"), None)
                 method = request.get("method")
                 if not isinstance(method, str):
-                    return succeed(self._error_reply(
-                        RPCError(RPC_PARSE_ERROR, "JSON value is not a string as expected"), None))
+                    return self._error_reply(
+                        RPCError(RPC_PARSE_ERROR, "JSON value is not a string as expected"), None)
                 if method not in allowed:
-                    return succeed(FORBIDDEN)
-        return Deferred.fromCoroutine(self._run_batch(requests, user, wallet_name))
+                    return FORBIDDEN
+        answer = Deferred.fromCoroutine(self._run_batch(requests, user, wallet_name))
+        if answer.called and isinstance(answer.result, Reply):
+            return answer.result  # every call answered at once
+        return answer
 
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
         parts = []

@@ -111,6 +111,12 @@ def _get_int(value: Any, bits: int) -> int:
     return value
 
 
+def _get_int32(value: Any) -> int:
+    if type(value) is int and -0x80000000 <= value < 0x80000000:
+        return value  # the common case, checked first
+    return _get_int(value, 32)
+
+
 def _get_real(value: Any) -> float:
     if not _is_number(value):
         raise _misc("JSON value is not a number as expected")
@@ -138,7 +144,7 @@ def _typed(kind: ArgType, message: str) -> Callable[[Any], Any]:
 
 _CONVERT: dict[ArgType, Callable[[Any], Any]] = {
     STR: _typed(STR, "JSON value is not a string as expected"),
-    INT: lambda value: _get_int(value, 32),
+    INT: _get_int32,
     INT64: lambda value: _get_int(value, 64),
     BOOL: _typed(BOOL, "JSON value is not a boolean as expected"),
     REAL: _get_real,
@@ -208,6 +214,18 @@ class Arg:
     def _last_converter(self) -> Callable[[Any], Any]:
         return _CONVERT[self.types[-1]]  # (an Enum's hash is Python code: look it up once)
 
+    @cached_property
+    def converter(self) -> Callable[[Any], Any]:
+        """:meth:`convert` with what depends only on the declaration decided once: for an
+        argument of one type without ``typecheck``, the type's own conversion."""
+        if self.typecheck or len(self.types) > 1:
+            return self.convert
+        get = self._last_converter
+        if self.required or self.variadic:
+            return get
+        default = self.default
+        return lambda value: default if value is None else get(value)
+
     def help_line(self, position: int) -> str:
         kinds = " or ".join(dict.fromkeys(_HELP_LABEL[t] for t in self.types))
         if self.required:
@@ -241,12 +259,14 @@ def convert_params(args: Sequence[Arg], params: Sequence[Any], usage: str,
     ``args``' :func:`_layout`, if the caller keeps it.
     """
     fixed, rest, required = layout or _layout(args)
-    if len(params) < required or (rest is None and len(params) > len(fixed)):
+    given = len(params)
+    if given < required or (rest is None and given > len(fixed)):
         raise _misc(usage)
-    values = [arg.convert(value) for arg, value in zip(fixed, params)]
-    values.extend(arg.default for arg in fixed[len(params):])
-    if rest is not None:
-        values.extend(rest.convert(value) for value in params[len(fixed):])
+    values = [arg.converter(value) for arg, value in zip(fixed, params)]
+    if given < len(fixed):
+        values.extend(arg.default for arg in fixed[given:])
+    elif rest is not None:
+        values.extend(rest.converter(value) for value in params[len(fixed):])
     return values
 
 
