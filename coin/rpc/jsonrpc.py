@@ -33,7 +33,7 @@ from coin.rpc.errors import (
     HTTP_FORBIDDEN, HTTP_OK, RPC_IN_WARMUP, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND,
     RPC_PARSE_ERROR, RPCError, map_exception,
 )
-from coin.rpc.registry import MethodTable, RPCMethod
+from coin.rpc.registry import MethodTable
 from coin.threads import ThreadRunner
 from coin.views.encode import JSONView, encode_view
 
@@ -177,13 +177,16 @@ class JSONNumber(Decimal):
         return self._text
 
 
+_CONTAINERS = frozenset((list, dict))  # what the decoders make of arrays and objects
+
+
 def _too_deep(value: Any, limit: int) -> bool:
     """Whether arrays and objects nest deeper than ``limit``, walked a level at a time."""
     level = [value]
     for _ in range(limit):
         level = [child for item in level
-                 for child in (item.values() if isinstance(item, dict) else item)
-                 if isinstance(child, (list, dict))]
+                 for child in (item.values() if type(item) is dict else item)
+                 if type(child) in _CONTAINERS]
         if not level:
             return False
     return True
@@ -316,9 +319,8 @@ def parse_call(request: Any) -> tuple[str, list[Any] | dict[str, Any]]:
 
 
 def _response(result: bytes, error: dict[str, Any] | None, request_id: Any) -> bytes:
-    return (b'{"result":' + result + (b',"error":null' if error is None else b',"error":'
-                                      + encode_json(error))
-            + b',"id":' + encode_json(request_id) + b"}")
+    return b'{"result":%b,"error":%b,"id":%b}' % (
+        result, b"null" if error is None else encode_json(error), encode_json(request_id))
 
 
 #: Results that are neither Deferreds, coroutines nor Failures, told apart by exact type
@@ -471,23 +473,26 @@ class JSONRPCCore:
 
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
         parts = []
-        slice_start = self._clock.seconds()
+        append = parts.append
+        answer = self._answer
+        seconds = self._clock.seconds
+        slice_end = seconds() + BATCH_SLICE
         for request in requests:
-            request_id = request.get("id") if isinstance(request, dict) else None
+            request_id = request.get("id") if type(request) is dict else None
             try:
                 method, params = parse_call(request)
             except RPCError as exc:
-                parts.append(_response(b"null", map_exception(exc)[1], request_id))
+                append(_response(b"null", map_exception(exc)[1], request_id))
             else:
-                call = self._answer(request_id, method, params, user, wallet_name)
-                if isinstance(call, tuple):
+                call = answer(request_id, method, params, user, wallet_name)
+                if type(call) is tuple:
                     # Answered already (most calls are): no Deferred, no coroutine round trip.
-                    parts.append(call[1])
+                    append(call[1])
                 else:
-                    parts.append((await call)[1])
-            if self._clock.seconds() - slice_start >= BATCH_SLICE:
+                    append((await call)[1])
+            if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
-                slice_start = self._clock.seconds()
+                slice_end = seconds() + BATCH_SLICE
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
 
     def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
@@ -518,7 +523,10 @@ class JSONRPCCore:
             result = self._invoke(method, params, user, wallet_name)
         except Exception:
             result = Failure()
-        if type(result) not in _PLAIN_RESULTS and isinstance(result, Coroutine):
+        if type(result) in _PLAIN_RESULTS:  # most results: no isinstance of an ABC (Deferred's)
+            answer = self._rendered(result, request_id)
+            return fail(answer) if type(answer) is Failure else answer
+        if isinstance(result, Coroutine):
             result = Deferred.fromCoroutine(result)
         if isinstance(result, Deferred):
             return result.addCallbacks(self._rendered, self._failed,
@@ -534,8 +542,9 @@ class JSONRPCCore:
         method = self.methods.get(name)
         if method is None:
             raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")
-        positional = method.bind_params(params)
-        wallet = self._wallet_for(method, wallet_name)
+        positional = params if type(params) is list else method.bind_params(params)
+        # Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable, before the arguments.
+        wallet = request_wallet(self._node.wallets, wallet_name) if method.needs_wallet else None
         args = method.convert(positional)
         return method.handler(self._context(user, wallet, wallet_name), *args)
 
@@ -550,21 +559,19 @@ class JSONRPCCore:
                 methods=self.methods)
         return context
 
-    def _wallet_for(self, method: RPCMethod, wallet_name: str | None) -> Any:
-        """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable."""
-        if not method.needs_wallet:
-            return None
-        return request_wallet(self._node.wallets, wallet_name)
-
     def _rendered(self, result: Any, request_id: Any) -> Any:
         if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:
             # Thousands of entries (listtransactions, getrawmempool true): encode off the
             # reactor so other clients are not kept waiting.
             return self._in_thread(self._encode, result, request_id, encode_json_in_pieces)
-        return self._encode(result, request_id)
+        try:
+            return HTTP_OK, _response(encode_json(result), None, request_id)
+        except Exception:
+            return self._failed(Failure(), request_id)
 
     def _encode(self, result: Any, request_id: Any,
-                encode: Callable[[Any], bytes] = encode_json) -> tuple[int, bytes] | Failure:
+                encode: Callable[[Any], bytes]) -> tuple[int, bytes] | Failure:
+        """:meth:`_rendered` in a thread, with ``encode``."""
         try:
             return HTTP_OK, _response(encode(result), None, request_id)
         except Exception:

@@ -320,9 +320,30 @@ class RPCMethod:
             raise RPCError(RPC_INVALID_PARAMETER, "Unknown named parameter " + next(iter(named)))
         return slots
 
-    def convert(self, params: Sequence[Any]) -> list[Any]:
+    def convert(self, params: Sequence[Any]) -> Sequence[Any]:
         """The handler's arguments for positional ``params``; errors as Core's."""
-        return convert_params(self.args, params, self.help_text, self._layout)
+        return self._converter(params)
+
+    @cached_property
+    def _converter(self) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """:func:`convert_params` for this method's arguments, with the commonest shapes
+        (no argument; one, given) decided once: a batch runs it for every call."""
+        layout = self._layout
+        if layout.rest is None and not layout.fixed:
+            def convert_none(params: Sequence[Any]) -> Sequence[Any]:
+                if params:
+                    raise _misc(self.help_text)
+                return ()
+            return convert_none
+        if layout.rest is None and len(layout.fixed) == 1:
+            converter = layout.fixed[0].converter
+
+            def convert_one(params: Sequence[Any]) -> Sequence[Any]:
+                if len(params) == 1:
+                    return (converter(params[0]),)
+                return convert_params(self.args, params, self.help_text, layout)
+            return convert_one
+        return lambda params: convert_params(self.args, params, self.help_text, layout)
 
     @cached_property
     def _layout(self) -> _Layout:
