@@ -193,18 +193,19 @@ class LeanRequest:
         needs_body = self.method != b"HEAD" and self.code >= 200 and self.code not in (204, 304)
         http11 = self.clientproto == b"HTTP/1.1"
         with_length = http11 and needs_body and length is not None
-        key = (self.clientproto, self.code, needs_body, with_length,
-               _asks_to_close(self._message), *headers.values())
+        close = _asks_to_close(self._message)
+        key = (self.clientproto, self.code, needs_body, with_length, close, *headers.values())
         template = _HEADS.get(key)
         if template is None:
-            template = _head_template(*key[:5], headers)
+            template = _head_template(self.clientproto, self.code, needs_body, with_length, close,
+                                      headers)
             if len(_HEADS) >= MAX_HEAD_TEMPLATES:
                 _HEADS.clear()
             _HEADS[key] = template
         before, after = template
         if not http11:
             return before + after
-        if with_length:
+        if length is not None and with_length:
             return b"".join((before, http_date(), b"\r\nContent-Length: ", length[1], after))
         return b"".join((before, http_date(), after))
 
@@ -345,7 +346,7 @@ class LeanChannel(Protocol):
         if self._current is not None or self._queue:
             self._restart_idle()  # busy answering: not idle
             return
-        left = self._last_active + self.timeOut - self._seconds()
+        left = self._last_active + (self.timeOut or 0) - self._seconds()
         if left > 0:
             self._idle = self.callLater(left, self._idle_expired)
         else:
@@ -465,6 +466,7 @@ class LeanChannel(Protocol):
         if self._header_count > MAX_HEADER_COUNT:
             raise _Refused(BAD_REQUEST)
         message = self._message
+        assert message is not None  # llhttp calls on_message_begin first
         message.header_bytes += len(name) + len(value) + 2
         key = name.lower()
         values = message.headers.get(key)

@@ -472,7 +472,7 @@ class JSONRPCCore:
         return answer
 
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
-        parts = []
+        parts: list[bytes] = []
         append = parts.append
         answer = self._answer
         seconds = self._clock.seconds
@@ -485,7 +485,7 @@ class JSONRPCCore:
                 append(_response(b"null", map_exception(exc)[1], request_id))
             else:
                 call = answer(request_id, method, params, user, wallet_name)
-                if type(call) is tuple:
+                if isinstance(call, tuple):
                     # Answered already (most calls are): no Deferred, no coroutine round trip.
                     append(call[1])
                 else:
