@@ -54,9 +54,9 @@ _TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 _TARGET_BYTES = bytes(range(33, 177))
 
 
-def http_date() -> bytes:
-    """The ``Date`` header value for now, formatted once a second."""
-    now = int(time.time())
+def http_date(when: float | None = None) -> bytes:
+    """The ``Date`` header value for now (or ``when``), formatted once a second."""
+    now = int(time.time() if when is None else when)
     if now != _date[0]:
         _date[:] = [now, datetimeToString(now)]
     return _date[1]
