@@ -217,8 +217,9 @@ class Arg:
     @cached_property
     def converter(self) -> Callable[[Any], Any]:
         """:meth:`convert` with what depends only on the declaration decided once: for an
-        argument of one type without ``typecheck``, the type's own conversion."""
-        if self.typecheck or len(self.types) > 1:
+        argument of one type without ``typecheck``, the type's own conversion (unless a
+        subclass reads its values in a way of its own)."""
+        if self.typecheck or len(self.types) > 1 or type(self).convert is not Arg.convert:
             return self.convert
         get = self._last_converter
         if self.required or self.variadic:

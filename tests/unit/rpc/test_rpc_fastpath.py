@@ -133,6 +133,21 @@ class ConverterTests(SynchronousTestCase):
                              _outcome(lambda p: convert_params(method.args, p, "usage"), [value]))
 
 
+class _Raw(Arg):
+    """An argument whose class reads values its own way (network.py's disconnectnode)."""
+
+    def convert(self, value: Any) -> Any:
+        return ("raw", value)
+
+
+class OwnConverterTests(SynchronousTestCase):
+    def test_an_argument_class_with_its_own_convert_keeps_it(self) -> None:
+        for args, params in (((_Raw("a", INT),), ["x"]),
+                             ((Arg("a", ANY), _Raw("b", INT64, default=None)), ["y", "x"])):
+            method = RPCMethod("m", "test", lambda ctx, *a: None, "usage", args)
+            self.assertEqual(list(method.convert(params))[-1], ("raw", "x"))
+
+
 class HeadTemplateTests(SynchronousTestCase):
     """Answers of several kinds on one connection: each head as the general arrangement."""
 
