@@ -1,7 +1,7 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
 Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]
-[--coind-arg ARG]... [--rpcworkers N]``
+[--against-pid PID] [--coind-arg ARG]... [--rpcworkers N]``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -25,6 +25,10 @@ JSON says which was used). Prints one JSON object; about 2 minutes with the defa
 see the same machine load (``getblockhash`` heights cycle over the blocks both chains have),
 times the batch on it too, and prints coind/other ratios (requests/s; batch time other/coind,
 so above 1 means coind is faster everywhere).
+
+Each point also gives ``cpu_us``: CPU microseconds per request of the server's processes
+(coind with its ``-rpcworkers``; the other node's with ``--against-pid PID``), read from
+/proc around each run: a figure the machine's other load disturbs far less than requests/s.
 
 ``--rpcworkers N`` runs coind with ``-rpcworkers=N`` (N read-only front-end processes on its
 RPC port, doc/frontend.md) and measures once they all answer.
@@ -65,12 +69,43 @@ INSTALL_WRK = "apt-get install -y wrk"
 
 
 class Target(NamedTuple):
-    """One server under load: where it listens, what credentials it takes, how high its chain is."""
+    """One server under load: where it listens, what credentials it takes, how high its chain
+    is, and the process whose CPU time (with its children's, coind's workers) is counted."""
 
     port: int
     authorization: str = AUTHORIZATION
     top: int = BLOCKS - 1
     host: str = "127.0.0.1"
+    pid: Optional[int] = None
+
+
+def cpu_seconds(pid: Optional[int]) -> Optional[float]:
+    """User + system CPU seconds of ``pid`` and its child processes so far (Linux /proc)."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            pids = [pid] + [int(child) for child in f.read().split()]
+        for each in pids:
+            with open("/proc/%d/stat" % each) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    except OSError:
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measured(load: Any, target: Target, method: str, connections: int,
+             duration: float) -> Dict[str, Any]:
+    """One run of ``load``, with the target's CPU microseconds per request when known: a
+    figure the machine's other load disturbs far less than requests/s."""
+    before = cpu_seconds(target.pid)
+    point = load(target, method, connections, duration)
+    after = cpu_seconds(target.pid)
+    if before is not None and after is not None and point["requests"]:
+        point["cpu_us"] = (after - before) / point["requests"] * 1e6
+    return point
 
 
 def parse_against(url: str) -> Target:
@@ -156,7 +191,7 @@ def run_wrk(target: Target, method: str, connections: int, duration: float) -> D
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
     raw = json.loads(line[len("WRKJSON "):])
     errors = raw["connect_errors"] + raw["read_errors"] + raw["write_errors"] + raw["timeouts"]
-    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6),
+    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6), "requests": raw["requests"],
             "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
             "non200": raw["status_errors"], "socket_errors": errors}
 
@@ -205,7 +240,8 @@ async def _asyncio_load(host: str, port: int, authorization: str, bodies: List[b
     def percentile(p: float) -> float:
         return latencies[min(len(latencies) - 1, int(len(latencies) * p / 100))] * 1000
 
-    return {"rps": len(latencies) / elapsed, "p50_ms": percentile(50), "p99_ms": percentile(99),
+    return {"rps": len(latencies) / elapsed, "requests": len(latencies),
+            "p50_ms": percentile(50), "p99_ms": percentile(99),
             **counts}
 
 
@@ -227,7 +263,9 @@ def median_point(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             "p99_ms": round(statistics.median(r["p99_ms"] for r in runs), 3),
             "non200": sum(r["non200"] for r in runs),
             "socket_errors": sum(r["socket_errors"] for r in runs),
-            "rps_runs": [round(r["rps"]) for r in runs]}
+            "rps_runs": [round(r["rps"]) for r in runs],
+            **({"cpu_us": round(statistics.median(r["cpu_us"] for r in runs), 1)}
+               if all("cpu_us" in r for r in runs) else {})}
 
 
 # ------------------------------------------------------------------ batch
@@ -282,6 +320,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="load generator (default: wrk if installed)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--against-pid", type=int, default=None, metavar="PID",
+                        help="the other node's process, to count its CPU time per request too")
     parser.add_argument("--coind-arg", action="append", default=[], metavar="ARG",
                         help="an extra coind option (e.g. --coind-arg=-metricsbind=127.0.0.1:"
                              "PORT); repeatable")
@@ -300,20 +340,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         web, web_port = start_constant("web")
         raw, raw_port = start_constant("raw")
         constants += [web, raw]
-        servers = {"coind": Target(node.rpcport), "twisted_web_constant": Target(web_port),
-                   "raw_protocol_constant": Target(raw_port)}
+        servers = {"coind": Target(node.rpcport, pid=node.process.pid),
+                   "twisted_web_constant": Target(web_port, pid=web.pid),
+                   "raw_protocol_constant": Target(raw_port, pid=raw.pid)}
         if args.against:
             other = parse_against(args.against)
             top = min(BLOCKS, rpc_call(other, "getblockcount")) - 1
             servers = {name: target._replace(top=top) for name, target in servers.items()}
-            servers["against"] = other._replace(top=top)
+            servers["against"] = other._replace(top=top, pid=args.against_pid)
         results: Dict[str, Any] = {name: {} for name in servers}
         for method in METHODS:
             for connections in CONNECTIONS:
                 runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name in servers}
                 for _ in range(args.runs):
                     for name, target in servers.items():
-                        runs[name].append(load(target, method, connections, args.duration))
+                        runs[name].append(measured(load, target, method, connections,
+                                                   args.duration))
                 for name in servers:
                     results[name].setdefault(method, {})[str(connections)] = median_point(
                         runs[name])
@@ -337,7 +379,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "rpcworkers": args.rpcworkers,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,
-        "point": "median of runs: requests/s, p50/p99 latency (ms); non200 and socket_errors "
+        "point": "median of runs: requests/s, p50/p99 latency (ms), CPU microseconds per request "
+                 "of the server's processes (coind: with its workers); non200 and socket_errors "
                  "summed over runs (wrk counts statuses > 399)",
         "chain": chain,
         "coind_args": args.coind_arg,

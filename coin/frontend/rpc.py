@@ -10,8 +10,7 @@ has not committed yet) is asked of the writer as well.
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Optional, Union
 from urllib.parse import quote_from_bytes
 
 from twisted.internet.defer import Deferred, succeed
@@ -21,7 +20,9 @@ from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import WriterClient, WriterUnavailable
 from coin.rpc.auth import Whitelist
 from coin.rpc.errors import RPC_IN_WARMUP, RPC_INVALID_ADDRESS_OR_KEY, RPCError, map_exception
-from coin.rpc.jsonrpc import FORBIDDEN, JSON_CONTENT_TYPE, JSONRPCCore, Reply, encode_json
+from coin.rpc.jsonrpc import (
+    FORBIDDEN, JSON_CONTENT_TYPE, JSONRPCCore, Reply, encode_json, parse_json,
+)
 from coin.rpc.registry import MethodTable
 
 #: Methods whose answer depends only on the committed chain (not on the mempool, wallets,
@@ -35,6 +36,8 @@ LOCAL_METHODS: FrozenSet[str] = frozenset((
 FRONTEND_FIELD = "frontend"
 LAG_FIELD = "frontend_lag"
 _NOT_FOUND_CODE = b'"code":%d' % RPC_INVALID_ADDRESS_OR_KEY
+#: A body not parsed here (too large, or not JSON): the local core parses it itself.
+_UNPARSED = object()
 
 
 def local_method_table(methods: MethodTable, names: Iterable[str]) -> MethodTable:
@@ -63,9 +66,13 @@ def called_methods(body: bytes) -> Optional[list]:
     """Method names of a request body (one per call), or None if it is not a call or batch of
     calls with string methods (the local core then answers it with the writer's error)."""
     try:
-        request = json.loads(body)
-    except (ValueError, RecursionError):
+        return method_names(parse_json(body))
+    except RPCError:
         return None
+
+
+def method_names(request: Any) -> Optional[list]:
+    """:func:`called_methods` of a parsed request body."""
     calls = request if isinstance(request, list) else [request]
     names = []
     for call in calls:
@@ -88,23 +95,44 @@ class FrontendCore:
         self._names = frozenset(method.name for method in local.methods)
 
     def handle(self, body: bytes, user: str, wallet_name: Optional[str] = None) -> Deferred:
-        names = called_methods(body)
+        answer = self.respond(body, user, wallet_name)
+        return succeed(answer) if isinstance(answer, Reply) else answer
+
+    def respond(self, body: bytes, user: str, wallet_name: Optional[str] = None
+                ) -> Union[Reply, Deferred]:
+        """:meth:`handle`, the Reply itself when it is ready at once (a local call). The body
+        is parsed once, here (a large one by the local core, in its thread)."""
+        request: Any = _UNPARSED
+        if len(body) > self._local.limits.thread_parse:
+            names = called_methods(body)
+        else:
+            try:
+                request = parse_json(body, self._local.limits.max_depth)
+            except RPCError:
+                request = _UNPARSED
+                names = None
+            else:
+                names = method_names(request)
         if wallet_name is None and (names is None or all(name in self._names for name in names)):
             waiting = self._fresh()
             if waiting is not None:
-                return waiting.addCallbacks(lambda _: self._answer_here(body, user, names),
-                                            _unavailable)
-            return self._answer_here(body, user, names)
+                return waiting.addCallbacks(
+                    lambda _: self._answer_here(body, request, user, names), _unavailable)
+            return self._answer_here(body, request, user, names)
         if self._whitelist.denies_all(user) or any(
                 not self._whitelist.allows(user, name) for name in names or ()):
-            return succeed(FORBIDDEN)
+            return FORBIDDEN
         path = b"/" if wallet_name is None else b"/wallet/" + quote_from_bytes(
             wallet_name.encode("utf-8", "surrogateescape"), safe="").encode("ascii")
         return self.forward(path, body)
 
-    def _answer_here(self, body: bytes, user: str, names: Optional[list]) -> Deferred:
-        answer = self._local.handle(body, user, None)
+    def _answer_here(self, body: bytes, request: Any, user: str, names: Optional[list]
+                     ) -> Union[Reply, Deferred]:
+        answer = (self._local.respond(body, user) if request is _UNPARSED
+                  else self._local.respond_parsed(request, user))
         if names == ["getrawtransaction"]:
+            if isinstance(answer, Reply):
+                return self._or_writer(answer, body)
             answer.addCallback(self._or_writer, body)
         return answer
 

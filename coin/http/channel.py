@@ -21,11 +21,13 @@ from __future__ import annotations
 import functools
 import io
 import tempfile
+import time
 from collections import deque
 from typing import IO, Any, Callable
 from urllib.parse import unquote_to_bytes
 
 import httptools
+from twisted.internet import tcp
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IAddress, IDelayedCall
 from twisted.internet.protocol import Protocol, connectionDone
@@ -52,6 +54,17 @@ _TOKEN_BYTES = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 _TARGET_BYTES = bytes(range(33, 177))
 
 
+def http_date(when: float | None = None) -> bytes:
+    """The ``Date`` header value for now (or ``when``), formatted once a second."""
+    now = int(time.time() if when is None else when)
+    if now != _date[0]:
+        _date[:] = [now, datetimeToString(now)]
+    return _date[1]
+
+
+_date: list[Any] = [None, b""]
+
+
 class _Refused(Exception):
     """The request broke a limit: ``answer`` is written in its turn and the connection closed."""
 
@@ -71,7 +84,7 @@ def canonical_name(name: bytes) -> bytes:
 class _Message:
     """One parsed request."""
 
-    __slots__ = ("method", "uri", "version", "headers", "body", "persistent")
+    __slots__ = ("method", "uri", "version", "headers", "header_bytes", "body", "persistent")
 
     def __init__(self) -> None:
         self.method = b""
@@ -79,6 +92,8 @@ class _Message:
         self.version = b"HTTP/1.1"
         #: lower-cased name -> values in arrival order
         self.headers: dict[bytes, list[bytes]] = {}
+        #: Header lines' bytes so far (name, value and their separator each).
+        self.header_bytes = 0
         #: The body's chunks, or a temporary file once it passes SPOOL_BYTES.
         self.body: list[bytes] | IO[bytes] = []
         self.persistent = True
@@ -97,15 +112,30 @@ class LeanRequest:
         self.method = message.method
         self.uri = message.uri
         self.clientproto = message.version
-        self.path = message.uri.split(b"?", 1)[0]
+        self.path = path = message.uri.split(b"?", 1)[0]
         self.prepath: list[bytes] = []
-        self.postpath = [unquote_to_bytes(segment) for segment in self.path[1:].split(b"/")]
-        self.content = _content(message.body)
+        self.postpath = ([b""] if path == b"/" else
+                         [unquote_to_bytes(segment) for segment in path[1:].split(b"/")])
         self._message = message
+        self._content: IO[bytes] | None = None
         self._headers: dict[bytes, tuple[bytes, bytes]] = {}
         self._body: list[bytes] = []
         self._finish_waiters: list[Deferred[None]] = []
         self._lost: Failure | None = None
+
+    @property
+    def content(self) -> IO[bytes]:
+        """The body as a file at its start (made when first asked for)."""
+        if self._content is None:
+            self._content = _content(self._message.body)
+        return self._content
+
+    def body(self) -> bytes:
+        """The whole body: what ``content.read()`` gives, without the file when it is short."""
+        body = self._message.body
+        if isinstance(body, list) and self._content is None:
+            return body[0] if len(body) == 1 else b"".join(body)
+        return self.content.read()
 
     def getHeader(self, name: bytes) -> bytes | None:
         values = self._message.headers.get(name.lower())
@@ -162,19 +192,47 @@ class LeanRequest:
             headers.pop(name, None)
         needs_body = self.method != b"HEAD" and self.code >= 200 and self.code not in (204, 304)
         http11 = self.clientproto == b"HTTP/1.1"
-        lines = [b"%s %d %s\r\n" % (self.clientproto, self.code,
-                                    http.RESPONSES.get(self.code, b"Unknown Status"))]
-        lines += [b"%s: %s\r\n" % (canonical_name(name), value) for name, value in headers.values()]
-        if http11:
-            lines.append(b"Date: %s\r\n" % datetimeToString())
-        if http11 and needs_body and length is not None:
-            lines.append(b"Content-Length: %s\r\n" % length[1])
-        if needs_body and b"content-type" not in headers:
-            lines.append(b"Content-Type: text/html; charset=ISO-8859-1\r\n")
-        if _asks_to_close(self._message):
-            lines.append(b"Connection: close\r\n")
-        lines.append(b"\r\n")
-        return b"".join(lines)
+        with_length = http11 and needs_body and length is not None
+        close = _asks_to_close(self._message)
+        key = (self.clientproto, self.code, needs_body, with_length, close, *headers.values())
+        template = _HEADS.get(key)
+        if template is None:
+            template = _head_template(self.clientproto, self.code, needs_body, with_length, close,
+                                      headers)
+            if len(_HEADS) >= MAX_HEAD_TEMPLATES:
+                _HEADS.clear()
+            _HEADS[key] = template
+        before, after = template
+        if not http11:
+            return before + after
+        if length is not None and with_length:
+            return b"".join((before, http_date(), b"\r\nContent-Length: ", length[1], after))
+        return b"".join((before, http_date(), after))
+
+
+#: Status line and headers of the answers given so far, by what decides them (see _head).
+_HEADS: dict[tuple[Any, ...], tuple[bytes, bytes]] = {}
+MAX_HEAD_TEMPLATES = 256
+
+
+def _head_template(version: bytes, code: int, needs_body: bool, with_length: bool, close: bool,
+                   headers: dict[bytes, tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+    """The head around its Date and Content-Length values: ``(before, after)``; for HTTP/1.0
+    (no Date) ``before + after`` is the head."""
+    lines = [b"%s %d %s\r\n" % (version, code, http.RESPONSES.get(code, b"Unknown Status"))]
+    lines += [b"%s: %s\r\n" % (canonical_name(name), value) for name, value in headers.values()]
+    before = b"".join(lines)
+    if version == b"HTTP/1.1":
+        before += b"Date: "
+        lines = [b"\r\n"]
+    else:
+        lines = []
+    if needs_body and b"content-type" not in headers:
+        lines.append(b"Content-Type: text/html; charset=ISO-8859-1\r\n")
+    if close:
+        lines.append(b"Connection: close\r\n")
+    lines.append(b"\r\n")
+    return before, b"".join(lines)
 
 
 def _valid_request_line(line: bytes) -> bool:
@@ -195,14 +253,16 @@ def _asks_to_close(message: _Message) -> bool:
 class LeanChannel(Protocol):
     """HTTP/1.1 over one connection, parsed by llhttp; see the module docstring."""
 
-    #: The Authorization value this connection has proved and its user; requests with the
-    #: same value skip the throttle and the check.
-    authorized: tuple[bytes, str] | None = None
+    #: The Authorization value this connection has proved: its later requests with the same
+    #: value skip the throttle while the authenticator still knows it as valid.
+    authorized: bytes | None = None
 
     def __init__(self, site: Any) -> None:
         self.site = self.factory = site
         self.timeOut: float | None = site.timeOut
         self.callLater: Callable[..., IDelayedCall] = site.reactor.callLater
+        self._seconds: Callable[[], float] = site.reactor.seconds
+        self._last_active = 0.0
         self._parser = self._new_parser()
         self._message: _Message | None = None
         self._head_bytes = self._body_bytes = self._header_count = 0
@@ -272,19 +332,23 @@ class LeanChannel(Protocol):
             self.loseConnection()
 
     def _restart_idle(self) -> None:
+        """Idleness counts from now. The connection's one idle timer is not moved for this (a
+        request would pay for a timer reset twice): when it fires it looks at the time of the
+        last activity and waits for the rest, if any."""
         if not self.timeOut:
             return
-        if self._idle is not None and self._idle.active():
-            self._idle.reset(self.timeOut)
-        else:
+        self._last_active = self._seconds()
+        if self._idle is None:
             self._idle = self.callLater(self.timeOut, self._idle_expired)
 
     def _idle_expired(self) -> None:
-        """The idle timer stays armed while requests are answered (one timer per connection,
-        reset rather than replaced per request); idleness counts from the last answer."""
         self._idle = None
         if self._current is not None or self._queue:
-            self._restart_idle()
+            self._restart_idle()  # busy answering: not idle
+            return
+        left = self._last_active + (self.timeOut or 0) - self._seconds()
+        if left > 0:
+            self._idle = self.callLater(left, self._idle_expired)
         else:
             self._timed_out()
 
@@ -401,7 +465,15 @@ class LeanChannel(Protocol):
         self._header_count += 1
         if self._header_count > MAX_HEADER_COUNT:
             raise _Refused(BAD_REQUEST)
-        self._message.headers.setdefault(name.lower(), []).append(value)
+        message = self._message
+        assert message is not None  # llhttp calls on_message_begin first
+        message.header_bytes += len(name) + len(value) + 2
+        key = name.lower()
+        values = message.headers.get(key)
+        if values is None:
+            message.headers[key] = [value]
+        else:
+            values.append(value)
 
     def on_headers_complete(self) -> None:
         message = self._message
@@ -411,8 +483,7 @@ class LeanChannel(Protocol):
         message.version = b"HTTP/" + parser.get_http_version().encode("ascii")
         if message.version not in (b"HTTP/1.1", b"HTTP/1.0"):
             raise _Refused(BAD_REQUEST)  # as twisted.web: HTTP/0.9 or 2.0 here is a mistake
-        size = len(message.method) + len(message.uri) + len(message.version) + 2 + sum(
-            len(name) + len(value) + 2 for name, values in message.headers.items() for value in values)
+        size = len(message.method) + len(message.uri) + len(message.version) + 2 + message.header_bytes
         if size > self.site.max_header_bytes:
             raise _Refused(BAD_REQUEST)
         self._head_bytes = -1
@@ -456,7 +527,7 @@ class LeanChannel(Protocol):
     def _too_large(self) -> bytes:
         body = b"Request body too large: the limit is %d bytes\n" % self.site.max_body
         return (b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: text/plain\r\nDate: "
-                + datetimeToString() + b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                + http_date() + b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                 % len(body) + body)
 
     # ------------------------------------------------------------------ serving
@@ -542,7 +613,8 @@ class LeanChannel(Protocol):
         self.transport.writeSequence(lines)
 
     def write(self, data: bytes) -> None:
-        self.transport.write(data)
+        """Sent at once when nothing else is waiting to go (see :func:`write_now`)."""
+        write_now(self.transport, data)
 
     def writeSequence(self, data: list[bytes]) -> None:
         self.transport.writeSequence(data)
@@ -559,6 +631,30 @@ class LeanChannel(Protocol):
     def _respondToBadRequestAndDisconnect(self) -> None:
         self.transport.write(BAD_REQUEST)
         self.loseConnection()
+
+
+def write_now(transport: Any, data: bytes) -> None:
+    """``transport.write(data)``, but on a TCP connection with nothing buffered the bytes go
+    to the socket now.
+
+    ``transport.write`` only buffers and asks the reactor for a writable event: two
+    ``epoll_ctl`` calls and a reactor turn per answer, more than the answer itself costs
+    (most answers fit the socket's buffer). What the socket does not take, and anything
+    while earlier bytes are still buffered (order), goes the usual way.
+    """
+    if (isinstance(transport, tcp.Connection) and transport.connected and not transport.disconnecting
+            and not transport._writeDisconnected and not transport._tempDataLen
+            and transport.offset == len(transport.dataBuffer)):
+        try:
+            sent = transport.socket.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            sent = 0  # the reactor meets the error when it writes, and closes as usual
+        if sent == len(data):
+            return
+        data = data[sent:]
+    transport.write(data)
 
 
 def _asks_to_close_raw(request: http.Request) -> bool:

@@ -33,7 +33,7 @@ from coin.rpc.errors import (
     HTTP_FORBIDDEN, HTTP_OK, RPC_IN_WARMUP, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND,
     RPC_PARSE_ERROR, RPCError, map_exception,
 )
-from coin.rpc.registry import MethodTable, RPCMethod
+from coin.rpc.registry import MethodTable
 from coin.threads import ThreadRunner
 from coin.views.encode import JSONView, encode_view
 
@@ -177,13 +177,16 @@ class JSONNumber(Decimal):
         return self._text
 
 
+_CONTAINERS = frozenset((list, dict))  # what the decoders make of arrays and objects
+
+
 def _too_deep(value: Any, limit: int) -> bool:
     """Whether arrays and objects nest deeper than ``limit``, walked a level at a time."""
     level = [value]
     for _ in range(limit):
         level = [child for item in level
-                 for child in (item.values() if isinstance(item, dict) else item)
-                 if isinstance(child, (list, dict))]
+                 for child in (item.values() if type(item) is dict else item)
+                 if type(child) in _CONTAINERS]
         if not level:
             return False
     return True
@@ -316,9 +319,8 @@ def parse_call(request: Any) -> tuple[str, list[Any] | dict[str, Any]]:
 
 
 def _response(result: bytes, error: dict[str, Any] | None, request_id: Any) -> bytes:
-    return (b'{"result":' + result + (b',"error":null' if error is None else b',"error":'
-                                      + encode_json(error))
-            + b',"id":' + encode_json(request_id) + b"}")
+    return b'{"result":%b,"error":%b,"id":%b}' % (
+        result, b"null" if error is None else encode_json(error), encode_json(request_id))
 
 
 #: Results that are neither Deferreds, coroutines nor Failures, told apart by exact type
@@ -358,6 +360,13 @@ class JSONRPCCore:
         calls and cancels the call in progress. Bodies over ``limits.thread_parse`` bytes
         are parsed in the thread pool (tens of MB of JSON take seconds).
         """
+        answer = self.respond(body, user, wallet_name)
+        return succeed(answer) if isinstance(answer, Reply) else answer
+
+    def respond(self, body: bytes, user: str, wallet_name: str | None = None
+                ) -> Reply | Deferred[Reply]:
+        """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
+        HTTP layer's hot path makes no Deferred for them."""
         if len(body) > self.limits.thread_parse:
             parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
             return parsing.addCallbacks(self._dispatch, self._parse_failed,
@@ -365,7 +374,12 @@ class JSONRPCCore:
         try:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
-            return succeed(self._error_reply(exc, None))
+            return self._error_reply(exc, None)
+        return self._dispatch(request, user, wallet_name)
+
+    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None
+                       ) -> Reply | Deferred[Reply]:
+        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`)."""
         return self._dispatch(request, user, wallet_name)
 
     def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
@@ -405,74 +419,80 @@ class JSONRPCCore:
             return self._error_reply(reason.value, None)
         return reason
 
-    def _dispatch(self, request: Any, user: str, wallet_name: str | None) -> Deferred[Reply]:
+    def _dispatch(self, request: Any, user: str, wallet_name: str | None
+                  ) -> Reply | Deferred[Reply]:
         if self._whitelist.denies_all(user):
-            return succeed(FORBIDDEN)
+            return FORBIDDEN
         if isinstance(request, dict):
             return self._single(request, user, wallet_name)
         if isinstance(request, list):
             return self._batch(request, user, wallet_name)
-        return succeed(self._error_reply(RPCError(RPC_PARSE_ERROR, "Top-level object parse error"),
-                                         None))
+        return self._error_reply(RPCError(RPC_PARSE_ERROR, "Top-level object parse error"), None)
 
     def _error_reply(self, exc: RPCError, request_id: Any) -> Reply:
         status, error = map_exception(exc)
         return Reply(status, _response(b"null", error, request_id) + b"\n")
 
     def _single(self, request: dict[str, Any], user: str,
-                wallet_name: str | None) -> Deferred[Reply]:
+                wallet_name: str | None) -> Reply | Deferred[Reply]:
         request_id = request.get("id")
         try:
             method, params = parse_call(request)
         except RPCError as exc:
-            return succeed(self._error_reply(exc, request_id))
+            return self._error_reply(exc, request_id)
         if not self._whitelist.allows(user, method):
-            return succeed(FORBIDDEN)
+            return FORBIDDEN
         answer = self._answer(request_id, method, params, user, wallet_name)
         if isinstance(answer, tuple):
-            return succeed(Reply(answer[0], answer[1] + b"\n"))
+            return Reply(answer[0], answer[1] + b"\n")
         return answer.addCallback(lambda reply: Reply(reply[0], reply[1] + b"\n"))
 
     def _batch(self, requests: list[Any], user: str,
-               wallet_name: str | None) -> Deferred[Reply]:
+               wallet_name: str | None) -> Reply | Deferred[Reply]:
         if len(requests) > self.limits.max_batch:
-            return succeed(self._error_reply(RPCError(
+            return self._error_reply(RPCError(
                 RPC_INVALID_REQUEST,
-                f"Batch too large: at most {self.limits.max_batch} requests"), None))
+                f"Batch too large: at most {self.limits.max_batch} requests"), None)
         allowed = self._whitelist.allowed_methods(user)
         if allowed is not None:
             # Core 0.20: a restricted user's batch is refused whole if any call is.
             for request in requests:
                 if not isinstance(request, dict):
-                    return succeed(self._error_reply(
-                        RPCError(RPC_INVALID_REQUEST, "Invalid Request object"), None))
+                    return self._error_reply(
+                        RPCError(RPC_INVALID_REQUEST, "Invalid Request object"), None)
                 method = request.get("method")
                 if not isinstance(method, str):
-                    return succeed(self._error_reply(
-                        RPCError(RPC_PARSE_ERROR, "JSON value is not a string as expected"), None))
+                    return self._error_reply(
+                        RPCError(RPC_PARSE_ERROR, "JSON value is not a string as expected"), None)
                 if method not in allowed:
-                    return succeed(FORBIDDEN)
-        return Deferred.fromCoroutine(self._run_batch(requests, user, wallet_name))
+                    return FORBIDDEN
+        answer = Deferred.fromCoroutine(self._run_batch(requests, user, wallet_name))
+        if answer.called and isinstance(answer.result, Reply):
+            return answer.result  # every call answered at once
+        return answer
 
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
-        parts = []
-        slice_start = self._clock.seconds()
+        parts: list[bytes] = []
+        append = parts.append
+        answer = self._answer
+        seconds = self._clock.seconds
+        slice_end = seconds() + BATCH_SLICE
         for request in requests:
-            request_id = request.get("id") if isinstance(request, dict) else None
+            request_id = request.get("id") if type(request) is dict else None
             try:
                 method, params = parse_call(request)
             except RPCError as exc:
-                parts.append(_response(b"null", map_exception(exc)[1], request_id))
+                append(_response(b"null", map_exception(exc)[1], request_id))
             else:
-                call = self._answer(request_id, method, params, user, wallet_name)
+                call = answer(request_id, method, params, user, wallet_name)
                 if isinstance(call, tuple):
                     # Answered already (most calls are): no Deferred, no coroutine round trip.
-                    parts.append(call[1])
+                    append(call[1])
                 else:
-                    parts.append((await call)[1])
-            if self._clock.seconds() - slice_start >= BATCH_SLICE:
+                    append((await call)[1])
+            if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
-                slice_start = self._clock.seconds()
+                slice_end = seconds() + BATCH_SLICE
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
 
     def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
@@ -503,7 +523,10 @@ class JSONRPCCore:
             result = self._invoke(method, params, user, wallet_name)
         except Exception:
             result = Failure()
-        if type(result) not in _PLAIN_RESULTS and isinstance(result, Coroutine):
+        if type(result) in _PLAIN_RESULTS:  # most results: no isinstance of an ABC (Deferred's)
+            answer = self._rendered(result, request_id)
+            return fail(answer) if type(answer) is Failure else answer
+        if isinstance(result, Coroutine):
             result = Deferred.fromCoroutine(result)
         if isinstance(result, Deferred):
             return result.addCallbacks(self._rendered, self._failed,
@@ -519,8 +542,9 @@ class JSONRPCCore:
         method = self.methods.get(name)
         if method is None:
             raise RPCError(RPC_METHOD_NOT_FOUND, "Method not found")
-        positional = method.bind_params(params)
-        wallet = self._wallet_for(method, wallet_name)
+        positional = params if type(params) is list else method.bind_params(params)
+        # Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable, before the arguments.
+        wallet = request_wallet(self._node.wallets, wallet_name) if method.needs_wallet else None
         args = method.convert(positional)
         return method.handler(self._context(user, wallet, wallet_name), *args)
 
@@ -535,21 +559,19 @@ class JSONRPCCore:
                 methods=self.methods)
         return context
 
-    def _wallet_for(self, method: RPCMethod, wallet_name: str | None) -> Any:
-        """Core's GetWalletForJSONRPCRequest + EnsureWalletIsAvailable."""
-        if not method.needs_wallet:
-            return None
-        return request_wallet(self._node.wallets, wallet_name)
-
     def _rendered(self, result: Any, request_id: Any) -> Any:
         if isinstance(result, (list, dict)) and len(result) > LARGE_RESULT:
             # Thousands of entries (listtransactions, getrawmempool true): encode off the
             # reactor so other clients are not kept waiting.
             return self._in_thread(self._encode, result, request_id, encode_json_in_pieces)
-        return self._encode(result, request_id)
+        try:
+            return HTTP_OK, _response(encode_json(result), None, request_id)
+        except Exception:
+            return self._failed(Failure(), request_id)
 
     def _encode(self, result: Any, request_id: Any,
-                encode: Callable[[Any], bytes] = encode_json) -> tuple[int, bytes] | Failure:
+                encode: Callable[[Any], bytes]) -> tuple[int, bytes] | Failure:
+        """:meth:`_rendered` in a thread, with ``encode``."""
         try:
             return HTTP_OK, _response(encode(result), None, request_id)
         except Exception:

@@ -111,6 +111,12 @@ def _get_int(value: Any, bits: int) -> int:
     return value
 
 
+def _get_int32(value: Any) -> int:
+    if type(value) is int and -0x80000000 <= value < 0x80000000:
+        return value  # the common case, checked first
+    return _get_int(value, 32)
+
+
 def _get_real(value: Any) -> float:
     if not _is_number(value):
         raise _misc("JSON value is not a number as expected")
@@ -138,7 +144,7 @@ def _typed(kind: ArgType, message: str) -> Callable[[Any], Any]:
 
 _CONVERT: dict[ArgType, Callable[[Any], Any]] = {
     STR: _typed(STR, "JSON value is not a string as expected"),
-    INT: lambda value: _get_int(value, 32),
+    INT: _get_int32,
     INT64: lambda value: _get_int(value, 64),
     BOOL: _typed(BOOL, "JSON value is not a boolean as expected"),
     REAL: _get_real,
@@ -208,6 +214,19 @@ class Arg:
     def _last_converter(self) -> Callable[[Any], Any]:
         return _CONVERT[self.types[-1]]  # (an Enum's hash is Python code: look it up once)
 
+    @cached_property
+    def converter(self) -> Callable[[Any], Any]:
+        """:meth:`convert` with what depends only on the declaration decided once: for an
+        argument of one type without ``typecheck``, the type's own conversion (unless a
+        subclass reads its values in a way of its own)."""
+        if self.typecheck or len(self.types) > 1 or type(self).convert is not Arg.convert:
+            return self.convert
+        get = self._last_converter
+        if self.required or self.variadic:
+            return get
+        default = self.default
+        return lambda value: default if value is None else get(value)
+
     def help_line(self, position: int) -> str:
         kinds = " or ".join(dict.fromkeys(_HELP_LABEL[t] for t in self.types))
         if self.required:
@@ -259,12 +278,14 @@ def convert_params(args: Sequence[Arg], params: Sequence[Any], usage: str,
     ``args``' :func:`_layout`, if the caller keeps it.
     """
     fixed, rest, required = layout or _layout(args)
-    if len(params) < required or (rest is None and len(params) > len(fixed)):
+    given = len(params)
+    if given < required or (rest is None and given > len(fixed)):
         raise _misc(usage)
-    values = [arg.convert(value) for arg, value in zip(fixed, params)]
-    values.extend(arg.default for arg in fixed[len(params):])
-    if rest is not None:
-        values.extend(rest.convert(value) for value in params[len(fixed):])
+    values = [arg.converter(value) for arg, value in zip(fixed, params)]
+    if given < len(fixed):
+        values.extend(arg.default for arg in fixed[given:])
+    elif rest is not None:
+        values.extend(rest.converter(value) for value in params[len(fixed):])
     return values
 
 
@@ -318,9 +339,30 @@ class RPCMethod:
             raise RPCError(RPC_INVALID_PARAMETER, "Unknown named parameter " + next(iter(named)))
         return slots
 
-    def convert(self, params: Sequence[Any]) -> list[Any]:
+    def convert(self, params: Sequence[Any]) -> Sequence[Any]:
         """The handler's arguments for positional ``params``; errors as Core's."""
-        return convert_params(self.args, params, self.help_text, self._layout)
+        return self._converter(params)
+
+    @cached_property
+    def _converter(self) -> Callable[[Sequence[Any]], Sequence[Any]]:
+        """:func:`convert_params` for this method's arguments, with the commonest shapes
+        (no argument; one, given) decided once: a batch runs it for every call."""
+        layout = self._layout
+        if layout.rest is None and not layout.fixed:
+            def convert_none(params: Sequence[Any]) -> Sequence[Any]:
+                if params:
+                    raise _misc(self.help_text)
+                return ()
+            return convert_none
+        if layout.rest is None and len(layout.fixed) == 1:
+            converter = layout.fixed[0].converter
+
+            def convert_one(params: Sequence[Any]) -> Sequence[Any]:
+                if len(params) == 1:
+                    return (converter(params[0]),)
+                return convert_params(self.args, params, self.help_text, layout)
+            return convert_one
+        return lambda params: convert_params(self.args, params, self.help_text, layout)
 
     @cached_property
     def _layout(self) -> _Layout:

@@ -12,10 +12,11 @@ the base class.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime
 from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
@@ -275,7 +276,8 @@ class _JSONRPCEndpoint:
 
     def __init__(self, core: JSONRPCCore, authenticator: Authenticator,
                  clock: IReactorTime) -> None:
-        self._core = core
+        #: ``respond`` (a Reply, or a Deferred of one) of a core that has it, else ``handle``.
+        self._respond = getattr(core, "respond", core.handle)
         self._authenticator = authenticator
         self._throttle = AuthThrottle(clock)
 
@@ -291,27 +293,33 @@ class _JSONRPCEndpoint:
             _respond(request, HTTP_UNAUTHORIZED, headers=((b"WWW-Authenticate", WWW_AUTHENTICATE),))
             return server.NOT_DONE_YET
         channel = request.channel
-
-        def check() -> str | None:
-            return self._authenticator.authenticate(authorization)
-
-        proved = getattr(channel, "authorized", None)
-        if proved is not None and proved[0] == authorization:
-            # This connection proved these credentials before: same user, no turn to wait for.
-            users: Deferred[str | None] = succeed(proved[1])
+        user = (self._authenticator.proved(authorization)
+                if getattr(channel, "authorized", None) == authorization else None)
+        if user is not None:
+            # This connection proved these credentials before, and they are still valid:
+            # same user, no turn to wait for, no Deferred.
+            answer = self._respond(_body(request), user, wallet_name)
         else:
-            users = self._throttle.authenticate(request.getClientAddress(), check)
+            answer = self._throttle.authenticate(
+                request.getClientAddress(), partial(self._authenticator.authenticate, authorization))
+            answer.addCallback(self._authenticated, request, wallet_name)
+        if isinstance(answer, Reply):
+            _send_reply(request, answer)  # answered at once, as most calls are
+        elif answer.called and isinstance(answer.result, Reply):
+            _send_reply(request, answer.result)
+        else:
+            self._send_later(request, answer)
+        return server.NOT_DONE_YET
 
-        def authenticated(user: str | None) -> Reply | Deferred[Reply]:
-            if user is None:
-                return Reply(HTTP_UNAUTHORIZED, b"", None)
-            channel.authorized = (authorization, user)
-            return self._core.handle(request.content.read(), user, wallet_name)
+    def _authenticated(self, user: str | None, request: server.Request,
+                       wallet_name: str | None) -> Reply | Deferred[Reply]:
+        if user is None:
+            return Reply(HTTP_UNAUTHORIZED, b"", None)
+        request.channel.authorized = request.getHeader(b"Authorization")
+        return self._respond(_body(request), user, wallet_name)
 
-        answer: Deferred[Reply] = users.addCallback(authenticated)
-        if answer.called and isinstance(answer.result, Reply):
-            _send_reply(request, answer.result)  # answered at once, as most calls are
-            return server.NOT_DONE_YET
+    @staticmethod
+    def _send_later(request: server.Request, answer: Deferred[Reply]) -> None:
         lost = cancel_when_gone(request, answer)
 
         def send(reply: Reply) -> None:
@@ -327,7 +335,12 @@ class _JSONRPCEndpoint:
             _respond(request, status, body, JSON_CONTENT_TYPE)
 
         answer.addCallbacks(send, failed)
-        return server.NOT_DONE_YET
+
+
+def _body(request: server.Request) -> bytes:
+    """The request body (a :class:`LeanRequest` has it without a file object)."""
+    body = getattr(request, "body", None)
+    return body() if body is not None else request.content.read()
 
 
 def _send_reply(request: server.Request, reply: Reply) -> None:

@@ -7,12 +7,16 @@ from __future__ import annotations
 import re
 
 from hypothesis import given, settings, strategies as st
+from twisted.internet import protocol, reactor
+from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.error import ConnectionDone
+from twisted.internet.protocol import ClientCreator
+from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
-from twisted.trial.unittest import SynchronousTestCase
-from twisted.web import resource, static
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+from twisted.web import resource, server, static
 
-from coin.http.channel import MAX_HEADER_COUNT, SPOOL_BYTES
+from coin.http.channel import MAX_HEADER_COUNT, SPOOL_BYTES, write_now
 from coin.rpc.resource import MAX_HEADER_BYTES
 
 from tests.rpchelpers import Server, post, split_response
@@ -239,3 +243,90 @@ class HandOffTests(SynchronousTestCase):
         self.assertTrue(replies.startswith(b"HTTP/1.0 200 OK\r\n"))
         self.assertEqual(replies.count(b"HTTP/1."), 1)
         self.assertTrue(closed)
+
+
+class IdleTests(SynchronousTestCase):
+    """One coarse idle timer per connection: not moved per request, yet idleness still
+    counts from the last activity."""
+
+    def test_idleness_counts_from_the_last_answer(self):
+        server = Server()
+        timeout = server.site.timeOut
+        protocol, transport = server.connect()
+        server.clock.advance(timeout - 5)
+        for n in range(50):
+            protocol.dataReceived(post(COUNT % n))
+        self.assertEqual(len(server.clock.getDelayedCalls()), 1)  # no timer per request
+        server.clock.advance(timeout - 0.1)  # past the first deadline, not the last answer's
+        self.assertFalse(transport.disconnecting)
+        server.clock.advance(0.2)
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(transport.value().count(b"HTTP/1.1 200 OK"), 50)
+
+
+class Large(resource.Resource):
+    """One of the node's own resources with a long answer (more than a socket buffer)."""
+
+    isLeaf = True
+    serves_lean_requests = True
+    body = bytes(range(256)) * 16384  # 4 MiB
+
+    def render(self, request):
+        request.setHeader(b"Content-Length", b"%d" % len(self.body))
+        request.write(self.body)
+        request.finish()
+        return server.NOT_DONE_YET
+
+
+class _Collect(protocol.Protocol):
+    def __init__(self, done: Deferred) -> None:
+        self.done, self.data = done, []
+
+    def dataReceived(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def connectionLost(self, reason: Failure = ConnectionDone()) -> None:
+        self.done.callback(b"".join(self.data))
+
+
+class SocketTests(TestCase):
+    """Over a real loopback socket, where answers go to the socket at once when nothing is
+    buffered: a long answer, partly buffered, keeps its place before the next ones."""
+
+    @inlineCallbacks
+    def test_a_long_answer_then_short_ones_arrive_whole_and_in_order(self):
+        node = Server()
+        node.root.putChild(b"large", Large())
+        port = reactor.listenTCP(0, node.site, interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        done: Deferred = Deferred()
+        client = yield ClientCreator(reactor, _Collect, done).connectTCP(
+            "127.0.0.1", port.getHost().port)
+        client.transport.write(b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n" + post(COUNT % 1)
+                               + b"GET /large HTTP/1.1\r\nHost: x\r\n\r\n"
+                               + post(COUNT % 2, extra=b"Connection: close\r\n"))
+        replies = yield done
+        parts = replies.split(b"HTTP/1.1 200 OK\r\n")
+        self.assertEqual(len(parts), 5)
+        self.assertTrue(parts[1].endswith(b"\r\n\r\n" + Large.body))
+        self.assertTrue(parts[2].endswith(b'{"result":111,"error":null,"id":1}\n'))
+        self.assertTrue(parts[3].endswith(b"\r\n\r\n" + Large.body))
+        self.assertTrue(parts[4].endswith(b'{"result":111,"error":null,"id":2}\n'))
+
+    @inlineCallbacks
+    def test_bytes_buffered_by_the_transport_go_first(self):
+        node = Server()
+        port = reactor.listenTCP(0, node.site, interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        done: Deferred = Deferred()
+        yield ClientCreator(reactor, _Collect, done).connectTCP("127.0.0.1", port.getHost().port)
+        while not node.site._channels:
+            yield deferLater(reactor, 0.01, lambda: None)
+        transport = next(iter(node.site._channels)).transport
+        write_now(transport, b"one ")  # nothing buffered: straight to the socket
+        self.assertEqual(transport._tempDataLen, 0)
+        transport.write(b"two ")  # buffered until the reactor's next turn
+        write_now(transport, b"three")  # must not overtake it
+        self.assertEqual(transport._tempDataBuffer, [b"two ", b"three"])
+        transport.loseConnection()
+        self.assertEqual((yield done), b"one two three")

@@ -188,6 +188,75 @@ class DelayedRejectionTests(SynchronousTestCase):
                                        b'WWW-Authenticate: Basic realm="jsonrpc"\r\n'))
 
 
+class ProvedHeaderTests(SynchronousTestCase):
+    """The authenticator remembers header values it found valid (a dictionary lookup instead
+    of the constant-time checks), and forgets them all when the credentials change."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.cookie = self.dir / ".cookie"
+        self.cookie.write_text("__cookie__:old")
+        self.auth = Authenticator(None, [parse_rpcauth(ALICE_RPCAUTH)])
+        self.auth.read_cookie(self.cookie)
+
+    def test_only_valid_headers_are_remembered(self):
+        self.assertIsNone(self.auth.proved(basic("__cookie__", "old")))
+        self.assertIsNone(self.auth.authenticate(basic("__cookie__", "wrong")))
+        self.assertIsNone(self.auth.proved(basic("__cookie__", "wrong")))
+        self.assertEqual(self.auth.authenticate(basic("__cookie__", "old")), "__cookie__")
+        self.assertEqual(self.auth.proved(basic("__cookie__", "old")), "__cookie__")
+        # Another spelling of the same credentials is checked in full, not matched.
+        spaced = b"Basic  " + base64.b64encode(b"__cookie__:old")
+        self.assertIsNone(self.auth.proved(spaced))
+        self.assertEqual(self.auth.authenticate(spaced), "__cookie__")
+
+    def test_a_remembered_header_skips_the_constant_time_checks(self):
+        header = basic("alice", "alicepw")
+        self.assertEqual(self.auth.authenticate(header), "alice")
+        computed = []
+        self.patch(coin.rpc.auth, "password_hmac", lambda *args: computed.append(args))
+        self.assertEqual(self.auth.authenticate(header), "alice")
+        self.assertEqual(computed, [])
+
+    def test_a_changed_cookie_refuses_the_old_one_at_once(self):
+        old = basic("__cookie__", "old")
+        self.assertEqual(self.auth.authenticate(old), "__cookie__")
+        self.cookie.write_text("__cookie__:new")
+        self.auth.read_cookie(self.cookie)
+        self.assertIsNone(self.auth.proved(old))
+        self.assertIsNone(self.auth.authenticate(old))
+        self.assertEqual(self.auth.authenticate(basic("__cookie__", "new")), "__cookie__")
+
+    def test_new_credentials_forget_what_was_proved(self):
+        for change in (lambda: self.auth.add_credential("worker", "pw"),
+                       lambda: self.auth.create_cookie(self.cookie)):
+            self.assertEqual(self.auth.authenticate(basic("alice", "alicepw")), "alice")
+            change()
+            self.assertIsNone(self.auth.proved(basic("alice", "alicepw")))
+        self.assertIsNone(self.auth.authenticate(basic("__cookie__", "old")))
+
+    def test_the_memory_is_bounded(self):
+        # base64 ignores stray characters: one credential has endless header spellings.
+        for n in range(3 * coin.rpc.auth.PROVED_CACHE_SIZE):
+            header = basic("alice", "alicepw") + b"!" * n
+            self.assertEqual(self.auth.authenticate(header), "alice")
+            self.assertLessEqual(len(self.auth._proved), coin.rpc.auth.PROVED_CACHE_SIZE)
+
+    def test_a_kept_alive_connection_is_refused_once_its_cookie_is_replaced(self):
+        server = Server(authenticator=self.auth)
+        protocol, transport = server.connect()
+        old = base64.b64encode(b"__cookie__:old")
+        protocol.dataReceived(post(b'{"method":"getblockcount","id":1}', auth=old))
+        self.assertIn(b" 200 OK", transport.value())
+        transport.clear()
+        self.cookie.write_text("__cookie__:new")
+        self.auth.read_cookie(self.cookie)  # the writer restarted with a new cookie
+        protocol.dataReceived(post(b'{"method":"getblockcount","id":2}', auth=old))
+        server.clock.advance(0.25)
+        self.assertTrue(transport.value().startswith(b"HTTP/1.1 401 Unauthorized\r\n"))
+
+
 class AllowListTests(SynchronousTestCase):
 
     def allows(self, allow, host):
