@@ -52,7 +52,9 @@ class MetricsTests(TestCase):
             "-listen=0", "-connect=127.0.0.1:%d" % self.node.p2p_port])
         self.addCleanup(peer.stop)
         deadline = time.monotonic() + 30
-        while not self.node.rpc("getpeerinfo"):
+        # Connected and its first message counted (a peer listed before it has sent a byte
+        # made the traffic counters read 0 on a busy machine).
+        while not any(info["bytesrecv"] > 0 for info in self.node.rpc("getpeerinfo")):
             self.assertLess(time.monotonic(), deadline, "the peer did not connect")
             time.sleep(0.1)
         return peer
