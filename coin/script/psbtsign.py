@@ -8,7 +8,7 @@ keeps only the final scriptSig, as Core does.
 
 from __future__ import annotations
 
-from typing import Callable, Container, List, Optional, Protocol, Set, Tuple
+from typing import Callable, Container, List, Optional, Protocol, Tuple
 
 from coincurve import PrivateKey
 
@@ -110,12 +110,11 @@ def _sign(script: bytes, inp: PSBTInput, keystore: SigningProvider, psbt: PSBT, 
 
 
 def sign_psbt_input(psbt: PSBT, index: int, keystore: SigningProvider, hash_type: int = SIGHASH_ALL,
-                    cache: Optional[SighashCache] = None, signers: Optional[Set[bytes]] = None) -> bool:
+                    cache: Optional[SighashCache] = None) -> bool:
     """Sign input ``index`` with what ``keystore`` holds and finalize it when complete.
 
     Returns whether the input now carries a final scriptSig that verifies.
-    An empty keystore only finalizes (finalizepsbt).  ``signers`` receives the keys that
-    have a signature once signing is done (finalizing drops the partial signatures).
+    An empty keystore only finalizes (finalizepsbt).
     """
     inp = psbt.inputs[index]
     spent = psbt.spent_output(index)
@@ -136,8 +135,6 @@ def sign_psbt_input(psbt: PSBT, index: int, keystore: SigningProvider, hash_type
         script, suffix = redeem, [redeem]
     if inp.sighash is None or inp.sighash == hash_type:
         _sign(script, inp, keystore, psbt, index, hash_type, cache)
-    if signers is not None:
-        signers.update(inp.partial_sigs)
     items = _stack(script, inp)
     if items is None:
         return False

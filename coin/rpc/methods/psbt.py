@@ -377,15 +377,14 @@ def fill_psbt(ctx: RPCContext, psbt: PSBT, hash_type: int, sign: bool, bip32deri
             wtx = wallet.txs.get(txin.prevout.txid)
             if wtx is not None and inp.non_witness_utxo is None:
                 inp.non_witness_utxo = wtx.tx
-            known, redeem = list(inp.keypaths), inp.redeem_script
-            signed_before, signed = set(inp.partial_sigs), set()  # type: Set[bytes], Set[bytes]
-            complete = sign_psbt_input(psbt, index, keystore, hash_type, cache, signed) and complete
+            signed_before = set(inp.partial_sigs)
+            complete = sign_psbt_input(psbt, index, keystore, hash_type, cache) and complete
             spent = psbt.spent_output(index)
-            if bip32derivs and spent is not None:
-                known += keys_looked_up(spent.script_pubkey, redeem, keystore, origins.pubkey_of,
-                                        signed_before, signed)
-            if bip32derivs:
-                origins.add(inp.keypaths, known)
+            # A final input is written without key origins (Core), so it needs none.
+            if bip32derivs and spent is not None and not inp.is_final():
+                origins.add(inp.keypaths, keys_looked_up(
+                    spent.script_pubkey, inp.redeem_script, keystore, origins.pubkey_of,
+                    signed_before, inp.partial_sigs))
         for txout, out in zip(psbt.tx.vout, psbt.outputs, strict=True):
             _fill_output(wallet.keys, origins if bip32derivs else None, txout.script_pubkey, out)
     return complete
@@ -400,8 +399,8 @@ def _fill_output(keys: Any, origins: Optional[_KeyOrigins], script_pubkey: bytes
         out.redeem_script = keys.get_script(solutions[0]) or b""
     if origins is None:
         return
-    origins.add(out.keypaths, list(out.keypaths) + keys_looked_up(
-        script_pubkey, out.redeem_script, keys, origins.pubkey_of, (), _Signable(keys)))
+    origins.add(out.keypaths, keys_looked_up(script_pubkey, out.redeem_script, keys,
+                                             origins.pubkey_of, (), _Signable(keys)))
 
 
 class _Signable:
