@@ -165,8 +165,10 @@ def release_server_writer(conn: Any) -> None:
         cursor = conn.cursor()
         try:
             cursor.execute("SELECT pg_advisory_unlock(%d)" % WRITER_LOCK_KEY)
-        except Exception:  # the server went away meanwhile: closing releases it anyway
-            pass
+        except Exception:
+            if not connection_lost(conn):
+                raise
+            # The server went away meanwhile: its end of the session frees the lock.
         finally:
             cursor.close()
     close_connection(conn)
