@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+import random
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
+from coincurve import PrivateKey
+from coincurve._libsecp256k1 import ffi, lib
 from sortedcontainers import SortedList
 
 from coin.consensus.tx_check import format_money
@@ -48,8 +51,15 @@ DEFAULT_FALLBACK_FEE = 20_000
 DEFAULT_CONFIRM_TARGET = 6
 #: Core's DEFAULT_TRANSACTION_MINFEE (base units per kB): -mintxfee.
 DEFAULT_TRANSACTION_MINFEE = 1_000
-#: Sequence of wallet inputs: final, no replaceability.
-WALLET_SEQUENCE = 0xFFFFFFFF
+#: Sequence of wallet inputs that do not signal replaceability: Core's SEQUENCE_FINAL - 1, so
+#: the anti-fee-sniping lock time is enforced.
+WALLET_SEQUENCE = 0xFFFFFFFE
+#: Core's anti-fee-sniping: one transaction in ANTI_SNIPING_ODDS gets a lock time up to
+#: ANTI_SNIPING_MAX_AGE - 1 blocks back (for the privacy of transactions sent late).
+ANTI_SNIPING_ODDS = 10
+ANTI_SNIPING_MAX_AGE = 100
+#: The default random source of the lock time.
+_SYSTEM_RANDOM = random.SystemRandom()
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
 DUMMY_SIGNATURE = bytes(72)
 
@@ -243,15 +253,28 @@ def _indexed_tiers(wallet: Wallet, taken: Set[Outpoint]
     return tier
 
 
+def anti_fee_sniping_locktime(height: int, rng: random.Random) -> int:
+    """Core's lock time for a wallet transaction: the tip's height, so that only the next
+    block can take it (a miner gains nothing by re-mining the tip to collect its fee), and
+    one time in ten up to 99 blocks earlier, so that transactions sent late do not stand out."""
+    if rng.randrange(ANTI_SNIPING_ODDS) == 0:
+        return max(0, height - rng.randrange(ANTI_SNIPING_MAX_AGE))
+    return height
+
+
 def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: FeePolicy,
                        coins: Optional[Sequence[Output]] = None,
                        change_script: Optional[bytes] = None,
-                       preset: Sequence[Output] = (), sign: bool = True) -> Created:
+                       preset: Sequence[Output] = (), sign: bool = True,
+                       rng: random.Random = _SYSTEM_RANDOM) -> Created:
     """Select, build and sign a transaction paying ``recipients`` (raises SpendError).
 
     ``preset`` coins are always spent, first (fundrawtransaction's inputs); more
     are selected only when they do not cover the target.  With ``sign=False``
     the inputs are left unsigned and the fee is sized for Core's dummy signatures.
+    Inputs have sequence 0xfffffffd with ``fees.signal_rbf``, else 0xfffffffe; the lock
+    time is :func:`anti_fee_sniping_locktime`'s from ``rng`` (fundrawtransaction keeps
+    the given transaction's own, as Core does).
     """
     if not recipients:
         raise SpendError(RPC_WALLET_ERROR, "Transaction must have at least one recipient")
@@ -259,6 +282,7 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
         raise SpendError(RPC_WALLET_ERROR, "Transaction amounts must not be negative")
     rate = fees.rate(wallet.pay_tx_fee)
     sequence = MAX_BIP125_RBF_SEQUENCE if fees.signal_rbf else WALLET_SEQUENCE
+    locktime = anti_fee_sniping_locktime(wallet.chain.tip.height, rng)
     preset = list(preset)
     taken = {c.outpoint for c in preset}
     tiers = _indexed_tiers(wallet, taken) if coins is None else None
@@ -293,14 +317,14 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
             outputs[first] = TxOut(outputs[first].value + change, outputs[first].script_pubkey)
         # Sized with dummy signatures (at least as long as real ones); signed once at the end.
-        tx, size = _build(wallet, chosen, outputs, False, sequence=sequence)
+        tx, size = _build(wallet, chosen, outputs, False, locktime, sequence)
         needed = rate.get_fee(size)
         paid = value_in - tx.total_out()
         if fees.max_fee and needed > fees.max_fee:
             raise SpendError(RPC_WALLET_ERROR, "Fee exceeds maximum configured by -maxtxfee")
         if paid >= needed and (subtracting == 0 or fee >= needed):
             if sign:
-                tx, size = _build(wallet, chosen, outputs, True, sequence=sequence)
+                tx, size = _build(wallet, chosen, outputs, True, locktime, sequence)
             # The fee is the rate times the final size: what the last attempt left over goes
             # back to the change (or to the recipient paying the fee).
             adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
@@ -343,13 +367,13 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
             size: int, sequence: int) -> Tuple[Transaction, int]:
     """Move the difference between the fee paid and the fee the size needs into output
     ``adjust`` until they agree.  A new signature may be a byte longer or shorter, and
-    two amounts can send each other back and forth; then the lock time (meaningless with
-    final sequences, and a past height otherwise) changes, for a new signature.  Falls back
-    to the last version paying enough."""
+    two amounts can send each other back and forth; then the signatures are made again with
+    extra nonce entropy (Core's CKey::Sign test case), leaving the lock time and sequences
+    as they are.  Falls back to the last version paying enough."""
     value_in = sum(c.txout.value for c in chosen)
     best = tx
-    locktime = tx.locktime
-    tried = {(outputs[adjust].value, locktime)}
+    entropy = 0
+    tried = {(outputs[adjust].value, entropy)}
     for _ in range(32):
         diff = value_in - tx.total_out() - rate.get_fee(size)
         if diff >= 0:
@@ -361,17 +385,45 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
         if value < dust_threshold(TxOut(value, out.script_pubkey), dust_relay_fee):
             break
         outputs[adjust] = TxOut(value, out.script_pubkey)
-        while (value, locktime) in tried:
-            locktime += 1
-        tried.add((value, locktime))
-        tx, size = _build(wallet, chosen, outputs, sign, locktime, sequence)
+        while (value, entropy) in tried:
+            entropy += 1
+        tried.add((value, entropy))
+        tx, size = _build(wallet, chosen, outputs, sign, tx.locktime, sequence, entropy)
     return best, value_in - best.total_out()
 
 
-def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
-           sign: bool, locktime: int = 0,
-           sequence: int = WALLET_SEQUENCE) -> Tuple[Transaction, int]:
-    """The transaction (signed, or unsigned) and the size its fee is computed on."""
+class _EntropyKey:
+    """A private key signing with RFC6979 extra entropy: another valid signature of the same
+    message, whose DER encoding may be a byte shorter or longer."""
+
+    def __init__(self, key: PrivateKey, entropy: int) -> None:
+        self.key = key
+        self.nonce = (lib.secp256k1_nonce_function_rfc6979,
+                      ffi.new("unsigned char[32]", entropy.to_bytes(4, "little") + bytes(28)))
+
+    def sign(self, message: bytes, hasher: None = None) -> bytes:
+        return self.key.sign(message, hasher=hasher, custom_nonce=self.nonce)
+
+
+class _EntropyKeys:
+    """The wallet's keys and scripts, as sign_transaction reads them, signing with entropy."""
+
+    def __init__(self, keys: Any, entropy: int) -> None:
+        self.keys = keys
+        self.entropy = entropy
+
+    def get_key(self, key_hash: bytes) -> Optional[Tuple[_EntropyKey, bytes]]:
+        entry = self.keys.get_key(key_hash)
+        return None if entry is None else (_EntropyKey(entry[0], self.entropy), entry[1])
+
+    def get_script(self, script_hash: bytes) -> Optional[bytes]:
+        return self.keys.get_script(script_hash)
+
+
+def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], sign: bool,
+           locktime: int, sequence: int, entropy: int = 0) -> Tuple[Transaction, int]:
+    """The transaction (signed, or unsigned) and the size its fee is computed on; signatures
+    with nonce ``entropy`` when not 0."""
     unsigned = Transaction([TxIn(OutPoint(c.wtx.txid, c.n), b"", sequence) for c in chosen],
                            list(outputs), locktime, CURRENT_TX_VERSION)
     scripts = [c.txout.script_pubkey for c in chosen]
@@ -382,7 +434,8 @@ def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut],
         sized = Transaction([TxIn(i.prevout, d, i.sequence) for i, d in zip(unsigned.vin, dummies)],
                             list(outputs), locktime, CURRENT_TX_VERSION)
         return unsigned, sized.size
-    signed, complete = sign_transaction(unsigned, scripts, wallet.keys)
+    keys = _EntropyKeys(wallet.keys, entropy) if entropy else wallet.keys
+    signed, complete = sign_transaction(unsigned, scripts, keys)
     if not complete:
         raise SpendError(RPC_WALLET_ERROR, "Signing transaction failed")
     return signed, signed.size

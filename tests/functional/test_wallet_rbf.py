@@ -15,8 +15,8 @@ from tests.nodeharness import NodeClient
 
 #: The nSequence a replaceable wallet input has (Core's MAX_BIP125_RBF_SEQUENCE).
 RBF_SEQUENCE = 0xFFFFFFFD
-#: The wallet's non-replaceable inputs.
-FINAL_SEQUENCE = 0xFFFFFFFF
+#: The wallet's non-replaceable inputs (Core's SEQUENCE_FINAL - 1: the lock time applies).
+FINAL_SEQUENCE = 0xFFFFFFFE
 
 
 def sequences(node: NodeClient, txid: str) -> List[int]:
