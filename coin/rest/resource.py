@@ -40,6 +40,7 @@ from coin.chain.snapshot import ChainSnapshot
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
+from coin.primitives.transaction import Transaction
 from coin.rest.cache import BodyCache
 from coin.rest.formats import (
     ALL_FORMATS, BIN, CONTENT_TYPES, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
@@ -69,6 +70,9 @@ HEAVY_CONCURRENCY = 1
 BLOCK_JSON_CACHE_BYTES = 32 << 20
 #: Bytes of block .hex/.bin bodies kept (the stored block, or twice that in hex).
 BLOCK_RAW_CACHE_BYTES = 16 << 20
+#: Bytes of confirmed transactions kept by txid, and of their JSON bodies (for the tip).
+TX_RAW_CACHE_BYTES = 4 << 20
+TX_JSON_CACHE_BYTES = 8 << 20
 HTTP_BAD_REQUEST = 400
 HTTP_NOT_FOUND = 404
 HTTP_BAD_METHOD = 405
@@ -244,6 +248,10 @@ class RESTHandlers:
         #: (block hash, "hex" or "bin") -> body: a block's bytes never change; served only
         #: while its index entry says the data is on disk (pruning clears that first).
         self._block_raw = BodyCache(BLOCK_RAW_CACHE_BYTES)
+        #: txid -> (block hash, stored bytes) of confirmed transactions found through
+        #: -txindex, and txid -> their JSON for the tip in _json_tip (see :meth:`tx`).
+        self._tx_raw = BodyCache(TX_RAW_CACHE_BYTES)
+        self._tx_json = BodyCache(TX_JSON_CACHE_BYTES)
         #: False: every .hex/.bin read goes to the thread pool (tests force either path).
         self.read_on_reactor = True
         #: The last chaininfo.json body, with the snapshot and status it was made from.
@@ -286,11 +294,13 @@ class RESTHandlers:
             return None  # WouldBlock, or an error the thread's read reports properly
 
     def _follow_tip(self, view: ChainSnapshot) -> Optional[bytes]:
-        """The snapshot's tip hash; a new one empties the block JSON cache (confirmations and
-        nextblockhash change with the active chain; nothing else in a block's JSON does)."""
+        """The snapshot's tip hash; a new one empties the block and transaction JSON caches
+        (confirmations and nextblockhash change with the active chain; nothing else in a
+        confirmed block's or transaction's JSON does)."""
         tip = view.tip.hash if view.tip is not None else None
         if tip != self._json_tip:
             self._block_json.clear()  # a new tip or a reorg
+            self._tx_json.clear()
             self._json_tip = tip
         return tip
 
@@ -388,20 +398,62 @@ class RESTHandlers:
 
     # -- transactions
 
-    @inlineCallbacks
-    def tx(self, part: str):
+    def tx(self, part: str) -> Deferred:
+        """A transaction: the pool's first (as Core), else the active chain's, sent as its
+        stored bytes (.hex/.bin: no parse and re-serialize).
+
+        A confirmed transaction found through -txindex keeps its bytes here (and its JSON
+        while the tip stays the same): later requests are answered without a thread hop
+        while its block stays on the active chain with its data on disk, which is exactly
+        while the index keeps finding it there.  Otherwise the lookup starts again.
+        """
         param, fmt = split_format(part)
         txid = parse_hash(param)
-        found = yield self.chain.get_transaction(txid)
-        if found is None:
+        pool = self.chain.mempool
+        pooled = pool.get(txid) if pool is not None else None
+        if pooled is not None:
+            return self._tx_body(txid, pooled.tx.serialize(), None, fmt, False)
+        view = self.chain.snapshot()
+        self._follow_tip(view)
+        kept = self._tx_raw.get(txid)
+        if kept is not None:
+            entry = view.lookup(kept[0])
+            if entry is not None and view.contains(entry) and entry.have_data():
+                return self._tx_body(txid, kept[1], entry, fmt, True)
+        return self._find_tx(txid, param, fmt)
+
+    @inlineCallbacks
+    def _find_tx(self, txid: bytes, param: str, fmt: Optional[str]):
+        place = yield self.chain.locate_transaction(txid)
+        if place is None:
             raise RESTError(HTTP_NOT_FOUND, "%s not found" % param)
-        tx, entry = found
+        if place.indexed:
+            self._tx_raw.put(txid, (place.entry.hash, place.raw))
+        body = yield self._tx_body(txid, place.raw, place.entry, fmt, place.indexed)
+        return body
+
+    def _tx_body(self, txid: bytes, raw: bytes, entry: Optional[BlockIndexEntry],
+                 fmt: Optional[str], keep: bool) -> Deferred:
+        """The reply for a transaction found (``entry`` None: in the pool); ``keep``: its
+        JSON may be kept for the tip (confirmed, found through the index)."""
         if check_format(fmt, ALL_FORMATS) != JSON:
-            return binary_body(fmt, tx.serialize())
+            return succeed(binary_body(fmt, raw))
+        body = self._tx_json.get(txid) if keep else None
+        if body is not None:
+            return succeed(body)
+        return self._render_tx(txid, Transaction.deserialize(raw), entry, keep)
+
+    @inlineCallbacks
+    def _render_tx(self, txid: bytes, tx: Transaction, entry: Optional[BlockIndexEntry],
+                   keep: bool):
         spent = yield self._spent_outputs(tx, entry)
         view = self.chain.snapshot()
+        self._follow_tip(view)
         fields: Dict[str, Any] = tx_block_fields(entry, view) if entry is not None else {}
-        return json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
+        body = json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
+        if keep and view.contains(entry):
+            self._tx_json.put(txid, body)
+        return body
 
     @inlineCallbacks
     def _spent_outputs(self, tx: Any, entry: Optional[BlockIndexEntry]):
