@@ -17,10 +17,12 @@ Prints one JSON object.
 
 ``--against http://USER:PASS@HOST:PORT/`` (a node with ``-rest``, credentials for its
 RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
-interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
-hex of the block at height 1 (a coinbase-only block on both chains), and prints
-coind/other ratios.  With ``--against-only`` only that comparison runs, on bench/rpc.py's
-mined chain instead of the big blocks (minutes faster).
+interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json``, the JSON and
+hex of the block at height 1 (a coinbase-only block on both chains) and the hex and JSON of
+its coinbase transaction (``/tx``: the reference serves confirmed transactions with
+``-txindex``, or without it while an output is unspent; ``--txindex`` starts coind with
+``-txindex`` too), and prints coind/other ratios.  With ``--against-only`` only that
+comparison runs, on bench/rpc.py's mined chain instead of the big blocks (minutes faster).
 """
 
 from __future__ import annotations
@@ -189,8 +191,11 @@ def rpc_latency(port: int, duration: float) -> Dict[str, Any]:
 def against_paths(target: Target) -> Dict[str, str]:
     """The REST rows of the comparison, on one node: its chain state and its block at height 1."""
     one = rpc_call(target, "getblockhash", 1)
+    coinbase = rpc_call(target, "getblock", one)["tx"][0]
     return {"chaininfo.json": "/rest/chaininfo.json", "block.json (height 1)":
-            "/rest/block/%s.json" % one, "block.hex (height 1)": "/rest/block/%s.hex" % one}
+            "/rest/block/%s.json" % one, "block.hex (height 1)": "/rest/block/%s.hex" % one,
+            "tx.hex (height 1 coinbase)": "/rest/tx/%s.hex" % coinbase,
+            "tx.json (height 1 coinbase)": "/rest/tx/%s.json" % coinbase}
 
 
 def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
@@ -229,6 +234,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
+    parser.add_argument("--txindex", action="store_true",
+                        help="run coind with -txindex (the /tx rows then use the index)")
     parser.add_argument("--against-only", action="store_true",
                         help="with --against: only the comparison, on a mined chain (no big blocks)")
     args = parser.parse_args(argv)
@@ -247,8 +254,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         blocks = chaindata.load(chaindata.build(workdir))
         node_dir = tempfile.mkdtemp(dir=workdir, prefix="node-")
-        node = NodeProcess.start(node_dir, ("-rpcworkers=%d" % args.rpcworkers,)
-                                 if args.rpcworkers else ())
+        node = NodeProcess.start(node_dir, (["-rpcworkers=%d" % args.rpcworkers]
+                                            if args.rpcworkers else []) + txindex_args(args))
         fed = time.perf_counter()
         for block in blocks:
             result = node.rpc("submitblock", block.serialize().hex())
@@ -326,15 +333,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def txindex_args(args: argparse.Namespace) -> List[str]:
+    """``-txindex`` for coind when ``--txindex`` is given."""
+    return ["-txindex"] if args.txindex else []
+
+
 @contextmanager
-def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
-    """``(node, chain, wrk script)``: a coind with -rest (and ``workers`` -rpcworkers) on
+def mined_rest_node(args: argparse.Namespace) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
+    """``(node, chain, wrk script)``: a coind with -rest (and the options of ``args``) on
     bench/rpc.py's mined chain, and the wrk GET script; stopped and removed afterwards."""
     workdir = tempfile.mkdtemp(prefix="coin-bench-rest-")
     node: Optional[NodeProcess] = None
     try:
         script = wrk_get_script(workdir)
-        node, chain = start_coind(workdir, ["-rest"], workers)
+        node, chain = start_coind(workdir, ["-rest"] + txindex_args(args), args.rpcworkers)
         yield node, chain, script
     finally:
         if node is not None:
@@ -345,11 +357,12 @@ def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any],
 def against_only(load: Any, args: argparse.Namespace) -> int:
     """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
     started = time.perf_counter()
-    with mined_rest_node(args.rpcworkers) as (node, chain, script):
+    with mined_rest_node(args) as (node, chain, script):
         against = compare(load, script, {"coind": Target(node.rpcport),
                                          "against": parse_against(args.against)},
                           args.runs, args.duration)
-    report = {"rpcworkers": args.rpcworkers, "cpus": os.cpu_count(), "chain": chain,
+    report = {"rpcworkers": args.rpcworkers, "txindex": args.txindex, "cpus": os.cpu_count(),
+              "chain": chain,
               "duration_s_per_run": args.duration, "runs_per_point": args.runs,
               "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}
     sys.stdout.write(dump(report) + "\n")
