@@ -11,9 +11,10 @@ Paths (GET and HEAD; any other method gets 405):
 - ``openapi.json``: the OpenAPI description of all these (coin/rest/openapi.py)
 
 ``fmt`` is ``json``, ``hex`` or ``bin`` (the last four paths: ``json`` only).
-Handlers are plain functions of (path argument, format) returning a Deferred
-``(content type, body)`` or raising :class:`RESTError`; :meth:`RESTResource.render`
-maps every failure to a reply in one place.  Errors are ``text/plain`` with the
+Handlers are plain functions of (path argument, format) returning ``(content type,
+body)`` when they have it at once (sent without a Deferred: most answers of a poller come
+from memory), else a Deferred of it, or raising :class:`RESTError`;
+:meth:`RESTResource.render` maps every failure to a reply in one place.  Errors are ``text/plain`` with the
 message and ``\\r\\n``, as Core; an unknown path is 404 with an empty body.
 
 Block data is read and rendered in the reactor's thread pool, so a large block
@@ -25,7 +26,8 @@ from __future__ import annotations
 import re
 import string
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from twisted.internet.defer import (
     CancelledError, Deferred, DeferredSemaphore, inlineCallbacks, succeed,
@@ -228,8 +230,12 @@ def entry_header(entry: BlockIndexEntry) -> bytes:
 # ---------------------------------------------------------------- handlers
 
 
+#: What a handler returns: the body now, or a Deferred firing with it.
+Reply = Union[Body, Deferred]
+
+
 class RESTHandlers:
-    """The endpoints, independent of HTTP: ``(path argument, format) -> Deferred[Body]``."""
+    """The endpoints, independent of HTTP: ``(path argument, format) -> Reply``."""
 
     def __init__(self, chain: ChainAccess, mempool: MempoolService,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
@@ -304,7 +310,7 @@ class RESTHandlers:
             self._json_tip = tip
         return tip
 
-    def block(self, part: str, tx_detail: bool) -> Deferred:
+    def block(self, part: str, tx_detail: bool) -> Reply:
         """A block's JSON (cached for the current tip) or its stored bytes (.hex/.bin: no
         parse, cached by hash while the block's data is on disk: they never change)."""
         param, fmt = split_format(part)
@@ -326,7 +332,7 @@ class RESTHandlers:
                     self._block_raw.put((block_hash, fmt), body)
         if body is None:
             return self._read_block(view, entry, param, fmt, tx_detail, tip)
-        return succeed(body)
+        return body
 
     @inlineCallbacks
     def _read_block(self, view: ChainSnapshot, entry: BlockIndexEntry, param: str, fmt: str,
@@ -357,7 +363,7 @@ class RESTHandlers:
             self._block_json.put((entry.hash, tx_detail), body)
         return body
 
-    def headers(self, part: str) -> Deferred:
+    def headers(self, part: str) -> Reply:
         param, fmt = split_format(part)
         pieces = param.split("/")
         if len(pieces) != 2:
@@ -380,9 +386,9 @@ class RESTHandlers:
         if check_format(fmt, ALL_FORMATS) == JSON:
             # Up to 2,000 header objects: rendered off the reactor thread, like blocks.
             return self._in_thread(lambda: json_body([header_json(e, state) for e in entries]))
-        return succeed(binary_body(fmt, b"".join(entry_header(e) for e in entries)))
+        return binary_body(fmt, b"".join(entry_header(e) for e in entries))
 
-    def blockhash_by_height(self, part: str) -> Deferred:
+    def blockhash_by_height(self, part: str) -> Reply:
         param, fmt = split_format(part)
         height = parse_int32(param)
         if height is None or height < 0:
@@ -391,14 +397,14 @@ class RESTHandlers:
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
         if check_format(fmt, ALL_FORMATS) == JSON:
-            return succeed(json_body({"blockhash": hash_to_hex(entry.hash)}))
+            return json_body({"blockhash": hash_to_hex(entry.hash)})
         if fmt == HEX:
-            return succeed((b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n"))
-        return succeed(binary_body(BIN, entry.hash))
+            return (b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n")
+        return binary_body(BIN, entry.hash)
 
     # -- transactions
 
-    def tx(self, part: str) -> Deferred:
+    def tx(self, part: str) -> Reply:
         """A transaction: the pool's first (as Core), else the active chain's, sent as its
         stored bytes (.hex/.bin: no parse and re-serialize).
 
@@ -433,14 +439,14 @@ class RESTHandlers:
         return body
 
     def _tx_body(self, txid: bytes, raw: bytes, entry: Optional[BlockIndexEntry],
-                 fmt: Optional[str], keep: bool) -> Deferred:
+                 fmt: Optional[str], keep: bool) -> Reply:
         """The reply for a transaction found (``entry`` None: in the pool); ``keep``: its
         JSON may be kept for the tip (confirmed, found through the index)."""
         if check_format(fmt, ALL_FORMATS) != JSON:
-            return succeed(binary_body(fmt, raw))
+            return binary_body(fmt, raw)
         body = self._tx_json.get(txid) if keep else None
         if body is not None:
-            return succeed(body)
+            return body
         return self._render_tx(txid, Transaction.deserialize(raw), entry, keep)
 
     @inlineCallbacks
@@ -540,7 +546,7 @@ class RESTHandlers:
 
     # -- status
 
-    def chaininfo(self, part: str) -> Deferred:
+    def chaininfo(self, part: str) -> Reply:
         name, _ = parse_format(part, JSON_ONLY)
         if name != "chaininfo":
             raise NoSuchPath()
@@ -552,29 +558,29 @@ class RESTHandlers:
             # asking again between blocks get the same bytes without a render.
             cached = self._chaininfo = (view, status, json_body(
                 chain_info_json(view, self.chain.params, status)))
-        return succeed(cached[2])
+        return cached[2]
 
-    def mempool(self, part: str) -> Deferred:
+    def mempool(self, part: str) -> Reply:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""
         name, _ = parse_format(part, JSON_ONLY)
         service = self.pool_service
         if name == "info":
-            return succeed(json_body(mempool_info_json(
-                service.pool, service.policy.min_relay_fee.sat_per_kb)))
+            return json_body(mempool_info_json(
+                service.pool, service.policy.min_relay_fee.sat_per_kb))
         if name == "contents":
             height = self.chain.state.height
             return self._in_thread(
                 lambda: json_body(mempool_contents_json(service.pool, height)))
         raise NoSuchPath()
 
-    def openapi(self, part: str) -> Deferred:
+    def openapi(self, part: str) -> Reply:
         """This interface's OpenAPI description (coin/rest/openapi.py), made once."""
         parse_format(part, JSON_ONLY)
         if self._openapi is None:
             # Imported here: ``python -m coin.rest.openapi`` must not find it loaded already.
             from coin.rest.openapi import document_bytes
             self._openapi = document_bytes()
-        return succeed((CONTENT_TYPES[JSON], self._openapi))
+        return (CONTENT_TYPES[JSON], self._openapi)
 
 
 # ---------------------------------------------------------------- HTTP
@@ -597,13 +603,17 @@ _PREFIXED = ("block/notxdetails", "block", "headers", "tx", "blockhashbyheight")
 _WHOLE = ("chaininfo", "mempool/info", "mempool/contents", "openapi")
 #: Every endpoint's name: the metrics label, and what doc/rest-openapi.json must describe.
 ENDPOINTS = _PREFIXED + ("getutxos",) + _WHOLE
+#: Request paths whose endpoint (and metrics label) is remembered.
+ROUTE_CACHE_PATHS = 512
 #: The metrics label of a path no endpoint serves.
 UNKNOWN_ENDPOINT = "unknown"
 
 
+@lru_cache(maxsize=ROUTE_CACHE_PATHS)
 def endpoint(path: str) -> Optional[Tuple[str, str]]:
     """The endpoint serving ``path`` (what follows ``/rest/``) and the part its handler
-    reads, or None: ``block/<hash>.json`` -> ``("block", "<hash>.json")``."""
+    reads, or None: ``block/<hash>.json`` -> ``("block", "<hash>.json")``.  Remembered for
+    the last paths asked (pollers ask the same ones again and again)."""
     for name in _PREFIXED:
         if path.startswith(name + "/"):
             return name, path[len(name) + 1:]
@@ -615,6 +625,7 @@ def endpoint(path: str) -> Optional[Tuple[str, str]]:
     return None
 
 
+@lru_cache(maxsize=ROUTE_CACHE_PATHS)
 def endpoint_label(uri: bytes) -> str:
     """The bounded metrics label of a request target (never the raw path)."""
     if not uri.startswith(b"/rest/"):
@@ -637,7 +648,7 @@ class RESTResource(resource.Resource):
         self.handlers = h = RESTHandlers(chain, mempool, pruned=pruned)
         self._warmup = warmup
         self._observe = observe
-        self._routes: Dict[str, Callable[[str, bytes], Deferred]] = {
+        self._routes: Dict[str, Callable[[str, bytes], Reply]] = {
             "block/notxdetails": lambda part, body: h.block(part, False),
             "block": lambda part, body: h.block(part, True),
             "headers": lambda part, body: h.headers(part),
@@ -650,7 +661,7 @@ class RESTResource(resource.Resource):
             "openapi": lambda part, body: h.openapi(part),
         }
 
-    def route(self, path: str, body: bytes = b"") -> Deferred:
+    def route(self, path: str, body: bytes = b"") -> Reply:
         """Dispatch the path after ``/rest/`` (``body``: getutxos's); raises RESTError or
         NoSuchPath."""
         found = endpoint(path)
@@ -687,6 +698,9 @@ class RESTResource(resource.Resource):
         except Exception:
             answer = Deferred()
             answer.errback(Failure())
+        if not isinstance(answer, Deferred):
+            self._reply(request, 200, answer[0], answer[1])
+            return server.NOT_DONE_YET
         lost = cancel_when_gone(request, answer)
 
         def send(body: Body) -> None:
