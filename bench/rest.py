@@ -21,7 +21,9 @@ interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json``, the JSON 
 hex of the block at height 1 (a coinbase-only block on both chains) and the hex and JSON of
 its coinbase transaction (``/tx``: the reference serves confirmed transactions with
 ``-txindex``, or without it while an output is unspent; ``--txindex`` starts coind with
-``-txindex`` too), and prints coind/other ratios.  With ``--against-only`` only that
+``-txindex`` too), and prints coind/other ratios.  Each point of the comparison also gives
+``cpu_us``, CPU microseconds per request of coind's processes (its ``-rpcworkers`` included)
+and of the other node's with ``--against-pid PID`` (bench/rpc.py's figure).  With ``--against-only`` only that
 comparison runs, on bench/rpc.py's mined chain instead of the big blocks (minutes faster).
 """
 
@@ -46,8 +48,8 @@ sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
-                       dump, median_point, parse_against, pick_client, rpc_call, start_coind,
-                       wrk_version)
+                       dump, measured, median_point, parse_against, pick_client, rpc_call,
+                       start_coind, wrk_version)
 from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
@@ -85,7 +87,7 @@ def run_wrk(script: str, port: int, path: str, connections: int,
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
     raw = json.loads(line[len("WRKJSON "):])
     errors = raw["connect_errors"] + raw["read_errors"] + raw["write_errors"] + raw["timeouts"]
-    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6),
+    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6), "requests": raw["requests"],
             "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
             "non200": raw["status_errors"], "socket_errors": errors}
 
@@ -120,7 +122,8 @@ def _python_load(port: int, path: str, connections: int, duration: float,
         t.join()
     elapsed = time.perf_counter() - started
     latencies.sort()
-    return {"rps": len(latencies) / elapsed, "p50_ms": _pct(latencies, 50),
+    return {"rps": len(latencies) / elapsed, "requests": len(latencies),
+            "p50_ms": _pct(latencies, 50),
             "p99_ms": _pct(latencies, 99), **counts}
 
 
@@ -198,6 +201,16 @@ def against_paths(target: Target) -> Dict[str, str]:
             "tx.json (height 1 coinbase)": "/rest/tx/%s.json" % coinbase}
 
 
+def ratios(coind: Dict[str, Any], other: Dict[str, Any]) -> Dict[str, float]:
+    """Above 1 where coind does better: requests/s, p99 and (when both are known) CPU time
+    per request."""
+    result = {"rps": round(coind["rps"] / other["rps"], 2),
+              "p99": round(other["p99_ms"] / coind["p99_ms"], 2)}
+    if "cpu_us" in coind and "cpu_us" in other:
+        result["cpu"] = round(other["cpu_us"] / coind["cpu_us"], 2)
+    return result
+
+
 def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
             duration: float) -> Dict[str, Any]:
     """Each row on each node at 1, 8 and 64 connections, interleaved run by run; with ratios."""
@@ -212,14 +225,14 @@ def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
             points: Dict[str, List[Dict[str, Any]]] = {name: [] for name in targets}
             for _ in range(runs):
                 for name, target in targets.items():
-                    points[name].append(load(script, target.port, paths[name][row], connections,
-                                             duration, target.host))
+                    points[name].append(measured(
+                        lambda t, path, c, d: load(script, t.port, path, c, d, t.host),
+                        target, paths[name][row], connections, duration))
             for name in targets:
                 results[name].setdefault(row, {})[str(connections)] = median_point(points[name])
-    results["ratio_coind_to_against"] = {row: {c: {
-        "rps": round(point["rps"] / results["against"][row][c]["rps"], 2),
-        "p99": round(results["against"][row][c]["p99_ms"] / point["p99_ms"], 2)}
-        for c, point in per.items()} for row, per in results["coind"].items()}
+    results["ratio_coind_to_against"] = {row: {c: ratios(point, results["against"][row][c])
+                                              for c, point in per.items()}
+                                          for row, per in results["coind"].items()}
     return results
 
 
@@ -232,6 +245,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="keep the built chain here between runs (default: a temp dir)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--against-pid", type=int, default=None, metavar="PID",
+                        help="the --against node's process, for its CPU time per request")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
     parser.add_argument("--txindex", action="store_true",
@@ -300,8 +315,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         busy = rpc_latency(node.rpcport, args.duration)
         loader.join()
         height = node.rpc("getblockcount")
-        against = (compare(load, script, {"coind": Target(node.rpcport),
-                                          "against": parse_against(args.against)},
+        against = (compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
+                                          "against": against_target(args)},
                            args.runs, args.duration) if args.against else None)
     finally:
         if node is not None:
@@ -333,6 +348,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def against_target(args: argparse.Namespace) -> Target:
+    """The --against node, with its process when --against-pid names it."""
+    return parse_against(args.against)._replace(pid=args.against_pid)
+
+
 def txindex_args(args: argparse.Namespace) -> List[str]:
     """``-txindex`` for coind when ``--txindex`` is given."""
     return ["-txindex"] if args.txindex else []
@@ -358,8 +378,8 @@ def against_only(load: Any, args: argparse.Namespace) -> int:
     """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
     started = time.perf_counter()
     with mined_rest_node(args) as (node, chain, script):
-        against = compare(load, script, {"coind": Target(node.rpcport),
-                                         "against": parse_against(args.against)},
+        against = compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
+                                         "against": against_target(args)},
                           args.runs, args.duration)
     report = {"rpcworkers": args.rpcworkers, "txindex": args.txindex, "cpus": os.cpu_count(),
               "chain": chain,
