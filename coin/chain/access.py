@@ -58,6 +58,9 @@ class TxPlace(NamedTuple):
     #: Found through -txindex: while the block stays on the active chain, the index keeps
     #: finding it there (its rows are removed only with the block), whatever is spent.
     indexed: bool
+    #: Found through the UTXO set: the tip it was the set of (the same answer while that
+    #: tip stays: only connecting or disconnecting a block changes the set).
+    utxo_tip: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
@@ -180,11 +183,11 @@ class ChainAccess:
                     raw = yield self.in_thread(_raw_tx_at, state, entry, pos.tx_offset, txid)
                     if raw is not None:
                         return TxPlace(entry, raw, True)
-        found = yield self.block_of_unspent(txid)
+        tip, found = yield self._service.call(_unspent_at_tip, txid)
         if found is None:
             return None
         raw = yield self.in_thread(_raw_tx_in, state, found, txid)
-        return TxPlace(found, raw, False) if raw is not None else None
+        return TxPlace(found, raw, False, tip) if raw is not None else None
 
     def block_of_unspent(self, txid: bytes) -> Deferred:
         """Fires with the active-chain entry of the block holding ``txid`` when an output of
@@ -233,6 +236,13 @@ def _entry_of_unspent(chainstate: ChainState, txid: bytes) -> Optional[BlockInde
     if found is None:
         return None
     return chainstate.at_height(found[1].height)
+
+
+def _unspent_at_tip(chainstate: ChainState,
+                    txid: bytes) -> Tuple[Optional[bytes], Optional[BlockIndexEntry]]:
+    """The tip's hash and :func:`_entry_of_unspent`, in one step of the chain's thread."""
+    tip = chainstate.tip
+    return (tip.hash if tip is not None else None), _entry_of_unspent(chainstate, txid)
 
 
 def _raw_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,

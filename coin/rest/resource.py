@@ -255,8 +255,10 @@ class RESTHandlers:
         #: while its index entry says the data is on disk (pruning clears that first).
         self._block_raw = BodyCache(BLOCK_RAW_CACHE_BYTES)
         #: txid -> (block hash, stored bytes) of confirmed transactions found through
-        #: -txindex, and txid -> their JSON for the tip in _json_tip (see :meth:`tx`).
+        #: -txindex, the same of those found through the UTXO set of the tip in _json_tip,
+        #: and txid -> their JSON for that tip (see :meth:`tx`).
         self._tx_raw = BodyCache(TX_RAW_CACHE_BYTES)
+        self._tx_at_tip = BodyCache(TX_RAW_CACHE_BYTES)
         self._tx_json = BodyCache(TX_JSON_CACHE_BYTES)
         #: False: every .hex/.bin read goes to the thread pool (tests force either path).
         self.read_on_reactor = True
@@ -302,11 +304,13 @@ class RESTHandlers:
     def _follow_tip(self, view: ChainSnapshot) -> Optional[bytes]:
         """The snapshot's tip hash; a new one empties the block and transaction JSON caches
         (confirmations and nextblockhash change with the active chain; nothing else in a
-        confirmed block's or transaction's JSON does)."""
+        confirmed block's or transaction's JSON does) and the transactions found through
+        the UTXO set (it changes with the tip)."""
         tip = view.tip.hash if view.tip is not None else None
         if tip != self._json_tip:
             self._block_json.clear()  # a new tip or a reorg
             self._tx_json.clear()
+            self._tx_at_tip.clear()
             self._json_tip = tip
         return tip
 
@@ -408,10 +412,11 @@ class RESTHandlers:
         """A transaction: the pool's first (as Core), else the active chain's, sent as its
         stored bytes (.hex/.bin: no parse and re-serialize).
 
-        A confirmed transaction found through -txindex keeps its bytes here (and its JSON
-        while the tip stays the same): later requests are answered without a thread hop
-        while its block stays on the active chain with its data on disk, which is exactly
-        while the index keeps finding it there.  Otherwise the lookup starts again.
+        A confirmed transaction found through -txindex keeps its bytes here: later requests
+        are answered without a lookup or a thread hop while its block stays on the active
+        chain with its data on disk, which is exactly while the index keeps finding it
+        there.  One found through the UTXO set (no -txindex) is kept while the tip stays
+        the same: the set is the tip's.  The JSON of either is kept while the tip stays.
         """
         param, fmt = split_format(part)
         txid = parse_hash(param)
@@ -421,7 +426,7 @@ class RESTHandlers:
             return self._tx_body(txid, pooled.tx.serialize(), None, fmt, False)
         view = self.chain.snapshot()
         self._follow_tip(view)
-        kept = self._tx_raw.get(txid)
+        kept = self._tx_raw.get(txid) or self._tx_at_tip.get(txid)
         if kept is not None:
             entry = view.lookup(kept[0])
             if entry is not None and view.contains(entry) and entry.have_data():
@@ -433,31 +438,35 @@ class RESTHandlers:
         place = yield self.chain.locate_transaction(txid)
         if place is None:
             raise RESTError(HTTP_NOT_FOUND, "%s not found" % param)
-        if place.indexed:
-            self._tx_raw.put(txid, (place.entry.hash, place.raw))
-        body = yield self._tx_body(txid, place.raw, place.entry, fmt, place.indexed)
+        keep = place.indexed or place.utxo_tip == self._follow_tip(self.chain.snapshot())
+        if keep:
+            (self._tx_raw if place.indexed else self._tx_at_tip).put(
+                txid, (place.entry.hash, place.raw))
+        body = yield self._tx_body(txid, place.raw, place.entry, fmt, keep)
         return body
 
     def _tx_body(self, txid: bytes, raw: bytes, entry: Optional[BlockIndexEntry],
                  fmt: Optional[str], keep: bool) -> Reply:
         """The reply for a transaction found (``entry`` None: in the pool); ``keep``: its
-        JSON may be kept for the tip (confirmed, found through the index)."""
+        JSON may be kept for the current tip (confirmed, and found as of that tip)."""
         if check_format(fmt, ALL_FORMATS) != JSON:
             return binary_body(fmt, raw)
         body = self._tx_json.get(txid) if keep else None
         if body is not None:
             return body
-        return self._render_tx(txid, Transaction.deserialize(raw), entry, keep)
+        return self._render_tx(txid, Transaction.deserialize(raw), entry,
+                               self._json_tip if keep else None)
 
     @inlineCallbacks
     def _render_tx(self, txid: bytes, tx: Transaction, entry: Optional[BlockIndexEntry],
-                   keep: bool):
+                   keep_for: Optional[bytes]):
+        """The JSON, kept if the tip is still ``keep_for`` (None: not kept)."""
         spent = yield self._spent_outputs(tx, entry)
         view = self.chain.snapshot()
-        self._follow_tip(view)
+        tip = self._follow_tip(view)
         fields: Dict[str, Any] = tx_block_fields(entry, view) if entry is not None else {}
         body = json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
-        if keep and view.contains(entry):
+        if keep_for is not None and tip == keep_for and view.contains(entry):
             self._tx_json.put(txid, body)
         return body
 

@@ -150,6 +150,37 @@ class IndexedTxTests(RESTTestCase):
         yield self.assert_error("/rest/tx/%s.json" % ("11" * 32), 404, "11" * 32 + " not found\r\n")
 
 
+class UnindexedTxTests(IndexedTxTests):
+    """Without -txindex: found through an unspent output, kept while the tip stays."""
+
+    @inlineCallbacks
+    def setUp(self):
+        yield RESTTestCase.setUp(self)
+
+    def synced(self):
+        return None
+
+    @inlineCallbacks
+    def test_kept_while_the_tip_stays_then_not_found_once_spent(self):
+        txid_hex = self.spend.txid_hex
+        r = yield self.get("/rest/tx/%s.hex" % txid_hex)
+        self.assertEqual(r.body, self.spend.serialize().hex().encode() + b"\n")
+        first = yield self.get("/rest/tx/%s.json" % txid_hex)
+        lookups = self.count_lookups()
+        for fmt in ("json", "hex", "bin"):
+            r = yield self.get("/rest/tx/%s.%s" % (txid_hex, fmt))
+            self.assertEqual(r.status, 200)
+        self.assertEqual((lookups, r.body), ([], self.spend.serialize()))
+        yield self.assert_as_slow_path(txid_hex)
+        # A block spending its only output: Core no longer finds it without -txindex.
+        (out,) = self.builder.outputs_of(self.spend)
+        yield self.mine(1, txs=[self.builder.spend(out)])
+        yield self.assert_error("/rest/tx/%s.json" % txid_hex, 404, txid_hex + " not found\r\n")
+        yield self.assert_error("/rest/tx/%s.bin" % txid_hex, 404, txid_hex + " not found\r\n")
+        yield self.assert_as_slow_path(txid_hex)
+        self.assertEqual(first.json()["confirmations"], 1)
+
+
 class AccessRawTxTests(RESTTestCase):
     """ChainAccess.locate_transaction: the stored bytes, through the index or the UTXO set."""
 
