@@ -1,6 +1,7 @@
 """REST throughput and latency of a real coind, and what REST load does to RPC latency.
 
-Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python] [--against URL]``
+Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python] [--against URL]
+[--against-pid PID] [--against-only] [--rpcworkers N] [--txindex]``
 
 Builds (or reuses, under ``--workdir``) the chain of ``bench/chaindata.py`` (blocks of
 2,000 P2PKH spends), feeds it to a fresh regtest coind with ``submitblock``, then at 8
