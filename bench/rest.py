@@ -1,6 +1,7 @@
 """REST throughput and latency of a real coind, and what REST load does to RPC latency.
 
-Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python] [--against URL]``
+Usage: ``python bench/rest.py [--duration S] [--runs N] [--client wrk|python] [--against URL]
+[--against-pid PID] [--against-only] [--rpcworkers N] [--txindex]``
 
 Builds (or reuses, under ``--workdir``) the chain of ``bench/chaindata.py`` (blocks of
 2,000 P2PKH spends), feeds it to a fresh regtest coind with ``submitblock``, then at 8
@@ -17,10 +18,14 @@ Prints one JSON object.
 
 ``--against http://USER:PASS@HOST:PORT/`` (a node with ``-rest``, credentials for its
 RPC; the reference node of ``../shared/anchor/``, say) also measures, on both nodes,
-interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json`` and the JSON and
-hex of the block at height 1 (a coinbase-only block on both chains), and prints
-coind/other ratios.  With ``--against-only`` only that comparison runs, on bench/rpc.py's
-mined chain instead of the big blocks (minutes faster).
+interleaved run by run at 1, 8 and 64 connections, ``chaininfo.json``, the JSON and
+hex of the block at height 1 (a coinbase-only block on both chains) and the hex and JSON of
+its coinbase transaction (``/tx``: the reference serves confirmed transactions with
+``-txindex``, or without it while an output is unspent; ``--txindex`` starts coind with
+``-txindex`` too), and prints coind/other ratios.  Each point of the comparison also gives
+``cpu_us``, CPU microseconds per request of coind's processes (its ``-rpcworkers`` included)
+and of the other node's with ``--against-pid PID`` (bench/rpc.py's figure).  With ``--against-only`` only that
+comparison runs, on bench/rpc.py's mined chain instead of the big blocks (minutes faster).
 """
 
 from __future__ import annotations
@@ -44,8 +49,8 @@ sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
-                       dump, median_point, parse_against, pick_client, rpc_call, start_coind,
-                       wrk_version)
+                       dump, measured, median_point, parse_against, pick_client, rpc_call,
+                       start_coind, wrk_version)
 from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
 
@@ -83,7 +88,7 @@ def run_wrk(script: str, port: int, path: str, connections: int,
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
     raw = json.loads(line[len("WRKJSON "):])
     errors = raw["connect_errors"] + raw["read_errors"] + raw["write_errors"] + raw["timeouts"]
-    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6),
+    return {"rps": raw["requests"] / (raw["duration_us"] / 1e6), "requests": raw["requests"],
             "p50_ms": raw["p50_us"] / 1000, "p99_ms": raw["p99_us"] / 1000,
             "non200": raw["status_errors"], "socket_errors": errors}
 
@@ -118,7 +123,8 @@ def _python_load(port: int, path: str, connections: int, duration: float,
         t.join()
     elapsed = time.perf_counter() - started
     latencies.sort()
-    return {"rps": len(latencies) / elapsed, "p50_ms": _pct(latencies, 50),
+    return {"rps": len(latencies) / elapsed, "requests": len(latencies),
+            "p50_ms": _pct(latencies, 50),
             "p99_ms": _pct(latencies, 99), **counts}
 
 
@@ -189,8 +195,21 @@ def rpc_latency(port: int, duration: float) -> Dict[str, Any]:
 def against_paths(target: Target) -> Dict[str, str]:
     """The REST rows of the comparison, on one node: its chain state and its block at height 1."""
     one = rpc_call(target, "getblockhash", 1)
+    coinbase = rpc_call(target, "getblock", one)["tx"][0]
     return {"chaininfo.json": "/rest/chaininfo.json", "block.json (height 1)":
-            "/rest/block/%s.json" % one, "block.hex (height 1)": "/rest/block/%s.hex" % one}
+            "/rest/block/%s.json" % one, "block.hex (height 1)": "/rest/block/%s.hex" % one,
+            "tx.hex (height 1 coinbase)": "/rest/tx/%s.hex" % coinbase,
+            "tx.json (height 1 coinbase)": "/rest/tx/%s.json" % coinbase}
+
+
+def ratios(coind: Dict[str, Any], other: Dict[str, Any]) -> Dict[str, float]:
+    """Above 1 where coind does better: requests/s, p99 and (when both are known) CPU time
+    per request."""
+    result = {"rps": round(coind["rps"] / other["rps"], 2),
+              "p99": round(other["p99_ms"] / coind["p99_ms"], 2)}
+    if "cpu_us" in coind and "cpu_us" in other:
+        result["cpu"] = round(other["cpu_us"] / coind["cpu_us"], 2)
+    return result
 
 
 def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
@@ -207,14 +226,14 @@ def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
             points: Dict[str, List[Dict[str, Any]]] = {name: [] for name in targets}
             for _ in range(runs):
                 for name, target in targets.items():
-                    points[name].append(load(script, target.port, paths[name][row], connections,
-                                             duration, target.host))
+                    points[name].append(measured(
+                        lambda t, path, c, d: load(script, t.port, path, c, d, t.host),
+                        target, paths[name][row], connections, duration))
             for name in targets:
                 results[name].setdefault(row, {})[str(connections)] = median_point(points[name])
-    results["ratio_coind_to_against"] = {row: {c: {
-        "rps": round(point["rps"] / results["against"][row][c]["rps"], 2),
-        "p99": round(results["against"][row][c]["p99_ms"] / point["p99_ms"], 2)}
-        for c, point in per.items()} for row, per in results["coind"].items()}
+    results["ratio_coind_to_against"] = {row: {c: ratios(point, results["against"][row][c])
+                                              for c, point in per.items()}
+                                          for row, per in results["coind"].items()}
     return results
 
 
@@ -227,8 +246,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="keep the built chain here between runs (default: a temp dir)")
     parser.add_argument("--against", metavar="URL", default=None,
                         help="also measure this node's REST, http://USER:PASS@HOST:PORT/, interleaved")
+    parser.add_argument("--against-pid", type=int, default=None, metavar="PID",
+                        help="the --against node's process, for its CPU time per request")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
+    parser.add_argument("--txindex", action="store_true",
+                        help="run coind with -txindex (the /tx rows then use the index)")
     parser.add_argument("--against-only", action="store_true",
                         help="with --against: only the comparison, on a mined chain (no big blocks)")
     args = parser.parse_args(argv)
@@ -247,8 +270,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         blocks = chaindata.load(chaindata.build(workdir))
         node_dir = tempfile.mkdtemp(dir=workdir, prefix="node-")
-        node = NodeProcess.start(node_dir, ("-rpcworkers=%d" % args.rpcworkers,)
-                                 if args.rpcworkers else ())
+        node = NodeProcess.start(node_dir, (["-rpcworkers=%d" % args.rpcworkers]
+                                            if args.rpcworkers else []) + txindex_args(args))
         fed = time.perf_counter()
         for block in blocks:
             result = node.rpc("submitblock", block.serialize().hex())
@@ -293,8 +316,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         busy = rpc_latency(node.rpcport, args.duration)
         loader.join()
         height = node.rpc("getblockcount")
-        against = (compare(load, script, {"coind": Target(node.rpcport),
-                                          "against": parse_against(args.against)},
+        against = (compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
+                                          "against": against_target(args)},
                            args.runs, args.duration) if args.against else None)
     finally:
         if node is not None:
@@ -326,15 +349,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def against_target(args: argparse.Namespace) -> Target:
+    """The --against node, with its process when --against-pid names it."""
+    return parse_against(args.against)._replace(pid=args.against_pid)
+
+
+def txindex_args(args: argparse.Namespace) -> List[str]:
+    """``-txindex`` for coind when ``--txindex`` is given."""
+    return ["-txindex"] if args.txindex else []
+
+
 @contextmanager
-def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
-    """``(node, chain, wrk script)``: a coind with -rest (and ``workers`` -rpcworkers) on
+def mined_rest_node(args: argparse.Namespace) -> Iterator[Tuple[NodeProcess, Dict[str, Any], str]]:
+    """``(node, chain, wrk script)``: a coind with -rest (and the options of ``args``) on
     bench/rpc.py's mined chain, and the wrk GET script; stopped and removed afterwards."""
     workdir = tempfile.mkdtemp(prefix="coin-bench-rest-")
     node: Optional[NodeProcess] = None
     try:
         script = wrk_get_script(workdir)
-        node, chain = start_coind(workdir, ["-rest"], workers)
+        node, chain = start_coind(workdir, ["-rest"] + txindex_args(args), args.rpcworkers)
         yield node, chain, script
     finally:
         if node is not None:
@@ -345,11 +378,12 @@ def mined_rest_node(workers: int) -> Iterator[Tuple[NodeProcess, Dict[str, Any],
 def against_only(load: Any, args: argparse.Namespace) -> int:
     """The comparison alone, on a node with bench/rpc.py's mined chain: minutes less."""
     started = time.perf_counter()
-    with mined_rest_node(args.rpcworkers) as (node, chain, script):
-        against = compare(load, script, {"coind": Target(node.rpcport),
-                                         "against": parse_against(args.against)},
+    with mined_rest_node(args) as (node, chain, script):
+        against = compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
+                                         "against": against_target(args)},
                           args.runs, args.duration)
-    report = {"rpcworkers": args.rpcworkers, "cpus": os.cpu_count(), "chain": chain,
+    report = {"rpcworkers": args.rpcworkers, "txindex": args.txindex, "cpus": os.cpu_count(),
+              "chain": chain,
               "duration_s_per_run": args.duration, "runs_per_point": args.runs,
               "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}
     sys.stdout.write(dump(report) + "\n")

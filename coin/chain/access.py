@@ -11,7 +11,7 @@ thread, from one :class:`~coin.chain.snapshot.ChainSnapshot` per request
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
 from twisted.internet.defer import Deferred, inlineCallbacks
 
@@ -20,10 +20,10 @@ from coin.chain.clock import NodeClock
 from coin.chain.ibd import in_initial_download
 from coin.chain.index import BlockIndexEntry
 from coin.chain.service import ValidationService
-from coin.chain.snapshot import ChainSnapshot
+from coin.chain.snapshot import BlockUnavailable, ChainSnapshot
 from coin.chain.warnings import NodeWarnings
 from coin.chainparams import ChainParams
-from coin.primitives.block import Block
+from coin.primitives.block import HEADER_SIZE as BLOCK_HEADER_SIZE, Block
 from coin.primitives.serialize import ByteReader, DeserializationError
 from coin.primitives.transaction import Transaction
 from coin.threads import ThreadRunner
@@ -48,6 +48,19 @@ class TipWaiters:
         self._waiting = [(c, d) for c, d in self._waiting if not c(entry)]
         for _, d in ready:
             d.callback(entry)
+
+
+class TxPlace(NamedTuple):
+    """A transaction of the active chain as stored: its block and its serialized bytes."""
+
+    entry: BlockIndexEntry
+    raw: bytes
+    #: Found through -txindex: while the block stays on the active chain, the index keeps
+    #: finding it there (its rows are removed only with the block), whatever is spent.
+    indexed: bool
+    #: Found through the UTXO set: the tip it was the set of (the same answer while that
+    #: tip stays: only connecting or disconnecting a block changes the set).
+    utxo_tip: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
@@ -137,17 +150,29 @@ class ChainAccess:
     def get_transaction(self, txid: bytes):
         """Fires with ``(Transaction, entry)`` for ``txid``, or None.
 
-        The mempool answers first (entry None), as Core's GetTransaction.  Then
-        the transaction index when -txindex is on; otherwise (or while the
-        index has not reached the block yet) the transaction is found through
-        an unspent output of it in the UTXO set, as Core 0.17 does without
-        -txindex.  Only transactions in blocks of the active chain are found.
+        The mempool answers first (entry None), as Core's GetTransaction; then
+        :meth:`locate_transaction`.
         """
         pool = self.mempool
         if pool is not None:
             entry = pool.get(txid)
             if entry is not None:
                 return (entry.tx, None)
+        place = yield self.locate_transaction(txid)
+        if place is None:
+            return None
+        return (Transaction.deserialize(place.raw), place.entry)
+
+    @inlineCallbacks
+    def locate_transaction(self, txid: bytes):
+        """Fires with the :class:`TxPlace` of ``txid`` in a block of the active chain, or
+        None (the mempool is not looked at).
+
+        The transaction index when -txindex is on; otherwise (or while the index has
+        not reached the block yet) the transaction is found through an unspent output
+        of it in the UTXO set, as Core 0.17 does without -txindex.  The bytes are the
+        stored ones, cut out of the block (REST sends them as they are).
+        """
         state = self.state
         if self.txindex is not None:
             pos = yield self.in_thread(state.store.txindex_lookup, txid)
@@ -155,17 +180,14 @@ class ChainAccess:
                 view = self.snapshot()
                 entry = view.lookup(pos.block_hash)
                 if entry is not None and view.contains(entry):
-                    tx = yield self.in_thread(_read_tx_at, state, entry, pos.tx_offset, txid)
-                    if tx is not None:
-                        return (tx, entry)
-        found = yield self.block_of_unspent(txid)
+                    raw = yield self.in_thread(_raw_tx_at, state, entry, pos.tx_offset, txid)
+                    if raw is not None:
+                        return TxPlace(entry, raw, True)
+        tip, found = yield self._service.call(_unspent_at_tip, txid)
         if found is None:
             return None
-        block = yield self.read_block(found)
-        for tx in block.txs:
-            if tx.txid == txid:
-                return (tx, found)
-        return None
+        raw = yield self.in_thread(_raw_tx_in, state, found, txid)
+        return TxPlace(found, raw, False, tip) if raw is not None else None
 
     def block_of_unspent(self, txid: bytes) -> Deferred:
         """Fires with the active-chain entry of the block holding ``txid`` when an output of
@@ -216,12 +238,34 @@ def _entry_of_unspent(chainstate: ChainState, txid: bytes) -> Optional[BlockInde
     return chainstate.at_height(found[1].height)
 
 
-def _read_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,
-                txid: bytes) -> Optional[Transaction]:
-    """The transaction at ``offset`` inside ``entry``'s block, if it is ``txid``."""
-    raw = state.read_raw_block(entry)
+def _unspent_at_tip(chainstate: ChainState,
+                    txid: bytes) -> Tuple[Optional[bytes], Optional[BlockIndexEntry]]:
+    """The tip's hash and :func:`_entry_of_unspent`, in one step of the chain's thread."""
+    tip = chainstate.tip
+    return (tip.hash if tip is not None else None), _entry_of_unspent(chainstate, txid)
+
+
+def _raw_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,
+               txid: bytes) -> Optional[bytes]:
+    """The bytes of the transaction at ``offset`` inside ``entry``'s block, if it is ``txid``
+    (read to find where it ends and check its id; nothing is re-serialized).  None too
+    when the block cannot be read (pruned): Core's GetTransaction then finds nothing."""
     try:
-        tx = Transaction.read(ByteReader(raw, offset))
-    except DeserializationError:
+        tx = Transaction.read(ByteReader(state.read_raw_block(entry), offset))
+    except (BlockUnavailable, DeserializationError):
         return None
-    return tx if tx.txid == txid else None
+    return tx.serialize() if tx.txid == txid else None
+
+
+def _raw_tx_in(state: ChainState, entry: BlockIndexEntry, txid: bytes) -> Optional[bytes]:
+    """The bytes of transaction ``txid`` in ``entry``'s block (a walk from its first one);
+    None as :func:`_raw_tx_at`."""
+    try:
+        reader = ByteReader(state.read_raw_block(entry), BLOCK_HEADER_SIZE)
+        for _ in range(reader.read_compact_size()):
+            tx = Transaction.read(reader)
+            if tx.txid == txid:
+                return tx.serialize()
+    except (BlockUnavailable, DeserializationError):
+        pass
+    return None

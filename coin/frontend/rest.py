@@ -17,7 +17,8 @@ from twisted.python.failure import Failure
 from coin.frontend.chain import DatabaseUnavailable
 from coin.frontend.forward import Answer, WriterClient, WriterUnavailable
 from coin.frontend.rpc import FRONTEND_FIELD, LAG_FIELD
-from coin.rest.resource import NoSuchPath, RESTError, RESTResource, _is_getutxos
+from coin.rest.formats import Body
+from coin.rest.resource import NoSuchPath, Reply, RESTError, RESTResource, _is_getutxos
 from coin.rpc.errors import HTTP_NOT_FOUND
 from coin.rpc.jsonrpc import encode_json
 
@@ -37,8 +38,10 @@ class FrontendREST(RESTResource):
         self._writer = writer
         #: None, or a Deferred firing once the chain is the writer's last commit.
         self._fresh = fresh
+        #: (chaininfo body, lag, that body with the front end's fields).
+        self._last_marked: Optional[Tuple[Body, float, Body]] = None
 
-    def route(self, path: str, body: bytes = b"") -> Deferred:
+    def route(self, path: str, body: bytes = b"") -> Reply:
         if path.startswith("mempool/") or (_is_getutxos(path) and (
                 body or path[len("getutxos"):].startswith("/checkmempool"))):
             return self._forward(path, body)
@@ -47,13 +50,25 @@ class FrontendREST(RESTResource):
             return waiting.addCallbacks(lambda _: self._route_here(path, body), _unavailable)
         return self._route_here(path, body)
 
-    def _route_here(self, path: str, body: bytes) -> Deferred:
+    def _route_here(self, path: str, body: bytes) -> Reply:
         answer = super().route(path, body)
-        if path.startswith("tx/"):
+        if path.startswith("tx/") and isinstance(answer, Deferred):
             answer.addErrback(self._tx_not_found, path)
         elif path.startswith("chaininfo"):
-            answer.addCallback(_marked, self._lag())
+            return self._marked(answer, self._lag())
         return answer
+
+    def _marked(self, body: Body, lag: float) -> Body:
+        """chaininfo.json is getblockchaininfo's object: on a front end, with its fields
+        too (the last answer kept: pollers get the same one between blocks)."""
+        kept = self._last_marked
+        if kept is None or kept[0] is not body or kept[1] != lag:
+            content_type, data = body
+            fields = b',"%s":true,"%s":%s}\n' % (FRONTEND_FIELD.encode(), LAG_FIELD.encode(),
+                                                 encode_json(round(lag, 3)))
+            kept = self._last_marked = (body, lag, (content_type,
+                                                    data[:data.rindex(b"}")] + fields))
+        return kept[2]
 
     def _tx_not_found(self, reason: Failure, path: str) -> Deferred:
         reason.trap(RESTError)
@@ -65,14 +80,6 @@ class FrontendREST(RESTResource):
         target = b"/rest/" + path.encode("utf-8", "surrogateescape")
         d = self._writer.request(b"POST" if body else b"GET", target, body, authenticate=False)
         return d.addCallbacks(_body_of, _unavailable)
-
-
-def _marked(body: Tuple[bytes, bytes], lag: float) -> Tuple[bytes, bytes]:
-    """chaininfo.json is getblockchaininfo's object: on a front end, with its fields too."""
-    content_type, data = body
-    fields = b',"%s":true,"%s":%s}\n' % (FRONTEND_FIELD.encode(), LAG_FIELD.encode(),
-                                         encode_json(round(lag, 3)))
-    return content_type, data[:data.rindex(b"}")] + fields
 
 
 def _body_of(answer: Answer) -> Any:

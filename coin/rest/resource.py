@@ -11,9 +11,10 @@ Paths (GET and HEAD; any other method gets 405):
 - ``openapi.json``: the OpenAPI description of all these (coin/rest/openapi.py)
 
 ``fmt`` is ``json``, ``hex`` or ``bin`` (the last four paths: ``json`` only).
-Handlers are plain functions of (path argument, format) returning a Deferred
-``(content type, body)`` or raising :class:`RESTError`; :meth:`RESTResource.render`
-maps every failure to a reply in one place.  Errors are ``text/plain`` with the
+Handlers are plain functions of (path argument, format) returning ``(content type,
+body)`` when they have it at once (sent without a Deferred: most answers of a poller come
+from memory), else a Deferred of it, or raising :class:`RESTError`;
+:meth:`RESTResource.render` maps every failure to a reply in one place.  Errors are ``text/plain`` with the
 message and ``\\r\\n``, as Core; an unknown path is 404 with an empty body.
 
 Block data is read and rendered in the reactor's thread pool, so a large block
@@ -25,7 +26,8 @@ from __future__ import annotations
 import re
 import string
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from twisted.internet.defer import (
     CancelledError, Deferred, DeferredSemaphore, inlineCallbacks, succeed,
@@ -40,6 +42,7 @@ from coin.chain.snapshot import ChainSnapshot
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.hashes import hash_to_hex
 from coin.primitives.serialize import ByteReader, DeserializationError, compact_size
+from coin.primitives.transaction import Transaction
 from coin.rest.cache import BodyCache
 from coin.rest.formats import (
     ALL_FORMATS, BIN, CONTENT_TYPES, HEX, JSON, JSON_ONLY, Body, available_text, binary_body,
@@ -69,6 +72,9 @@ HEAVY_CONCURRENCY = 1
 BLOCK_JSON_CACHE_BYTES = 32 << 20
 #: Bytes of block .hex/.bin bodies kept (the stored block, or twice that in hex).
 BLOCK_RAW_CACHE_BYTES = 16 << 20
+#: Bytes of confirmed transactions kept by txid, and of their JSON bodies (for the tip).
+TX_RAW_CACHE_BYTES = 4 << 20
+TX_JSON_CACHE_BYTES = 8 << 20
 HTTP_BAD_REQUEST = 400
 HTTP_NOT_FOUND = 404
 HTTP_BAD_METHOD = 405
@@ -224,8 +230,12 @@ def entry_header(entry: BlockIndexEntry) -> bytes:
 # ---------------------------------------------------------------- handlers
 
 
+#: What a handler returns: the body now, or a Deferred firing with it.
+Reply = Union[Body, Deferred]
+
+
 class RESTHandlers:
-    """The endpoints, independent of HTTP: ``(path argument, format) -> Deferred[Body]``."""
+    """The endpoints, independent of HTTP: ``(path argument, format) -> Reply``."""
 
     def __init__(self, chain: ChainAccess, mempool: MempoolService,
                  pruned: Optional[Callable[[BlockIndexEntry], bool]] = None) -> None:
@@ -244,6 +254,12 @@ class RESTHandlers:
         #: (block hash, "hex" or "bin") -> body: a block's bytes never change; served only
         #: while its index entry says the data is on disk (pruning clears that first).
         self._block_raw = BodyCache(BLOCK_RAW_CACHE_BYTES)
+        #: txid -> (block hash, stored bytes) of confirmed transactions found through
+        #: -txindex, the same of those found through the UTXO set of the tip in _json_tip,
+        #: and txid -> their JSON for that tip (see :meth:`tx`).
+        self._tx_raw = BodyCache(TX_RAW_CACHE_BYTES)
+        self._tx_at_tip = BodyCache(TX_RAW_CACHE_BYTES)
+        self._tx_json = BodyCache(TX_JSON_CACHE_BYTES)
         #: False: every .hex/.bin read goes to the thread pool (tests force either path).
         self.read_on_reactor = True
         #: The last chaininfo.json body, with the snapshot and status it was made from.
@@ -286,15 +302,19 @@ class RESTHandlers:
             return None  # WouldBlock, or an error the thread's read reports properly
 
     def _follow_tip(self, view: ChainSnapshot) -> Optional[bytes]:
-        """The snapshot's tip hash; a new one empties the block JSON cache (confirmations and
-        nextblockhash change with the active chain; nothing else in a block's JSON does)."""
+        """The snapshot's tip hash; a new one empties the block and transaction JSON caches
+        (confirmations and nextblockhash change with the active chain; nothing else in a
+        confirmed block's or transaction's JSON does) and the transactions found through
+        the UTXO set (it changes with the tip)."""
         tip = view.tip.hash if view.tip is not None else None
         if tip != self._json_tip:
             self._block_json.clear()  # a new tip or a reorg
+            self._tx_json.clear()
+            self._tx_at_tip.clear()
             self._json_tip = tip
         return tip
 
-    def block(self, part: str, tx_detail: bool) -> Deferred:
+    def block(self, part: str, tx_detail: bool) -> Reply:
         """A block's JSON (cached for the current tip) or its stored bytes (.hex/.bin: no
         parse, cached by hash while the block's data is on disk: they never change)."""
         param, fmt = split_format(part)
@@ -316,7 +336,7 @@ class RESTHandlers:
                     self._block_raw.put((block_hash, fmt), body)
         if body is None:
             return self._read_block(view, entry, param, fmt, tx_detail, tip)
-        return succeed(body)
+        return body
 
     @inlineCallbacks
     def _read_block(self, view: ChainSnapshot, entry: BlockIndexEntry, param: str, fmt: str,
@@ -347,7 +367,7 @@ class RESTHandlers:
             self._block_json.put((entry.hash, tx_detail), body)
         return body
 
-    def headers(self, part: str) -> Deferred:
+    def headers(self, part: str) -> Reply:
         param, fmt = split_format(part)
         pieces = param.split("/")
         if len(pieces) != 2:
@@ -370,9 +390,9 @@ class RESTHandlers:
         if check_format(fmt, ALL_FORMATS) == JSON:
             # Up to 2,000 header objects: rendered off the reactor thread, like blocks.
             return self._in_thread(lambda: json_body([header_json(e, state) for e in entries]))
-        return succeed(binary_body(fmt, b"".join(entry_header(e) for e in entries)))
+        return binary_body(fmt, b"".join(entry_header(e) for e in entries))
 
-    def blockhash_by_height(self, part: str) -> Deferred:
+    def blockhash_by_height(self, part: str) -> Reply:
         param, fmt = split_format(part)
         height = parse_int32(param)
         if height is None or height < 0:
@@ -381,27 +401,74 @@ class RESTHandlers:
         if entry is None:
             raise RESTError(HTTP_NOT_FOUND, "Block height out of range")
         if check_format(fmt, ALL_FORMATS) == JSON:
-            return succeed(json_body({"blockhash": hash_to_hex(entry.hash)}))
+            return json_body({"blockhash": hash_to_hex(entry.hash)})
         if fmt == HEX:
-            return succeed((b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n"))
-        return succeed(binary_body(BIN, entry.hash))
+            return (b"text/plain", hash_to_hex(entry.hash).encode("ascii") + b"\n")
+        return binary_body(BIN, entry.hash)
 
     # -- transactions
 
-    @inlineCallbacks
-    def tx(self, part: str):
+    def tx(self, part: str) -> Reply:
+        """A transaction: the pool's first (as Core), else the active chain's, sent as its
+        stored bytes (.hex/.bin: no parse and re-serialize).
+
+        A confirmed transaction found through -txindex keeps its bytes here: later requests
+        are answered without a lookup or a thread hop while its block stays on the active
+        chain with its data on disk, which is exactly while the index keeps finding it
+        there.  One found through the UTXO set (no -txindex) is kept while the tip stays
+        the same: the set is the tip's.  The JSON of either is kept while the tip stays.
+        """
         param, fmt = split_format(part)
         txid = parse_hash(param)
-        found = yield self.chain.get_transaction(txid)
-        if found is None:
+        pool = self.chain.mempool
+        pooled = pool.get(txid) if pool is not None else None
+        if pooled is not None:
+            return self._tx_body(txid, pooled.tx.serialize(), None, fmt, False)
+        view = self.chain.snapshot()
+        self._follow_tip(view)
+        kept = self._tx_raw.get(txid) or self._tx_at_tip.get(txid)
+        if kept is not None:
+            entry = view.lookup(kept[0])
+            if entry is not None and view.contains(entry) and entry.have_data():
+                return self._tx_body(txid, kept[1], entry, fmt, True)
+        return self._find_tx(txid, param, fmt)
+
+    @inlineCallbacks
+    def _find_tx(self, txid: bytes, param: str, fmt: Optional[str]):
+        place = yield self.chain.locate_transaction(txid)
+        if place is None:
             raise RESTError(HTTP_NOT_FOUND, "%s not found" % param)
-        tx, entry = found
+        keep = place.indexed or place.utxo_tip == self._follow_tip(self.chain.snapshot())
+        if keep:
+            (self._tx_raw if place.indexed else self._tx_at_tip).put(
+                txid, (place.entry.hash, place.raw))
+        body = yield self._tx_body(txid, place.raw, place.entry, fmt, keep)
+        return body
+
+    def _tx_body(self, txid: bytes, raw: bytes, entry: Optional[BlockIndexEntry],
+                 fmt: Optional[str], keep: bool) -> Reply:
+        """The reply for a transaction found (``entry`` None: in the pool); ``keep``: its
+        JSON may be kept for the current tip (confirmed, and found as of that tip)."""
         if check_format(fmt, ALL_FORMATS) != JSON:
-            return binary_body(fmt, tx.serialize())
+            return binary_body(fmt, raw)
+        body = self._tx_json.get(txid) if keep else None
+        if body is not None:
+            return body
+        return self._render_tx(txid, Transaction.deserialize(raw), entry,
+                               self._json_tip if keep else None)
+
+    @inlineCallbacks
+    def _render_tx(self, txid: bytes, tx: Transaction, entry: Optional[BlockIndexEntry],
+                   keep_for: Optional[bytes]):
+        """The JSON, kept if the tip is still ``keep_for`` (None: not kept)."""
         spent = yield self._spent_outputs(tx, entry)
         view = self.chain.snapshot()
+        tip = self._follow_tip(view)
         fields: Dict[str, Any] = tx_block_fields(entry, view) if entry is not None else {}
-        return json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
+        body = json_body(tx_json(tx, self.chain.params, spent_outputs=spent, **fields))
+        if keep_for is not None and tip == keep_for and view.contains(entry):
+            self._tx_json.put(txid, body)
+        return body
 
     @inlineCallbacks
     def _spent_outputs(self, tx: Any, entry: Optional[BlockIndexEntry]):
@@ -488,7 +555,7 @@ class RESTHandlers:
 
     # -- status
 
-    def chaininfo(self, part: str) -> Deferred:
+    def chaininfo(self, part: str) -> Reply:
         name, _ = parse_format(part, JSON_ONLY)
         if name != "chaininfo":
             raise NoSuchPath()
@@ -500,29 +567,29 @@ class RESTHandlers:
             # asking again between blocks get the same bytes without a render.
             cached = self._chaininfo = (view, status, json_body(
                 chain_info_json(view, self.chain.params, status)))
-        return succeed(cached[2])
+        return cached[2]
 
-    def mempool(self, part: str) -> Deferred:
+    def mempool(self, part: str) -> Reply:
         """``info`` or ``contents``: the same objects getmempoolinfo and getrawmempool give."""
         name, _ = parse_format(part, JSON_ONLY)
         service = self.pool_service
         if name == "info":
-            return succeed(json_body(mempool_info_json(
-                service.pool, service.policy.min_relay_fee.sat_per_kb)))
+            return json_body(mempool_info_json(
+                service.pool, service.policy.min_relay_fee.sat_per_kb))
         if name == "contents":
             height = self.chain.state.height
             return self._in_thread(
                 lambda: json_body(mempool_contents_json(service.pool, height)))
         raise NoSuchPath()
 
-    def openapi(self, part: str) -> Deferred:
+    def openapi(self, part: str) -> Reply:
         """This interface's OpenAPI description (coin/rest/openapi.py), made once."""
         parse_format(part, JSON_ONLY)
         if self._openapi is None:
             # Imported here: ``python -m coin.rest.openapi`` must not find it loaded already.
             from coin.rest.openapi import document_bytes
             self._openapi = document_bytes()
-        return succeed((CONTENT_TYPES[JSON], self._openapi))
+        return (CONTENT_TYPES[JSON], self._openapi)
 
 
 # ---------------------------------------------------------------- HTTP
@@ -545,13 +612,17 @@ _PREFIXED = ("block/notxdetails", "block", "headers", "tx", "blockhashbyheight")
 _WHOLE = ("chaininfo", "mempool/info", "mempool/contents", "openapi")
 #: Every endpoint's name: the metrics label, and what doc/rest-openapi.json must describe.
 ENDPOINTS = _PREFIXED + ("getutxos",) + _WHOLE
+#: Request paths whose endpoint (and metrics label) is remembered.
+ROUTE_CACHE_PATHS = 512
 #: The metrics label of a path no endpoint serves.
 UNKNOWN_ENDPOINT = "unknown"
 
 
+@lru_cache(maxsize=ROUTE_CACHE_PATHS)
 def endpoint(path: str) -> Optional[Tuple[str, str]]:
     """The endpoint serving ``path`` (what follows ``/rest/``) and the part its handler
-    reads, or None: ``block/<hash>.json`` -> ``("block", "<hash>.json")``."""
+    reads, or None: ``block/<hash>.json`` -> ``("block", "<hash>.json")``.  Remembered for
+    the last paths asked (pollers ask the same ones again and again)."""
     for name in _PREFIXED:
         if path.startswith(name + "/"):
             return name, path[len(name) + 1:]
@@ -563,6 +634,7 @@ def endpoint(path: str) -> Optional[Tuple[str, str]]:
     return None
 
 
+@lru_cache(maxsize=ROUTE_CACHE_PATHS)
 def endpoint_label(uri: bytes) -> str:
     """The bounded metrics label of a request target (never the raw path)."""
     if not uri.startswith(b"/rest/"):
@@ -585,7 +657,7 @@ class RESTResource(resource.Resource):
         self.handlers = h = RESTHandlers(chain, mempool, pruned=pruned)
         self._warmup = warmup
         self._observe = observe
-        self._routes: Dict[str, Callable[[str, bytes], Deferred]] = {
+        self._routes: Dict[str, Callable[[str, bytes], Reply]] = {
             "block/notxdetails": lambda part, body: h.block(part, False),
             "block": lambda part, body: h.block(part, True),
             "headers": lambda part, body: h.headers(part),
@@ -598,7 +670,7 @@ class RESTResource(resource.Resource):
             "openapi": lambda part, body: h.openapi(part),
         }
 
-    def route(self, path: str, body: bytes = b"") -> Deferred:
+    def route(self, path: str, body: bytes = b"") -> Reply:
         """Dispatch the path after ``/rest/`` (``body``: getutxos's); raises RESTError or
         NoSuchPath."""
         found = endpoint(path)
@@ -635,6 +707,9 @@ class RESTResource(resource.Resource):
         except Exception:
             answer = Deferred()
             answer.errback(Failure())
+        if not isinstance(answer, Deferred):
+            self._reply(request, 200, answer[0], answer[1])
+            return server.NOT_DONE_YET
         lost = cancel_when_gone(request, answer)
 
         def send(body: Body) -> None:

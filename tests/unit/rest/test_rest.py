@@ -6,7 +6,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import simplejson
 from twisted.internet import reactor
@@ -643,6 +643,8 @@ class BadInputTests(RESTTestCase):
 
 
 _pruned_template: Optional[str] = None
+#: The txid of the pruned chain's block 1 coinbase (its outputs stay unspent).
+_pruned_coinbase: List[bytes] = []
 #: Small block files so that a short chain spans many (as tests/unit/chain/test_pruning.py does).
 PRUNE_FILE_SIZE = 4000
 
@@ -659,6 +661,7 @@ def pruned_chain() -> str:
         chain.configure_pruning(True, 0)
         chain.load()
         ChainBuilder(chain).mine(330)
+        _pruned_coinbase.append(chain.read_block(chain.at_height(1)).txs[0].txid)
         chain.prune_manual(30)
         assert chain.have_pruned and not chain.at_height(1).have_data()
         chain.close()
@@ -691,6 +694,15 @@ class PrunedChainTests(RESTTestCase):
                                 whitelist=Whitelist(), warmup=Warmup(None), clock=reactor)
         yield self.service.ready
         self.make_site()
+
+    @inlineCallbacks
+    def test_transaction_of_a_pruned_block_is_not_found(self):
+        # Core's GetTransaction finds the block through the unspent coinbase output, fails
+        # to read it and finds nothing: 404 "not found", in every format.
+        txid = hash_to_hex(_pruned_coinbase[0])
+        for fmt in ("json", "hex", "bin"):
+            yield self.assert_error("/rest/tx/%s.%s" % (txid, fmt), 404, txid + " not found\r\n")
+        self.assertEqual(self.flushLoggedErrors(), [])
 
     @inlineCallbacks
     def test_pruned_block_in_every_form(self):
