@@ -6,7 +6,9 @@ unconfirmed change (Core's -spendzeroconfchange).  Within a tier it takes an
 exact single match, else the better (less overshoot, then fewer inputs) of
 the smallest single coin covering target plus a minimum change and the
 largest-first run of smaller coins.  Change below the dust threshold goes to
-the fee instead of making a dust output.
+the fee instead of making a dust output.  As Core's CreateTransaction, the change
+output goes at a random position among the outputs and the selected coins are
+spent in a random order, so that neither gives away which output is the change.
 
 The fee rate is settxfee's, else the estimator's for ``conf_target`` blocks,
 else the fallback fee; never below the minimum relay fee or the pool's floor,
@@ -58,7 +60,7 @@ WALLET_SEQUENCE = 0xFFFFFFFE
 #: ANTI_SNIPING_MAX_AGE - 1 blocks back (for the privacy of transactions sent late).
 ANTI_SNIPING_ODDS = 10
 ANTI_SNIPING_MAX_AGE = 100
-#: The default random source of the lock time.
+#: The default random source of the lock time, the change position and the input order.
 _SYSTEM_RANDOM = random.SystemRandom()
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
 DUMMY_SIGNATURE = bytes(72)
@@ -269,12 +271,15 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
                        rng: random.Random = _SYSTEM_RANDOM) -> Created:
     """Select, build and sign a transaction paying ``recipients`` (raises SpendError).
 
-    ``preset`` coins are always spent, first (fundrawtransaction's inputs); more
-    are selected only when they do not cover the target.  With ``sign=False``
-    the inputs are left unsigned and the fee is sized for Core's dummy signatures.
-    Inputs have sequence 0xfffffffd with ``fees.signal_rbf``, else 0xfffffffe; the lock
-    time is :func:`anti_fee_sniping_locktime`'s from ``rng`` (fundrawtransaction keeps
-    the given transaction's own, as Core does).
+    ``preset`` coins are always spent, first and in their order (fundrawtransaction's
+    inputs keep their place, as Core's FundTransaction); more are selected only when they
+    do not cover the target, and spent in an order shuffled by ``rng`` (Core shuffles the
+    selected coins before signing).  The change output is inserted at a position drawn
+    from ``rng`` among the recipients' outputs (``Created.change_pos``).  With
+    ``sign=False`` the inputs are left unsigned and the fee is sized for Core's dummy
+    signatures.  Inputs have sequence 0xfffffffd with ``fees.signal_rbf``, else
+    0xfffffffe; the lock time is :func:`anti_fee_sniping_locktime`'s from ``rng``
+    (fundrawtransaction keeps the given transaction's own, as Core does).
     """
     if not recipients:
         raise SpendError(RPC_WALLET_ERROR, "Transaction must have at least one recipient")
@@ -304,14 +309,15 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             extra = _select(tiers, target - preset_value, wallet.spend_zero_conf_change)
             if extra is None:
                 raise SpendError(RPC_WALLET_INSUFFICIENT_FUNDS, "Insufficient funds", fee)
+            rng.shuffle(extra)
             chosen += extra
         value_in = sum(c.txout.value for c in chosen)
         change = value_in - target
         change_pos = -1
         change_out = TxOut(change, change_script)
         if change > 0 and change >= dust_threshold(change_out, fees.min_relay):
-            change_pos = len(outputs)
-            outputs.append(change_out)
+            change_pos = rng.randrange(len(outputs) + 1)
+            outputs.insert(change_pos, change_out)
         elif subtracting and change > 0:
             # Dust change goes to the first subtracting recipient rather than the fee.
             first = next(i for i, r in enumerate(recipients) if r.subtract_fee)
@@ -326,9 +332,10 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
             if sign:
                 tx, size = _build(wallet, chosen, outputs, True, locktime, sequence)
             # The fee is the rate times the final size: what the last attempt left over goes
-            # back to the change (or to the recipient paying the fee).
-            adjust = next((i for i, r in enumerate(recipients) if r.subtract_fee),
-                          change_pos)
+            # back to the change (or to the recipient paying the fee, after the change when
+            # that went before it).
+            adjust = next((i + (0 <= change_pos <= i) for i, r in enumerate(recipients)
+                           if r.subtract_fee), change_pos)
             if adjust >= 0 and paid != rate.get_fee(size):
                 tx, paid = _settle(wallet, chosen, outputs, adjust, rate, fees.min_relay, sign,
                                    tx, size, sequence)

@@ -201,7 +201,8 @@ class KeyOriginTests(RPCCase):
         # The redeem scripts are there without bip32derivs too (so a signer sees change).
         plain = call(node, "walletcreatefundedpsbt", [], [{multisigs[0]["address"]: 1}], 0, {},
                      path=A)
-        self.assertIn("redeem_script", call(node, "decodepsbt", plain["psbt"])["outputs"][0])
+        self.assertIn("redeem_script", call(node, "decodepsbt", plain["psbt"])["outputs"][
+            1 - plain["changepos"]])
 
         call(node, "encryptwallet", "secret", path=A)
         self.assertError(node, -13, "Error: Please enter the wallet passphrase with "

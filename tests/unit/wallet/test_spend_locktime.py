@@ -18,7 +18,8 @@ from tests.unit.wallet.test_wallet import ELSEWHERE, WalletTestCase
 
 
 class ScriptedRandom(random.Random):
-    """Answers randrange with the given values in turn (and checks the bounds asked)."""
+    """Answers randrange with the given values in turn (and records the bounds asked), then
+    as a generator seeded with 0 (the change position, drawn after the lock time)."""
 
     def __init__(self, *answers: int) -> None:
         super().__init__(0)
@@ -27,7 +28,7 @@ class ScriptedRandom(random.Random):
 
     def randrange(self, stop, *rest):  # type: ignore[override]
         self.asked.append(stop)
-        return self.answers.pop(0)
+        return self.answers.pop(0) if self.answers else super().randrange(stop, *rest)
 
 
 class LockTimeRuleTests(WalletTestCase):

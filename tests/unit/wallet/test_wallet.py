@@ -127,7 +127,8 @@ class TrackingTests(WalletTestCase):
         self.assertEqual((self.wallet.depth(wtx), self.wallet.is_trusted(wtx)), (0, True))
         self.assertEqual(self.wallet.balance(), 40 * COIN - fee)
         received, sent, paid = self.wallet.amounts(wtx, 3)
-        self.assertEqual(([(v, n) for _, v, n in sent], paid), ([(10 * COIN, 0)], fee))
+        self.assertEqual(([(v, n) for _, v, n in sent], paid), ([(10 * COIN, 1 - created.change_pos)],
+                                                                 fee))
         block = self.builder.mine(1, txs=[created.tx])[0]
         self.assertEqual(self.wallet.depth(wtx), 1)
         self.assertEqual(len(self.mempool.pool), 0)

@@ -304,7 +304,7 @@ def _fund_outputs(tx: Transaction, subtract: Sequence[Any]) -> List[Recipient]:
                    'result in {"includeWatching":true}\n   {\n'
                    '     "changeAddress"          (string, optional, default pool address) The '
                    "coin address to receive the change\n"
-                   '     "changePosition"         (numeric, optional, default last) The index of '
+                   '     "changePosition"         (numeric, optional, default random) The index of '
                    "the change output\n"
                    '     "includeWatching"        (boolean, optional, default false) Also select '
                    "inputs which are watch only\n"
@@ -368,10 +368,10 @@ async def fund_transaction(ctx: RPCContext, tx: Transaction,
         raise RPCError(RPC_WALLET_ERROR, e.message) from None
     outputs = list(created.tx.vout)
     change_pos = created.change_pos
-    if change_pos >= 0:
-        change = outputs.pop(change_pos)
-        change_pos = len(outputs) if opts.change_position == -1 else opts.change_position
-        outputs.insert(change_pos, change)
+    if change_pos >= 0 and opts.change_position != -1:
+        # Where the caller asked; without changePosition the wallet's random position (Core).
+        outputs.insert(opts.change_position, outputs.pop(change_pos))
+        change_pos = opts.change_position
     # The given inputs as they were (signed or not), then the added ones, unsigned.
     funded = Transaction(list(tx.vin) + list(created.tx.vin[len(tx.vin):]), outputs,
                          tx.locktime, tx.version, tx.tx_type, tx.extra_payload)
