@@ -18,7 +18,6 @@ import sys
 from typing import BinaryIO, List, Optional, Sequence, Tuple
 
 from coin.chain.scriptcheck import first_script_failure
-from coin.primitives.transaction import Transaction
 
 #: Frame header: payload length, little-endian.
 FRAME = struct.Struct("<I")
@@ -54,7 +53,7 @@ def read_frame(stream: BinaryIO) -> Optional[bytes]:
 def check_batch(jobs: List[Job]) -> Failure:
     """The first failing input of the batch (jobs come in block order), or None."""
     for tx_index, raw, scripts, flags in jobs:
-        failure = first_script_failure(Transaction.deserialize(raw), scripts, flags)
+        failure = first_script_failure(raw, scripts, flags)
         if failure is not None:
             return (tx_index,) + failure
     return None
