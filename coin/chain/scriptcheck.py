@@ -31,11 +31,20 @@ def first_script_failure(tx: Union[Transaction, bytes], scripts: Sequence[bytes]
             continue
         if isinstance(tx, bytes):
             tx = Transaction.deserialize(raw)
-        try:
-            verify_script(tx.vin[index].script_sig, script_pubkey, flags,
-                          TransactionSignatureChecker(tx, index))
-        except ScriptError as e:
-            return index, e.message
+        message = interpreter_failure(tx, index, script_pubkey, flags)
+        if message is not None:
+            return index, message
+    return None
+
+
+def interpreter_failure(tx: Transaction, index: int, script_pubkey: bytes,
+                        flags: int) -> Optional[str]:
+    """The interpreter's script error for input ``index`` of ``tx``, or None if it passes."""
+    try:
+        verify_script(tx.vin[index].script_sig, script_pubkey, flags,
+                      TransactionSignatureChecker(tx, index))
+    except ScriptError as e:
+        return e.message
     return None
 
 

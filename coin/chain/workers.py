@@ -55,6 +55,9 @@ WORKER_DEPTH = 4
 PUMP_INPUTS = 20
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The interpreter arguments that run a worker (bench/connect.py --profile puts cProfile
+#: in front).
+WORKER_COMMAND = ["-m", "coin.chain.scriptworker"]
 
 #: A batch as the node holds it: (index in the block, tx, spent scripts, flags) each.
 Batch = List[Tuple[int, Transaction, Sequence[bytes], int]]
@@ -97,8 +100,7 @@ class _Worker:
         steal_read, self._steal_write = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "coin.chain.scriptworker", str(os.getpid()),
-                 str(steal_read)],
+                [sys.executable, *WORKER_COMMAND, str(os.getpid()), str(steal_read)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
                 close_fds=True, pass_fds=(steal_read,))
         finally:

@@ -64,17 +64,16 @@ class RawSpends:
         ANYONECANPAY), ``script_code`` already serialized as a scriptSig would be."""
         raw = self.raw
         start, _, end = self.inputs[index]
-        signed = (raw[start:start + 36], script_code, raw[end:end + 4])
-        if len(self.inputs) == 1:
-            parts = (raw[:self._head],) + signed
-        else:
+        parts = [raw[:self._head], raw[start:start + 36], script_code, raw[end:end + 4],
+                 self._tail, hash_type.to_bytes(4, "little")]
+        if len(self.inputs) > 1:
             blank = self._blank
             if blank is None:
                 blank = self._blank = b"".join([
                     raw[s:s + 36] + b"\x00" + raw[e:e + 4] for s, _, e in self.inputs])
             offset = 41 * index
-            parts = (raw[:self._head], blank[:offset]) + signed + (blank[offset + 41:],)
-        return sha256d(b"".join(parts + (self._tail, hash_type.to_bytes(4, "little"))))
+            parts[1:4] = [blank[:offset]] + parts[1:4] + [blank[offset + 41:]]
+        return sha256d(b"".join(parts))
 
     def verify_p2pkh(self, index: int, script_pubkey: bytes, flags: int) -> bool:
         """True if input ``index`` is a valid SIGHASH_ALL spend of the P2PKH output

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from coin.chain.scriptcheck import first_script_failure
+from coin.chain.scriptcheck import first_script_failure, interpreter_failure
 from coin.primitives.hashes import hash160
 from coin.primitives.script import push_data
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
@@ -18,7 +18,7 @@ from coin.script.flags import (
     SCRIPT_VERIFY_CHECKLOCKTIMEVERIFY, SCRIPT_VERIFY_CHECKSEQUENCEVERIFY, SCRIPT_VERIFY_DERSIG,
     SCRIPT_VERIFY_P2SH, STANDARD_SCRIPT_VERIFY_FLAGS, parse_flags,
 )
-from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.interpreter import TransactionSignatureChecker, verify_script
 from coin.script.rawcheck import RawSpends
 from coin.script.sign import create_signature
 from coin.script.sighash import (
@@ -33,15 +33,13 @@ BLOCK_FLAGS = (SCRIPT_VERIFY_P2SH | SCRIPT_VERIFY_DERSIG | SCRIPT_VERIFY_CHECKLO
                | SCRIPT_VERIFY_CHECKSEQUENCEVERIFY)
 
 
-def interpreter_failure(tx: Transaction, scripts: Sequence[bytes],
-                        flags: int) -> Optional[Tuple[int, str]]:
+def reference_failure(tx: Transaction, scripts: Sequence[bytes],
+                      flags: int) -> Optional[Tuple[int, str]]:
     """The reference: every input through the interpreter, first failure or None."""
     for index, script_pubkey in enumerate(scripts):
-        try:
-            verify_script(tx.vin[index].script_sig, script_pubkey, flags,
-                          TransactionSignatureChecker(tx, index))
-        except ScriptError as e:
-            return index, e.message
+        message = interpreter_failure(tx, index, script_pubkey, flags)
+        if message is not None:
+            return index, message
     return None
 
 
@@ -95,7 +93,7 @@ class RawCheckProperties(SynchronousTestCase):
     @given(signed_transactions(), st.one_of(FLAG_SETS, st.just(BLOCK_FLAGS)))
     def test_same_first_failure_as_the_interpreter(self, signed, flags):
         tx, scripts = signed
-        expected = interpreter_failure(tx, scripts, flags)
+        expected = reference_failure(tx, scripts, flags)
         self.assertEqual(first_script_failure(tx.serialize(), scripts, flags), expected)
         self.assertEqual(first_script_failure(tx, scripts, flags), expected)
 
@@ -160,6 +158,6 @@ class RawCheckVectors(SynchronousTestCase):
                 scripts = [prevouts[(txin.prevout.txid, txin.prevout.n)] for txin in tx.vin]
                 flags = parse_flags(row[2])
                 self.assertEqual(first_script_failure(tx.serialize(), scripts, flags),
-                                 interpreter_failure(tx, scripts, flags), row)
+                                 reference_failure(tx, scripts, flags), row)
                 checked += 1
         self.assertGreater(checked, 140)
