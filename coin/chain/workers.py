@@ -234,10 +234,15 @@ class ScriptCheckPool:
                     break
                 queue.popleft()
 
-    def steal(self) -> Optional[Batch]:
-        """A batch some worker holds but has not started, taken back; or None."""
-        for worker in self.workers:
-            batch = worker.steal()
+    def steal(self, queue: Deque[Batch]) -> Optional[Batch]:
+        """A batch some worker holds but has not started, taken back; or None.  A worker
+        found dead on the way gives its batches back to ``queue``."""
+        for worker in list(self.workers):
+            try:
+                batch = worker.steal()
+            except WorkerLost as e:
+                self._replace(worker, queue, str(e))
+                return None
             if batch is not None:
                 return batch
         return None
@@ -307,7 +312,7 @@ class ScriptChecks:
         self._seal()
         while True:
             pool.pump(self._queue, self._failures, wait=False)
-            batch = self._queue.pop() if self._queue else pool.steal()
+            batch = self._queue.pop() if self._queue else pool.steal(self._queue)
             if batch is not None:
                 self._check_here(pool, batch)
             elif pool.busy():

@@ -8,14 +8,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import List, Optional
+from collections import deque
+from typing import Deque, List, Optional
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.chainstate import ChainState
 from coin.chain.scriptcheck import first_script_failure, script_failure_error
 from coin.chain.workers import (
-    BATCH_INPUTS, WORKER_DEPTH, ScriptCheckPool, ScriptChecks, script_check_threads,
+    BATCH_INPUTS, WORKER_DEPTH, Batch, ScriptCheckPool, ScriptChecks, script_check_threads,
 )
 from coin.consensus.errors import ValidationError
 from coin.consensus.tx_check import check_transaction
@@ -252,13 +253,27 @@ class StalledWorkerTest(WideBlockCase):
         checks = ScriptChecks(self.pool)
         self.add(checks, range(2 * BATCH_INPUTS))
         self.assertEqual(len(self.worker.outstanding), 2)
-        stolen = self.pool.steal()
+        queue: Deque[Batch] = deque()
+        stolen = self.pool.steal(queue)
         self.assertEqual([tx for _, tx, _, _ in stolen], self.txs[BATCH_INPUTS:2 * BATCH_INPUTS])
-        self.assertIsNone(self.pool.steal())
+        self.assertIsNone(self.pool.steal(queue))
+        self.assertFalse(queue)
         os.kill(self.worker.pid, signal.SIGCONT)
         batch, failure = self.worker.receive()
         self.assertEqual((batch[0][0], failure[:2]), (1, (2, 0)))
         self.assertEqual(self.worker.receive(), (None, None), "the worker skipped it")
+        self.assertFalse(self.pool.busy())
+
+    def test_taking_back_from_a_dead_worker_requeues_its_batches(self) -> None:
+        checks = ScriptChecks(self.pool)
+        self.add(checks, range(2 * BATCH_INPUTS))
+        os.kill(self.worker.pid, signal.SIGKILL)
+        self.assertTrue(wait_gone(self.worker.pid))
+        queue: Deque[Batch] = deque()
+        self.assertIsNone(self.pool.steal(queue))
+        self.assertEqual([tx for batch in queue for _, tx, _, _ in batch],
+                         self.txs[:2 * BATCH_INPUTS])
+        self.assertIsNot(self.pool.workers[0], self.worker)
         self.assertFalse(self.pool.busy())
 
     def test_lowest_failure_wins_when_it_is_found_last(self) -> None:
