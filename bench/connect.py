@@ -11,8 +11,7 @@ the figures they are judged on (wall clock, and CPU seconds of the busiest proce
 the wall clock would be with a free core per process); the load average; and with
 ``--profile`` where the connecting process's time goes (cProfile in CPU seconds, top
 functions by own time, at the first ``--par``: with 1, the whole connect in one process)
-and, with workers, where the first worker's goes (cProfile's wall clock: its time waiting
-for a batch shows as ``read``).
+and, with workers, where the first worker's goes (bench/profiled.py, CPU seconds too).
 """
 
 from __future__ import annotations
@@ -90,7 +89,7 @@ def main() -> None:
     worker_stats = os.path.join(workdir, "worker.pstats")
     if profiler is not None:
         command = workers.WORKER_COMMAND
-        workers.WORKER_COMMAND = ["-m", "cProfile", "-o", worker_stats] + command
+        workers.WORKER_COMMAND = ["-m", "bench.profiled", worker_stats, "coin.chain.scriptworker"]
         try:
             connect(workdir, setup_blocks, spend_blocks, pars[0], profiler)
         finally:

@@ -55,8 +55,8 @@ WORKER_DEPTH = 4
 PUMP_INPUTS = 20
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-#: The interpreter arguments that run a worker (bench/connect.py --profile puts cProfile
-#: in front).
+#: The interpreter arguments that run a worker (bench/connect.py --profile runs it under
+#: bench/profiled.py).
 WORKER_COMMAND = ["-m", "coin.chain.scriptworker"]
 
 #: A batch as the node holds it: (index in the block, tx, spent scripts, flags) each.
@@ -103,6 +103,9 @@ class _Worker:
                 [sys.executable, *WORKER_COMMAND, str(os.getpid()), str(steal_read)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
                 close_fds=True, pass_fds=(steal_read,))
+        except BaseException:
+            os.close(self._steal_write)
+            raise
         finally:
             os.close(steal_read)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
