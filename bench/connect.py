@@ -10,7 +10,8 @@ of 3); the ratios the issue asks for, and ``targets``: issue #20's connect targe
 the figures they are judged on (wall clock, and CPU seconds of the busiest process, what
 the wall clock would be with a free core per process); the load average; and with
 ``--profile`` where the connecting process's time goes (cProfile in CPU seconds, top
-functions by own time, at the first ``--par``: with 1, the whole connect in one process).
+functions by own time, at the first ``--par``: with 1, the whole connect in one process)
+and, with workers, where the first worker's goes (bench/profiled.py, CPU seconds too).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import coincurve  # noqa: E402
 
 from bench import chaindata  # noqa: E402
+from coin.chain import workers  # noqa: E402
 from coin.chain.workers import ScriptCheckPool, script_check_threads  # noqa: E402
 from coin.script.sighash import SIGHASH_ALL, signature_hash  # noqa: E402
 from coin.testing.chainbuilder import open_chain  # noqa: E402
@@ -84,8 +86,14 @@ def main() -> None:
             per_process[par].append(cpu)
             worker_rss[par] = max(worker_rss[par], rss)
     profiler = cProfile.Profile(time.thread_time) if "--profile" in sys.argv else None
+    worker_stats = os.path.join(workdir, "worker.pstats")
     if profiler is not None:
-        connect(workdir, setup_blocks, spend_blocks, pars[0], profiler)
+        command = workers.WORKER_COMMAND
+        workers.WORKER_COMMAND = ["-m", "bench.profiled", worker_stats, "coin.chain.scriptworker"]
+        try:
+            connect(workdir, setup_blocks, spend_blocks, pars[0], profiler)
+        finally:
+            workers.WORKER_COMMAND = command
 
     txs = sum(len(b.txs) - 1 for b in spend_blocks)
     inputs = sum(len(tx.vin) for b in spend_blocks for tx in b.txs[1:])
@@ -127,6 +135,8 @@ def main() -> None:
         result["targets"] = targets(result)
     if profiler is not None:
         result["profile_top_own_cpu_time"] = top_functions(pstats.Stats(profiler))
+        if pars[0] > 1:
+            result["worker_profile_top_own_time"] = top_functions(pstats.Stats(worker_stats))
     print(json.dumps(result, indent=2))
 
 

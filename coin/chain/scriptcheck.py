@@ -7,23 +7,44 @@ The same two functions run in the node and in the ``-par`` worker processes
 from __future__ import annotations
 
 import string
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Union
 
 from coin.consensus.errors import ValidationError
 from coin.primitives.coin import Coin
 from coin.primitives.transaction import Transaction
 from coin.script.interpreter import ScriptError, TransactionSignatureChecker, verify_script
+from coin.script.rawcheck import RawSpends
 
 
-def first_script_failure(tx: Transaction, scripts: Sequence[bytes],
+def first_script_failure(tx: Union[Transaction, bytes], scripts: Sequence[bytes],
                          flags: int) -> Optional[Tuple[int, str]]:
-    """``(input index, script error)`` of the first input of ``tx`` that fails, or None."""
-    for index, (txin, script_pubkey) in enumerate(zip(tx.vin, scripts)):
-        try:
-            verify_script(txin.script_sig, script_pubkey, flags,
-                          TransactionSignatureChecker(tx, index))
-        except ScriptError as e:
-            return index, e.message
+    """``(input index, script error)`` of the first input of ``tx`` that fails, or None.
+
+    ``tx`` may be the serialized transaction (a worker gets only the bytes): plain
+    P2PKH spends are checked from the bytes (coin.script.rawcheck); the transaction is
+    parsed only if an input needs the interpreter, which also words every failure.
+    """
+    raw = tx if isinstance(tx, bytes) else tx.serialize()
+    spends = RawSpends(raw)
+    for index, script_pubkey in enumerate(scripts):
+        if spends.verify_p2pkh(index, script_pubkey, flags):
+            continue
+        if isinstance(tx, bytes):
+            tx = Transaction.deserialize(raw)
+        message = interpreter_failure(tx, index, script_pubkey, flags)
+        if message is not None:
+            return index, message
+    return None
+
+
+def interpreter_failure(tx: Transaction, index: int, script_pubkey: bytes,
+                        flags: int) -> Optional[str]:
+    """The interpreter's script error for input ``index`` of ``tx``, or None if it passes."""
+    try:
+        verify_script(tx.vin[index].script_sig, script_pubkey, flags,
+                      TransactionSignatureChecker(tx, index))
+    except ScriptError as e:
+        return e.message
     return None
 
 

@@ -7,13 +7,15 @@ synchronously on the validation thread, which already runs block connect off the
 reactor, so waiting for a worker never blocks the reactor.
 
 A block's checks (:class:`ScriptChecks`) are cut into batches of about
-:data:`BATCH_INPUTS` inputs as the connect loop finds them; idle workers get the
+:data:`BATCH_INPUTS` inputs as the connect loop finds them; the workers get the
 oldest batches while the loop goes on, and when the loop is done the validation
-thread checks the newest batches itself until none are left.  Every batch reports
-its first failure; the block fails with the lowest (transaction, input), the one
-the single-process path finds, whatever order the answers arrive in.  A worker
-that dies loses nothing: its unanswered batches go back to the queue and it is
-started again.
+thread checks the newest batches itself until none are left, then takes back
+("steals") the batches a worker holds but has not started, so that nobody waits
+for a worker's backlog at the end of a block.  Every batch reports its first
+failure; the block fails with the lowest (transaction, input), the one the
+single-process path finds, whatever order the answers arrive in.  A worker that
+dies loses nothing: its unanswered batches go back to the queue and it is started
+again.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from twisted.logger import Logger
 from coin.chain.scriptcheck import (
     first_script_failure, script_failure_error, verify_transaction_scripts,
 )
-from coin.chain.scriptworker import FRAME, Failure
+from coin.chain.scriptworker import BATCH_ID, FRAME, Failure
 from coin.consensus.errors import ValidationError
 from coin.primitives.coin import Coin
 from coin.primitives.transaction import Transaction
@@ -40,13 +42,22 @@ log = Logger()
 
 #: Core's MAX_SCRIPTCHECK_THREADS: -par is capped here.
 MAX_SCRIPTCHECK_THREADS = 16
-#: Inputs per batch: small enough to balance two processes on a 2,000-input block,
-#: large enough that a frame's cost is noise next to its signature checks.
-BATCH_INPUTS = 100
-#: Batches a worker holds at once (one running, one waiting in its pipe).
-WORKER_DEPTH = 2
+#: Inputs per batch: small enough that waiting for a worker's last batch costs little
+#: at the end of a block, large enough that a frame's cost is noise next to its
+#: signature checks.
+BATCH_INPUTS = 50
+#: Batches a worker holds at once: one running, the rest waiting in its pipe, enough
+#: that it does not run dry while the node is busy elsewhere (or descheduled on a
+#: loaded machine); the node steals back the waiting ones at the end of the block.
+WORKER_DEPTH = 4
+#: While the node checks a batch itself, it collects answers and refills the workers'
+#: pipes this often (in inputs).
+PUMP_INPUTS = 20
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The interpreter arguments that run a worker (bench/connect.py --profile runs it under
+#: bench/profiled.py).
+WORKER_COMMAND = ["-m", "coin.chain.scriptworker"]
 
 #: A batch as the node holds it: (index in the block, tx, spent scripts, flags) each.
 Batch = List[Tuple[int, Transaction, Sequence[bytes], int]]
@@ -64,19 +75,43 @@ class WorkerLost(Exception):
     """The worker process went away (killed, crashed) in the middle of a batch."""
 
 
+class _Sent:
+    """A batch in a worker's hands; ``stolen`` once the node has taken it back."""
+
+    __slots__ = ("batch_id", "batch", "stolen")
+
+    def __init__(self, batch_id: int, batch: Batch) -> None:
+        self.batch_id = batch_id
+        self.batch = batch
+        self.stolen = False
+
+
 class _Worker:
-    """One worker process and the batches it has not answered yet, oldest first."""
+    """One worker process and the batches it has not answered yet, oldest first.
+
+    Batches go in on its stdin, answers come back on its stdout in the same order;
+    a third pipe carries the ids of batches the node has taken back, which the
+    worker skips (answering None) if it has not started them.
+    """
 
     def __init__(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "coin.chain.scriptworker", str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
-            close_fds=True)
+        steal_read, self._steal_write = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, *WORKER_COMMAND, str(os.getpid()), str(steal_read)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
+                close_fds=True, pass_fds=(steal_read,))
+        except BaseException:
+            os.close(self._steal_write)
+            raise
+        finally:
+            os.close(steal_read)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
         self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
-        self.outstanding: Deque[Batch] = deque()
+        self.outstanding: Deque[_Sent] = deque()
+        self._next_id = 0
 
     @property
     def pid(self) -> int:
@@ -87,14 +122,34 @@ class _Worker:
 
     def send(self, batch: Batch) -> None:
         jobs = [(i, tx.serialize(), scripts, flags) for i, tx, scripts, flags in batch]
-        payload = pickle.dumps(jobs, pickle.HIGHEST_PROTOCOL)
-        data = memoryview(FRAME.pack(len(payload)) + payload)
+        payload = pickle.dumps((self._next_id, jobs), pickle.HIGHEST_PROTOCOL)
+        self._write(self._stdin.fileno(), FRAME.pack(len(payload)) + payload)
+        self.outstanding.append(_Sent(self._next_id, batch))
+        self._next_id += 1
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        view = memoryview(data)
         try:
-            while data:
-                data = data[os.write(self._stdin.fileno(), data):]
+            while view:
+                view = view[os.write(fd, view):]
         except OSError as e:
             raise WorkerLost(str(e)) from None
-        self.outstanding.append(batch)
+
+    def steal(self) -> Optional[Batch]:
+        """Take back the newest batch waiting behind at least one other (the oldest one
+        is probably running); None if there is none."""
+        waiting = [sent for sent in self.outstanding if not sent.stolen]
+        if len(waiting) < 2:
+            return None
+        sent = waiting[-1]
+        self._write(self._steal_write, BATCH_ID.pack(sent.batch_id))
+        sent.stolen = True
+        return sent.batch
+
+    def unanswered(self) -> List[Batch]:
+        """The batches it holds that nobody has checked yet."""
+        return [sent.batch for sent in self.outstanding if not sent.stolen]
 
     def _read(self, size: int) -> bytes:
         parts = []
@@ -106,16 +161,19 @@ class _Worker:
             size -= len(chunk)
         return b"".join(parts)
 
-    def receive(self) -> Tuple[Batch, Failure]:
-        """The oldest outstanding batch and its answer (blocks until it comes)."""
+    def receive(self) -> Tuple[Optional[Batch], Failure]:
+        """The oldest outstanding batch and its answer (blocks until it comes); the batch
+        is None if the node took it back (the node's own answer counts)."""
         (length,) = FRAME.unpack(self._read(FRAME.size))
         failure = pickle.loads(self._read(length))
-        return self.outstanding.popleft(), failure
+        sent = self.outstanding.popleft()
+        return (None if sent.stolen else sent.batch), failure
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close its stdin (it exits at end of file); kill it if it does not."""
         for stream in (self._stdin, self._stdout):
             stream.close()
+        os.close(self._steal_write)
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -143,7 +201,7 @@ class ScriptCheckPool:
         """Give ``worker``'s unanswered batches back to ``queue`` and start a new one."""
         log.warn("Script-check worker {pid} lost ({why}); starting another",
                  pid=worker.pid, why=why)
-        queue.extendleft(reversed(worker.outstanding))
+        queue.extendleft(reversed(worker.unanswered()))
         worker.outstanding.clear()
         worker.proc.kill()
         worker.stop()
@@ -168,7 +226,7 @@ class ScriptCheckPool:
                 except (WorkerLost, EOFError, pickle.UnpicklingError) as e:
                     self._replace(worker, queue, str(e))
                     continue
-                if failure is not None:
+                if batch is not None and failure is not None:
                     failures.append(_with_txid(batch, failure))
         for worker in list(self.workers):
             while queue and len(worker.outstanding) < WORKER_DEPTH:
@@ -178,6 +236,19 @@ class ScriptCheckPool:
                     self._replace(worker, queue, str(e))
                     break
                 queue.popleft()
+
+    def steal(self, queue: Deque[Batch]) -> Optional[Batch]:
+        """A batch some worker holds but has not started, taken back; or None.  A worker
+        found dead on the way gives its batches back to ``queue``."""
+        for worker in list(self.workers):
+            try:
+                batch = worker.steal()
+            except WorkerLost as e:
+                self._replace(worker, queue, str(e))
+                return None
+            if batch is not None:
+                return batch
+        return None
 
     def busy(self) -> bool:
         return any(w.outstanding for w in self.workers)
@@ -222,12 +293,19 @@ class ScriptChecks:
             self._queue.append(self._batch)
             self._batch, self._inputs = [], 0
 
-    def _check_here(self, batch: Batch) -> None:
+    def _check_here(self, pool: ScriptCheckPool, batch: Batch) -> None:
+        """Check ``batch`` in this process, looking after the workers every
+        :data:`PUMP_INPUTS` inputs so that none runs dry while this one works."""
+        inputs = 0
         for tx_index, tx, scripts, flags in batch:
             failure = first_script_failure(tx, scripts, flags)
             if failure is not None:
                 self._failures.append((tx_index, failure[0], failure[1], tx.txid_hex))
                 return
+            inputs += len(scripts)
+            if inputs >= PUMP_INPUTS:
+                pool.pump(self._queue, self._failures, wait=False)
+                inputs = 0
 
     def finish(self) -> Optional[ValidationError]:
         """Run every pending check; the lowest failure as Core words it, or None."""
@@ -237,8 +315,9 @@ class ScriptChecks:
         self._seal()
         while True:
             pool.pump(self._queue, self._failures, wait=False)
-            if self._queue:
-                self._check_here(self._queue.pop())
+            batch = self._queue.pop() if self._queue else pool.steal(self._queue)
+            if batch is not None:
+                self._check_here(pool, batch)
             elif pool.busy():
                 pool.pump(self._queue, self._failures, wait=True)
             else:

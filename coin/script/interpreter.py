@@ -243,18 +243,33 @@ def verify_ecdsa(der: bytes, pubkey: bytes, msg32: bytes) -> bool:
     libsecp256k1 itself, which for that encoding yields exactly what the
     lax parser would, including zero for out-of-range values.
     """
+    if is_valid_der_signature(der + b"\x01"):
+        return verify_strict_der(der, pubkey, msg32)
+    key = _parse_pubkey(pubkey)
+    if key is None:
+        return False
+    rs = parse_der_lax(der)
+    if rs is None:
+        return False
+    sig = ffi.new("secp256k1_ecdsa_signature *")
+    lib.secp256k1_ecdsa_signature_parse_compact(
+        _CTX, sig, rs[0].to_bytes(32, "big") + rs[1].to_bytes(32, "big"))
+    return _verify_parsed(sig, msg32, key)
+
+
+def verify_strict_der(der: bytes, pubkey: bytes, msg32: bytes) -> bool:
+    """:func:`verify_ecdsa` for a signature already known to be strict DER (its hash
+    type byte removed): libsecp256k1 parses it as the lax parser would."""
     key = _parse_pubkey(pubkey)
     if key is None:
         return False
     sig = ffi.new("secp256k1_ecdsa_signature *")
-    if is_valid_der_signature(der + b"\x01"):
-        lib.secp256k1_ecdsa_signature_parse_der(_CTX, sig, der, len(der))
-    else:
-        rs = parse_der_lax(der)
-        if rs is None:
-            return False
-        lib.secp256k1_ecdsa_signature_parse_compact(
-            _CTX, sig, rs[0].to_bytes(32, "big") + rs[1].to_bytes(32, "big"))
+    lib.secp256k1_ecdsa_signature_parse_der(_CTX, sig, der, len(der))
+    return _verify_parsed(sig, msg32, key)
+
+
+def _verify_parsed(sig: Any, msg32: bytes, key: Any) -> bool:
+    """High S normalized first: Core's CPubKey::Verify accepts either form."""
     lib.secp256k1_ecdsa_signature_normalize(_CTX, sig, sig)
     verified: int = lib.secp256k1_ecdsa_verify(_CTX, sig, msg32, key)
     return verified == 1

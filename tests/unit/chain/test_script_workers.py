@@ -8,13 +8,16 @@ import subprocess
 import sys
 import threading
 import time
-from typing import List, Optional
+from collections import deque
+from typing import Deque, List, Optional
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from coin.chain.chainstate import ChainState
 from coin.chain.scriptcheck import first_script_failure, script_failure_error
-from coin.chain.workers import BATCH_INPUTS, ScriptCheckPool, ScriptChecks, script_check_threads
+from coin.chain.workers import (
+    BATCH_INPUTS, WORKER_DEPTH, Batch, ScriptCheckPool, ScriptChecks, script_check_threads,
+)
 from coin.consensus.errors import ValidationError
 from coin.consensus.tx_check import check_transaction
 from coin.primitives.block import Block
@@ -208,7 +211,7 @@ class StalledWorkerTest(WideBlockCase):
         checks = ScriptChecks(self.pool)
         half = len(self.txs) // 2
         self.add(checks, range(half))
-        self.assertEqual(len(self.worker.outstanding), 2, "the worker holds two batches")
+        self.assertEqual(len(self.worker.outstanding), WORKER_DEPTH, "the worker's pipe is full")
         os.kill(self.worker.pid, signal.SIGKILL)
         self.assertTrue(wait_gone(self.worker.pid))
         self.add(checks, range(half, len(self.txs)))
@@ -235,11 +238,43 @@ class StalledWorkerTest(WideBlockCase):
         killer.start()
         self.addCleanup(killer.cancel)
         parallel = self.assertRaises(ValidationError, self.parallel.process_block, block)
-        self.assertEqual(held, [2], "killed while it held two batches of the block")
+        self.assertEqual(held, [WORKER_DEPTH], "killed while it held batches of the block")
         self.assertEqual(str(parallel), str(alone))
         self.assertIn(self.txs[1].txid_hex, parallel.debug)
         self.assertEqual(self.parallel.height, self.alone.height)
         self.assertIsNot(self.pool.workers[0], self.worker)
+
+    def test_batches_not_started_are_taken_back(self) -> None:
+        """The node takes back a batch waiting in the worker's pipe and the worker skips
+        it (its forged input goes unreported by the worker); the oldest batch, which the
+        worker may be running, stays with it."""
+        for index in (1, BATCH_INPUTS + 1):
+            self.txs[index] = forge(self.txs[index], 0)
+        checks = ScriptChecks(self.pool)
+        self.add(checks, range(2 * BATCH_INPUTS))
+        self.assertEqual(len(self.worker.outstanding), 2)
+        queue: Deque[Batch] = deque()
+        stolen = self.pool.steal(queue)
+        self.assertEqual([tx for _, tx, _, _ in stolen], self.txs[BATCH_INPUTS:2 * BATCH_INPUTS])
+        self.assertIsNone(self.pool.steal(queue))
+        self.assertFalse(queue)
+        os.kill(self.worker.pid, signal.SIGCONT)
+        batch, failure = self.worker.receive()
+        self.assertEqual((batch[0][0], failure[:2]), (1, (2, 0)))
+        self.assertEqual(self.worker.receive(), (None, None), "the worker skipped it")
+        self.assertFalse(self.pool.busy())
+
+    def test_taking_back_from_a_dead_worker_requeues_its_batches(self) -> None:
+        checks = ScriptChecks(self.pool)
+        self.add(checks, range(2 * BATCH_INPUTS))
+        os.kill(self.worker.pid, signal.SIGKILL)
+        self.assertTrue(wait_gone(self.worker.pid))
+        queue: Deque[Batch] = deque()
+        self.assertIsNone(self.pool.steal(queue))
+        self.assertEqual([tx for batch in queue for _, tx, _, _ in batch],
+                         self.txs[:2 * BATCH_INPUTS])
+        self.assertIsNot(self.pool.workers[0], self.worker)
+        self.assertFalse(self.pool.busy())
 
     def test_lowest_failure_wins_when_it_is_found_last(self) -> None:
         # The node checks the newest batch first and finds txs[-2]; the stalled worker,

@@ -66,16 +66,16 @@ SPEND_TX = Transaction([TxIn(OutPoint(b"\x07" * 32, 1), b"", 0xFFFFFFFE)], [TxOu
 
 
 @st.composite
-def p2pkh_spends(draw):
-    """A signed P2PKH spend of SPEND_TX's input, then maybe broken in one way."""
+def p2pkh_spends(draw, tx: Transaction = SPEND_TX, index: int = 0):
+    """A signed P2PKH spend of ``tx``'s input ``index``, then maybe broken in one way."""
     key = draw(st.sampled_from(KEYS))
     pubkey = key.public_key.format(draw(st.booleans()))
     script_pubkey = p2pkh_script(hash160(pubkey))
     hash_type = draw(st.sampled_from([0x01, 0x02, 0x03, 0x81, 0x83, 0x00, 0x04, 0x41]))
-    sig = create_signature(key, script_pubkey, SPEND_TX, 0, hash_type)
+    sig = create_signature(key, script_pubkey, tx, index, hash_type)
     mutation = draw(st.sampled_from(
         ["none", "flip", "high_s", "random_sig", "random_key", "other_key", "wrong_hash",
-         "sig_is_hash", "empty_sig"]))
+         "sig_is_hash", "empty_sig", "unhashed_key"]))
     if mutation == "flip":
         i = draw(st.integers(0, len(sig) - 1))
         sig = sig[:i] + bytes([sig[i] ^ draw(st.integers(1, 255))]) + sig[i + 1:]
@@ -95,6 +95,9 @@ def p2pkh_spends(draw):
         sig = script_pubkey[3:23]
     elif mutation == "empty_sig":
         sig = b""
+    elif mutation == "unhashed_key":  # a good signature, but the output names another key
+        script_pubkey = p2pkh_script(hash160(KEYS[KEYS.index(key) - 1].public_key.format()))
+        sig = create_signature(key, script_pubkey, tx, index, hash_type)
     return push_data(sig) + push_data(pubkey), script_pubkey
 
 
