@@ -607,8 +607,8 @@ class WalletService(service.Service):
         count = 0
         if not self.broadcast:
             return count
-        for wtx in wallet.ordered_txs():
-            if wtx.abandoned or wtx.tx.is_coinbase() or wallet.depth(wtx) != 0:
+        for wtx in wallet.maybe_unconfirmed():
+            if wtx.abandoned or wallet.depth(wtx) != 0 or wtx.tx.is_coinbase():
                 continue
             if wtx.txid in self.mempool.pool.entries:
                 continue
