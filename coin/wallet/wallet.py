@@ -15,13 +15,12 @@ holds :attr:`Wallet.lock`.
 from __future__ import annotations
 
 import base64
-import gc
 import marshal
 import threading
-from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from coin.chainparams import ChainParams
+from coin.collector import gc_paused
 from coin.consensus.tx_check import is_final_tx
 from coin.primitives.address import Destination, encode_address
 from coin.primitives.block import Block
@@ -44,19 +43,6 @@ SNAPSHOT_VERSION = 1
 #: Address-book purposes (Core's).
 PURPOSE_RECEIVE = "receive"
 PURPOSE_SEND = "send"
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Loading a large wallet makes hundreds of thousands of objects that all live on: the
-    cyclic collector would walk them again at every threshold (about half the load's CPU)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class WalletCorrupt(Exception):
@@ -113,11 +99,15 @@ class WalletTx:
 
     @property
     def tx(self) -> Transaction:
-        tx = self._tx
-        if tx is None:
-            tx = self._tx = Transaction.deserialize(self._raw)
+        if self._tx is None:
+            self.parse()
+        return self._tx
+
+    def parse(self) -> None:
+        """Parse the stored serialization now (no-op once parsed)."""
+        if self._tx is None:
+            self._tx = Transaction.deserialize(self._raw)
             self._raw = None
-        return tx
 
     def row(self) -> Dict[str, Any]:
         block = self.block
@@ -212,7 +202,7 @@ class Wallet:
                     self.tx_values.setdefault(txid, {})[_TX_VALUE_KEYS[key]] = value
             for row in rows["names"]:
                 self.names[row["address"]] = (row["label"], row["purpose"])
-            with _collector_paused():
+            with gc_paused():
                 self._load_txs()
             if created:
                 if disable_private_keys:
@@ -238,6 +228,10 @@ class Wallet:
             self._next_order = next(reversed(self.txs.values())).order_pos + 1
         self.loaded_from_snapshot = self._restore_snapshot()
         if self.loaded_from_snapshot:
+            # Those holding unspent outputs are parsed now: every send and listunspent
+            # reads them (and a send's bookkeeping reads its coins' whole transactions).
+            for txid in self.coins.by_tx:
+                self.txs[txid].parse()
             return
         for wtx in self.txs.values():
             self._index_spends(wtx)
