@@ -354,7 +354,7 @@ class WalletDB:
                 rows = cursor.execute("SELECT %s FROM %s" % (columns, txs.name)).fetchall()
             finally:
                 cursor.close()
-        position = list(txs.columns).index(txs.c.order_pos)
+        position = list(txs.columns.keys()).index(txs.c.order_pos.key)
         rows.sort(key=lambda row: row[position])
         return rows
 
