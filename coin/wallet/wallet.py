@@ -19,6 +19,8 @@ import marshal
 import threading
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
+from twisted.logger import Logger
+
 from coin.chainparams import ChainParams
 from coin.collector import gc_paused
 from coin.consensus.tx_check import is_final_tx
@@ -35,6 +37,8 @@ from coin.wallet.keystore import (
 )
 
 Outpoint = Tuple[bytes, int]
+
+log = Logger()
 
 #: Blocks that do not concern the wallet are recorded as its best block every this many.
 BEST_BLOCK_SAVE_INTERVAL = 144
@@ -344,7 +348,11 @@ class Wallet:
             try:
                 if self._unsaved_blocks:
                     self._save_best_block()
-                self._save_snapshot()
+                try:
+                    self._save_snapshot()
+                except Exception:  # only a cache: the next load computes everything
+                    log.failure("Wallet {name!r}: the load snapshot was not written",
+                                name=self.name)
             finally:
                 self.db.close()
 

@@ -203,3 +203,15 @@ class SnapshotValidityTests(SnapshotTestCase):
         self.wallet = await self.service.load("")
         self.assertFalse(self.wallet.loaded_from_snapshot)
         self.assertConsistent("load after a reorg while unloaded")
+
+    async def test_a_snapshot_that_cannot_be_written_does_not_fail_the_unload(self):
+        await self.history()
+        before = self.state()
+
+        def refused(data: bytes) -> None:
+            raise OSError("disk full")
+
+        self.wallet.db.put_snapshot = refused
+        await self.reopen(from_snapshot=False)
+        self.assertEqual(len(self.flushLoggedErrors(OSError)), 1)
+        self.assertEqual(self.state(), before)
