@@ -15,9 +15,7 @@ chain than it committed; and the tip only moves back when the writer committed a
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, List, Optional
 
 from twisted.application import service
 from twisted.internet.defer import Deferred, fail
@@ -30,6 +28,7 @@ from coin.chain.chainstate import ChainState, deliver
 from coin.chain.clock import NodeClock
 from coin.chain.events import TipChanged
 from coin.chainparams import ChainParams
+from coin.collector import gc_paused
 from coin.storage.chainstore import ChainStore
 from coin.storage.commits import CommitWatch
 from coin.storage.errors import DatabaseUnreachable
@@ -41,21 +40,6 @@ log = Logger()
 POLL_INTERVAL = 0.005
 #: Seconds between measures of a PostgreSQL replica's lag (``frontend_lag``).
 LAG_INTERVAL = 1.0
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a load of the index: a full one of 100,000
-    entries allocates hundreds of thousands of objects, and the collections that triggers
-    (each walking every tracked object) took a third of its time.  What it allocates is
-    kept, not garbage; the collector runs again afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class DatabaseUnavailable(DatabaseUnreachable):

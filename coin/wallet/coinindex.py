@@ -97,6 +97,9 @@ class Lane:
     def state(self) -> tuple:
         return self.by_height, self.height_sums, self.totals
 
+    def restore(self, state: tuple) -> None:
+        self.by_height, self.height_sums, self.totals = state
+
 
 class CoinIndex:
     """Unspent outputs and running balances of one wallet (guarded by the wallet's lock)."""
@@ -148,6 +151,22 @@ class CoinIndex:
         for wtx in wallet.txs.values():
             keys.extend(self._place(wtx, bulk=True))
         self.by_value = SortedList(keys)
+
+    def state(self) -> tuple:
+        """What :meth:`restore` takes back: the index in plain containers (for the wallet's
+        load snapshot; the sorted lists are made again from ``outputs`` and ``selectable``)."""
+        return (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid,
+                tuple(lane.state() for lane in self.lanes), self.other, self.selectable)
+
+    def restore(self, state: tuple) -> None:
+        """The index as :meth:`state` gave it, for the wallet's current keys."""
+        (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid, lanes,
+         self.other, self.selectable) = state
+        for lane, saved in zip(self.lanes, lanes):
+            lane.restore(saved)
+        self.by_outpoint = SortedList(self.outputs)
+        self.by_value = SortedList(self.selectable.values())
+        self.generation = self.wallet.keys.generation
 
     def _state(self, wtx: "WalletTx", n: int) -> Optional[Tuple[int, bool]]:
         """``(is_mine, clean)`` of an own output not spent by a settled spender, else None."""

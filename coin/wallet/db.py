@@ -13,6 +13,15 @@ block), ``keys`` (public key -> secret, encrypted secret, HD path), ``scripts``
 (redeem scripts for P2SH), ``watch`` (watch-only output scripts), ``names``
 (address book: label and purpose), ``keypool`` and ``txs`` (every wallet
 transaction with where it was mined).
+
+A wallet closed cleanly also leaves in ``meta`` a snapshot of what loading would
+otherwise compute from every transaction (coin.wallet.wallet: spends, conflict
+marks, the coin index), so a large wallet loads without parsing its history.
+The snapshot is valid only while the file is as it was written: it records the
+file's *write epoch*, and the first write of every session through this class
+bumps that epoch in the same transaction, so a later change, a crash after one,
+or a writer using this class on an unloaded wallet all leave a snapshot that is
+never used (the next load computes everything and the next close writes a new one).
 """
 
 from __future__ import annotations
@@ -34,8 +43,13 @@ from sqlalchemy.engine import Connection, Engine
 from coin.storage.database import create_engine
 from coin.storage.dialect import upsert_statements
 
-#: Bumped when the schema changes; a newer file is refused, never rewritten.
-WALLET_FORMAT_VERSION = 1
+#: Bumped when the schema changes; a newer file is refused, never rewritten.  Format 2 adds
+#: the write epoch that keeps the load snapshot honest: a format-1 program would write without
+#: bumping it, so a file gets format 2 (refused by those) when its first snapshot is written.
+WALLET_FORMAT_VERSION = 2
+#: Meta rows of the load snapshot and of the write epoch it must match.
+SNAPSHOT_NAME = "load_snapshot"
+EPOCH_NAME = "write_epoch"
 #: What ``getwalletinfo`` reports as ``walletversion``: the reference node's FEATURE_LATEST
 #: (159900, FEATURE_NO_DEFAULT_KEY; transcripts mwallet_02, rpcm_00), not Core 0.17's 169900.
 WALLET_VERSION = 159900
@@ -134,6 +148,10 @@ class WalletDB:
         self._lock_fd: Optional[int] = None
         #: The open file's (device, inode): the same file under any other path or link.
         self.identity: Optional[tuple] = None
+        #: The write epoch read at open, and whether this session has bumped it yet.
+        self.epoch = 0
+        self._bumped = False
+        self._bump_pending = False
 
     # ------------------------------------------------------------------ life cycle
 
@@ -158,6 +176,7 @@ class WalletDB:
         except BaseException:
             self._unlock()
             raise
+        self.epoch = int(self._meta_value(EPOCH_NAME) or b"0")
         if stale_wal:
             try:
                 self.scrub()
@@ -237,6 +256,10 @@ class WalletDB:
             self._engine = None
         self._unlock()
 
+    def _meta_value(self, name: str) -> Optional[bytes]:
+        with self.batch() as conn:
+            return conn.execute(select(meta.c.value).where(meta.c.name == name)).scalar()
+
     @contextmanager
     def batch(self) -> Iterator[Connection]:
         """One transaction: every write in the block commits together or not at all."""
@@ -244,12 +267,20 @@ class WalletDB:
         if self._conn is not None:  # nested: join the outer transaction
             yield self._conn
             return
-        with self._engine.begin() as conn:
-            self._conn = conn
-            try:
-                yield conn
-            finally:
-                self._conn = None
+        try:
+            with self._engine.begin() as conn:
+                self._conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._conn = None
+        except BaseException:
+            self._bump_pending = False
+            raise
+        if self._bump_pending:  # committed
+            self._bump_pending = False
+            self._bumped = True
+            self.epoch += 1
 
     def scrub(self) -> None:
         """Rewrite the file so no freed page or WAL frame keeps old (clear) data.
@@ -305,23 +336,66 @@ class WalletDB:
 
     def load(self) -> Dict[str, List[Dict[str, Any]]]:
         """Every row of every table but ``txs``, as dicts by table name (the wallet lives in
-        memory); :meth:`load_txs` reads those."""
+        memory); :meth:`load_txs` reads those, :meth:`snapshot` the load snapshot."""
+        queries = {table.name: select(table) for table in metadata.sorted_tables if table is not txs}
+        queries[meta.name] = select(meta).where(meta.c.name != SNAPSHOT_NAME)
         with self.batch() as conn:
-            return {table.name: [dict(row._mapping) for row in conn.execute(select(table))]
-                    for table in metadata.sorted_tables if table is not txs}
+            return {name: [dict(row._mapping) for row in conn.execute(query)]
+                    for name, query in queries.items()}
 
     def load_txs(self) -> List[Tuple[Any, ...]]:
         """Every wallet transaction as a tuple of the table's columns, by order_pos (plain
-        tuples: a wallet may hold hundreds of thousands)."""
+        tuples from the driver: a wallet may hold hundreds of thousands; sorted here, as the
+        rows mostly come in that order already)."""
+        columns = ", ".join(column.name for column in txs.columns)
         with self.batch() as conn:
-            return list(conn.execute(select(txs).order_by(txs.c.order_pos)).tuples())
+            cursor = conn.connection.driver_connection.cursor()
+            try:
+                rows = cursor.execute("SELECT %s FROM %s" % (columns, txs.name)).fetchall()
+            finally:
+                cursor.close()
+        position = list(txs.columns.keys()).index(txs.c.order_pos.key)
+        rows.sort(key=lambda row: row[position])
+        return rows
+
+    def snapshot(self) -> Optional[bytes]:
+        """The load snapshot when it was written in the file's current write epoch, else None."""
+        value = self._meta_value(SNAPSHOT_NAME)
+        if value is None or not value.startswith(b"%d:" % self.epoch):
+            return None
+        return value.partition(b":")[2]
+
+    def put_snapshot(self, data: bytes) -> None:
+        """Record ``data`` as valid for the file as it is now (the file becomes format 2)."""
+        self._upsert(meta, [{"name": SNAPSHOT_NAME, "value": b"%d:" % self._epoch_now() + data},
+                            {"name": "format", "value": b"%d" % WALLET_FORMAT_VERSION}],
+                     bump=False)
 
     # ------------------------------------------------------------------ writes
 
-    def _upsert(self, table: Table, rows: List[Dict[str, Any]]) -> None:
+    def _written(self) -> None:
+        """Every write calls this in its transaction: the session's first bumps the write
+        epoch (any snapshot written before stops being valid)."""
+        if not self._bumped and not self._bump_pending:
+            self._bump_pending = True
+            self._upsert(meta, [{"name": EPOCH_NAME, "value": b"%d" % self._epoch_now()}],
+                         bump=False)
+
+    @property
+    def changed(self) -> bool:
+        """Something was written since the file was opened."""
+        return self._bumped
+
+    def _epoch_now(self) -> int:
+        """The write epoch the file has once the current transaction commits."""
+        return self.epoch + 1 if self._bump_pending else self.epoch
+
+    def _upsert(self, table: Table, rows: List[Dict[str, Any]], bump: bool = True) -> None:
         if not rows:
             return
         with self.batch() as conn:
+            if bump:
+                self._written()
             statements = self._statements.get(table.name)
             if statements is None:
                 # Building an upsert is costly in SQLAlchemy: once per table.
@@ -352,6 +426,7 @@ class WalletDB:
 
     def delete_pool(self, idx: int) -> None:
         with self.batch() as conn:
+            self._written()
             conn.execute(delete(keypool).where(keypool.c.idx == idx))
 
     def put_tx(self, row: Dict[str, Any]) -> None:
@@ -362,4 +437,5 @@ class WalletDB:
 
     def delete_tx(self, txid: bytes) -> None:
         with self.batch() as conn:
+            self._written()
             conn.execute(delete(txs).where(txs.c.txid == txid))

@@ -324,8 +324,9 @@ class WalletService(service.Service):
             # Nothing before now can pay a brand-new wallet: start at the tip, no rescan.
             wallet.mark_best_block(chainstate.tip.hash)
         self.wallets[name] = wallet
-        log.info("Wallet {name!r} loaded from {path} ({count} transactions)", name=name,
-                 path=path, count=wallet.tx_count())
+        log.info("Wallet {name!r} loaded from {path} ({count} transactions, {how})", name=name,
+                 path=path, count=wallet.tx_count(),
+                 how="from its load snapshot" if wallet.loaded_from_snapshot else "computed")
         return wallet
 
     @inlineCallbacks
@@ -607,8 +608,8 @@ class WalletService(service.Service):
         count = 0
         if not self.broadcast:
             return count
-        for wtx in wallet.ordered_txs():
-            if wtx.abandoned or wtx.tx.is_coinbase() or wallet.depth(wtx) != 0:
+        for wtx in wallet.maybe_unconfirmed():
+            if wtx.abandoned or wallet.depth(wtx) != 0 or wtx.tx.is_coinbase():
                 continue
             if wtx.txid in self.mempool.pool.entries:
                 continue

@@ -15,10 +15,14 @@ holds :attr:`Wallet.lock`.
 from __future__ import annotations
 
 import base64
+import marshal
 import threading
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
 
+from twisted.logger import Logger
+
 from coin.chainparams import ChainParams
+from coin.collector import gc_paused
 from coin.consensus.tx_check import is_final_tx
 from coin.primitives.address import Destination, encode_address
 from coin.primitives.block import Block
@@ -34,8 +38,12 @@ from coin.wallet.keystore import (
 
 Outpoint = Tuple[bytes, int]
 
+log = Logger()
+
 #: Blocks that do not concern the wallet are recorded as its best block every this many.
 BEST_BLOCK_SAVE_INTERVAL = 144
+#: Layout of the load snapshot (marshal of plain containers; another value is not used).
+SNAPSHOT_VERSION = 1
 #: Address-book purposes (Core's).
 PURPOSE_RECEIVE = "receive"
 PURPOSE_SEND = "send"
@@ -66,15 +74,25 @@ class BlockRef(NamedTuple):
 _TX_VALUE_KEYS = {"replaced_by": "replaced_by_txid", "replaces": "replaces_txid"}
 
 class WalletTx:
-    """A transaction the wallet cares about."""
+    """A transaction the wallet cares about.
 
-    __slots__ = ("tx", "txid", "block", "time_received", "order_pos", "abandoned", "from_me",
-                 "conflict_block")
+    One loaded from the file keeps its serialization and is parsed on first use
+    (``tx``): a wallet with a long history mostly never looks at its old transactions.
+    """
 
-    def __init__(self, tx: Transaction, block: Optional[BlockRef], time_received: int,
-                 order_pos: int, abandoned: bool = False, from_me: bool = False) -> None:
-        self.tx = tx
-        self.txid = tx.txid
+    __slots__ = ("_tx", "_raw", "txid", "block", "time_received", "order_pos", "abandoned",
+                 "from_me", "conflict_block")
+
+    def __init__(self, tx: Optional[Transaction], block: Optional[BlockRef], time_received: int,
+                 order_pos: int, abandoned: bool = False, from_me: bool = False,
+                 stored: Optional[Tuple[bytes, bytes]] = None) -> None:
+        """``tx``, or None and ``stored``: the txid and serialization of a stored one."""
+        self._tx = tx
+        if tx is not None:
+            self._raw = None
+            self.txid = tx.txid
+        else:
+            self.txid, self._raw = stored
         self.block = block
         self.time_received = time_received
         self.order_pos = order_pos
@@ -83,9 +101,22 @@ class WalletTx:
         #: A block that confirmed a conflicting spend (the wallet tx can no longer confirm).
         self.conflict_block: Optional[BlockRef] = None
 
+    @property
+    def tx(self) -> Transaction:
+        if self._tx is None:
+            self.parse()
+        return self._tx
+
+    def parse(self) -> None:
+        """Parse the stored serialization now (no-op once parsed)."""
+        if self._tx is None:
+            self._tx = Transaction.deserialize(self._raw)
+            self._raw = None
+
     def row(self) -> Dict[str, Any]:
         block = self.block
-        return {"txid": self.txid, "raw": self.tx.serialize(),
+        raw = self._raw if self._tx is None else self._tx.serialize()
+        return {"txid": self.txid, "raw": raw,
                 "block_hash": block.hash if block else None,
                 "block_height": block.height if block else None,
                 "block_index": block.index if block else None,
@@ -151,6 +182,8 @@ class Wallet:
         self._addresses: Dict[bytes, Optional[str]] = {}
         #: Unspent outputs and running balances (kept in step with ``txs``).
         self.coins = CoinIndex(self)
+        #: The last open took what it computes from the transactions from the snapshot.
+        self.loaded_from_snapshot = False
 
     # ------------------------------------------------------------------ opening
 
@@ -173,22 +206,88 @@ class Wallet:
                     self.tx_values.setdefault(txid, {})[_TX_VALUE_KEYS[key]] = value
             for row in rows["names"]:
                 self.names[row["address"]] = (row["label"], row["purpose"])
-            for (_, raw, block_hash, height, index, time_received, order_pos, abandoned,
-                 from_me) in self.db.load_txs():
-                block = BlockRef(block_hash, height, index) if block_hash is not None else None
-                self._index(WalletTx(Transaction.deserialize(raw), block, time_received,
-                                     order_pos, bool(abandoned), bool(from_me)))
-            # Conflict marks are not stored: each confirmed transaction marks the wallet
-            # transactions double-spending it again (depth() checks the block is active).
-            for wtx in list(self.txs.values()):
-                if wtx.block is not None:
-                    self._mark_conflicts(wtx.tx, wtx.block)
-            self.coins.rebuild()
+            with gc_paused():
+                self._load_txs()
             if created:
                 if disable_private_keys:
                     self.keys.disable_private_keys()
                 else:
                     self.keys.new_seed()
+
+    def _load_txs(self) -> None:
+        """The transactions, then what is computed from them: from the snapshot the last
+        clean close left when it is still valid, else from every transaction."""
+        blocks: Dict[bytes, BlockRef] = {}
+        for (txid, raw, block_hash, height, index, time_received, order_pos, abandoned,
+             from_me) in self.db.load_txs():
+            block = None
+            if block_hash is not None:
+                where = (block_hash, height, index)
+                block = blocks.get(where)  # one object per block position (memory)
+                if block is None:
+                    block = blocks[where] = BlockRef(*where)
+            self.txs[txid] = WalletTx(None, block, time_received, order_pos, bool(abandoned),
+                                      bool(from_me), (txid, raw))
+        if self.txs:
+            self._next_order = next(reversed(self.txs.values())).order_pos + 1
+        self.loaded_from_snapshot = self._restore_snapshot()
+        if self.loaded_from_snapshot:
+            # Those holding unspent outputs are parsed now: every send and listunspent
+            # reads them (and a send's bookkeeping reads its coins' whole transactions).
+            for txid in self.coins.by_tx:
+                self.txs[txid].parse()
+            return
+        for wtx in self.txs.values():
+            self._index_spends(wtx)
+        # Conflict marks are not stored: each confirmed transaction marks the wallet
+        # transactions double-spending it again (depth() checks the block is active).
+        for wtx in list(self.txs.values()):
+            if wtx.block is not None:
+                self._mark_conflicts(wtx.tx, wtx.block)
+        self.coins.rebuild()
+
+    def _restore_snapshot(self) -> bool:
+        """Take ``spends``, the conflict marks and the coin index from the snapshot when it
+        fits: written in the file's current write epoch (nothing changed since), for these
+        transactions, at the wallet's best block, which is still on the active chain (so
+        every block active then still is; what was off it is placed again)."""
+        data = self.db.snapshot()
+        if data is None:
+            return False
+        try:
+            version, count, tip, spends, conflicts, coins = marshal.loads(data)
+        except (EOFError, ValueError, TypeError):
+            return False
+        entry = self.chain.lookup(tip) if tip == self.best_block else None
+        if (version != SNAPSHOT_VERSION or count != len(self.txs) or entry is None
+                or not self.chain.contains(entry)):
+            return False
+        self.spends = spends
+        for txid, where in conflicts.items():
+            self.txs[txid].conflict_block = BlockRef(*where)
+        self.coins.restore(coins)
+        for txid in list(self.coins.other):
+            self.coins.refresh(txid)
+        return True
+
+    def _save_snapshot(self) -> None:
+        """At a clean close: the snapshot the next load starts from, when the coin index
+        follows the chain's tip (locked coins are unlocked first: locks are not kept).
+        The wallet's writes include its best block, so a file unchanged since the snapshot
+        was read has the same transactions, keys, names and best block: it is kept."""
+        tip = self.chain.tip
+        if tip is None or self.best_block != tip.hash:
+            return
+        if self.loaded_from_snapshot and not self.db.changed:
+            return  # still valid: nothing was written since it was
+        if self.locked_coins:
+            self.lock_coins(list(self.locked_coins), lock=False)
+        if self.coins.generation != self.keys.generation:
+            self.coins.rebuild()
+        conflicts = {wtx.txid: tuple(wtx.conflict_block) for wtx in self.txs.values()
+                     if wtx.conflict_block is not None}
+        self.db.put_snapshot(marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash,
+                                            self.spends, conflicts, self.coins.state())))
 
     def zap_transactions(self) -> List[WalletTx]:
         """-zapwallettxes: forget every transaction, in the file and in memory (the caller
@@ -237,15 +336,25 @@ class Wallet:
     def _index(self, wtx: WalletTx) -> None:
         self.txs[wtx.txid] = wtx
         self._next_order = max(self._next_order, wtx.order_pos + 1)
+        self._index_spends(wtx)
+
+    def _index_spends(self, wtx: WalletTx) -> None:
         if not wtx.tx.is_coinbase():
             for txin in wtx.tx.vin:
                 self.spends.setdefault((txin.prevout.txid, txin.prevout.n), set()).add(wtx.txid)
 
     def close(self) -> None:
         with self.lock:
-            if self._unsaved_blocks:
-                self._save_best_block()
-            self.db.close()
+            try:
+                if self._unsaved_blocks:
+                    self._save_best_block()
+                try:
+                    self._save_snapshot()
+                except Exception:  # only a cache: the next load computes everything
+                    log.failure("Wallet {name!r}: the load snapshot was not written",
+                                name=self.name)
+            finally:
+                self.db.close()
 
     # ------------------------------------------------------------------ ownership
 
@@ -757,6 +866,15 @@ class Wallet:
 
     def ordered_txs(self) -> Iterable[WalletTx]:
         return sorted(self.txs.values(), key=lambda w: w.order_pos)
+
+    def maybe_unconfirmed(self) -> List[WalletTx]:
+        """By order_pos, the transactions that may be unconfirmed: with the coin index
+        usable, those it does not place (it places every one mined on the active chain)."""
+        with self.lock:
+            if not self.coins.usable():
+                return list(self.ordered_txs())
+            return sorted((self.txs[txid] for txid in self.coins.other),
+                          key=lambda w: w.order_pos)
 
     def newest_first(self) -> Iterator[WalletTx]:
         """Transactions by descending order_pos, lazily: ``txs`` is kept in that order

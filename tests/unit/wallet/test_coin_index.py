@@ -34,6 +34,10 @@ OUTSIDE_KEY = deterministic_key("coin index test: outside")
 class IndexTestCase(ServiceTestCase):
     """A wallet with an outside miner whose coins pay the wallet."""
 
+    #: What a random walk's step may be (:meth:`do`).
+    steps = ("receive", "send", "send_self", "send_rbf", "mine", "mine_deep", "reorg", "abandon",
+             "bump", "lock", "unlock", "prune", "unprune", "mine_wallet", "label", "watch")
+
     async def _load(self) -> None:
         await super()._load()
         self.outside = ChainBuilder(self.chainstate, OUTSIDE_KEY)
@@ -119,10 +123,6 @@ class IndexTestCase(ServiceTestCase):
         for key in full:
             self.assertEqual(fast[key], full[key], "%s after %s" % (key, step))
 
-
-class RandomWalkTests(IndexTestCase):
-    timeout = 600
-
     async def walk(self, seed: int, steps: int) -> List[str]:
         rng = random.Random(seed)
         self.mine(110)
@@ -132,9 +132,7 @@ class RandomWalkTests(IndexTestCase):
         sent: List[bytes] = []
         removed: List[tuple] = []
         for _ in range(steps):
-            step = rng.choice(["receive", "send", "send_self", "send_rbf", "mine", "mine_deep",
-                               "reorg", "abandon", "bump", "lock", "unlock", "prune",
-                               "unprune", "mine_wallet", "label", "watch"])
+            step = rng.choice(self.steps)
             try:
                 await self.do(step, rng, sent, removed)
             except (SpendError, TransactionRejected):
@@ -212,6 +210,10 @@ class RandomWalkTests(IndexTestCase):
             if removed:
                 tx, block = removed.pop(rng.randrange(len(removed)))
                 wallet.import_pruned(tx, BlockRef(*block))
+
+
+class RandomWalkTests(IndexTestCase):
+    timeout = 600
 
     async def test_random_walks(self):
         for seed in (1, 2):

@@ -1,0 +1,217 @@
+"""The wallet's load snapshot (coin.wallet.wallet, coin.wallet.db) against a full load.
+
+A wallet closed cleanly leaves a snapshot of what loading computes from every
+transaction (spends, conflict marks, the coin index) and its transactions are
+parsed only when used.  A seeded random walk (the coin index's, with reloads)
+checks that a load from the snapshot answers exactly as a load that parses and
+computes everything; the other tests check when the snapshot must not be used:
+an old-format file, a write after it was taken (a key import making old outputs
+the wallet's, a crash before the next clean close, a writer using the storage
+directly on an unloaded wallet) and a chain that left its best block.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from typing import Any, Dict, List
+
+from coin.chainparams import COIN
+from coin.primitives.hashes import hash160
+from coin.script.standard import p2pkh_script
+from coin.testing.chainbuilder import deterministic_key
+from coin.wallet.db import EPOCH_NAME, SNAPSHOT_NAME, WALLET_FORMAT_VERSION, WalletDB
+from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE
+from coin.wallet.spend import Recipient
+from tests.unit.wallet.test_coin_index import IndexTestCase
+from tests.unit.wallet.test_wallet_service import ELSEWHERE
+
+#: The payee a send pays, imported later (its outputs become the wallet's).
+PAYEE = deterministic_key("wallet snapshot test: payee")
+PAYEE_SCRIPT = p2pkh_script(hash160(PAYEE.public_key.format()))
+
+
+class SnapshotTestCase(IndexTestCase):
+    #: Reloads come about every sixth step.
+    steps = IndexTestCase.steps + ("reload",) * 3
+
+    @property
+    def path(self) -> str:
+        return self.wallet.db.path
+
+    def state(self) -> Dict[str, Any]:
+        """Everything a load computes from the transactions, and the answers."""
+        wallet = self.wallet
+        with wallet.lock:
+            answers = self.answers()
+            for name in ("available", "by_outpoint"):  # Output holds its WalletTx object
+                answers[name] = [(c.outpoint, c.txout, c.depth, c.spendable, c.solvable, c.safe)
+                                 for c in answers[name]]
+            return {"answers": answers,
+                    "txs": [(w.txid, w.tx.serialize(), w.block, w.time_received, w.order_pos,
+                             w.abandoned, w.from_me, w.conflict_block)
+                            for w in wallet.txs.values()],
+                    "spends": wallet.spends, "coins": wallet.coins.state(),
+                    "next_order": wallet._next_order}
+
+    async def reopen(self, from_snapshot: bool, write_between: bool = False) -> None:
+        """Unload and load the wallet (``write_between``: with a write to the file between);
+        assert where the load took its state from."""
+        await self.service.remove("")
+        if write_between:
+            self.write_directly()
+        self.wallet = await self.service.load("")
+        self.assertEqual(self.wallet.loaded_from_snapshot, from_snapshot)
+
+    def write_directly(self) -> None:
+        """A write through the storage on the unloaded wallet (as bench/wallet.py does)."""
+        db = WalletDB(self.path)
+        db.open(create=False)
+        try:
+            db.put_meta("unrelated", b"1")
+        finally:
+            db.close()
+
+    def meta(self, name: str) -> Any:
+        connection = sqlite3.connect(self.path)
+        try:
+            row = connection.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        finally:
+            connection.close()
+        return row[0] if row is not None else None
+
+    async def history(self) -> None:
+        """Coinbases, receives, a spend to outside and one to PAYEE, all deep."""
+        self.mine(110)
+        self.mine(101, to_wallet=True)
+        rng = random.Random(7)
+        for _ in range(3):
+            self.receive_in_block(rng)
+        await self.service.send(self.wallet, [Recipient(ELSEWHERE, 3 * COIN)], self.fees)
+        await self.service.send(self.wallet, [Recipient(PAYEE_SCRIPT, 2 * COIN)], self.fees)
+        self.mine(10)
+
+
+class SnapshotWalkTests(SnapshotTestCase):
+    """Reloads in the middle of the coin index's random walk."""
+
+    timeout = 900
+
+    async def do(self, step: str, rng: random.Random, sent: List[bytes],
+                 removed: List[tuple]) -> None:
+        if step != "reload":
+            return await super().do(step, rng, sent, removed)
+        # Locks are not kept across loads (as in Core): drop them so the answers compare.
+        self.wallet.unlock_all_coins()
+        before = self.state()
+        await self.reopen(from_snapshot=True)
+        snapshot = self.state()
+        self.assertEqual(snapshot, before)
+        self.assertConsistent("reload from the snapshot")
+        await self.reopen(from_snapshot=False, write_between=True)
+        self.assertEqual(self.state(), snapshot, "a full load answers as the snapshot's")
+
+    async def test_random_walks_with_reloads(self):
+        for seed in (3, 4):
+            done = await self.walk(seed, 30)
+            self.assertIn("reload", done)
+
+
+class SnapshotValidityTests(SnapshotTestCase):
+
+    async def test_a_clean_close_leaves_a_snapshot_the_next_load_uses(self):
+        await self.history()
+        before = self.state()
+        await self.reopen(from_snapshot=True)
+        # Parsed at load: only the transactions holding unspent outputs.
+        self.assertEqual({w.txid for w in self.wallet.txs.values() if w._tx is not None},
+                         set(self.wallet.coins.by_tx))
+        self.assertLess(len(self.wallet.coins.by_tx), len(self.wallet.txs))
+        self.assertEqual(self.state(), before)
+
+    async def test_an_old_format_wallet_is_upgraded_and_answers_the_same(self):
+        await self.history()
+        before = self.state()
+        await self.service.remove("")
+        connection = sqlite3.connect(self.path)  # as format 1 left it: no epoch, no snapshot
+        with connection:
+            connection.execute("DELETE FROM meta WHERE name IN (?, ?)", (SNAPSHOT_NAME, EPOCH_NAME))
+            connection.execute("UPDATE meta SET value = ? WHERE name = 'format'", (b"1",))
+        connection.close()
+        self.wallet = await self.service.load("")
+        self.assertFalse(self.wallet.loaded_from_snapshot)
+        self.assertEqual(self.state(), before)
+        await self.reopen(from_snapshot=True)
+        self.assertEqual(self.meta("format"), b"%d" % WALLET_FORMAT_VERSION)
+        self.assertEqual(self.state(), before)
+
+    async def test_an_import_after_the_snapshot_is_seen_at_the_next_load(self):
+        """importaddress, then importprivkey, make old outputs the wallet's; the snapshot
+        taken before either is never used again, even when the node dies before a clean
+        close could write a new one."""
+        await self.history()
+        await self.reopen(from_snapshot=True)
+        watched = self.wallet.balance(ISMINE_ALL)
+        for add, field in ((lambda: self.wallet.keys.add_watch(PAYEE_SCRIPT), "watch-only"),
+                           (lambda: self.wallet.keys.add_key(PAYEE.secret, True), "spendable")):
+            add()
+            self.assertEqual(self.wallet.balance(ISMINE_ALL), watched + 2 * COIN, field)
+            expected = self.state()
+            self.crash()
+            self.wallet = await self.service.load("")
+            self.assertFalse(self.wallet.loaded_from_snapshot, field)
+            self.assertEqual(self.state(), expected, field)
+            self.assertConsistent("load after a %s import" % field)
+
+    def crash(self) -> None:
+        """The node dies: the file is closed without the wallet's close (no new snapshot)."""
+        wallet = self.service.wallets.pop("")
+        wallet.db.close()
+
+    async def test_a_crash_after_a_write_leaves_the_snapshot_unused(self):
+        """A write that keeps the count of transactions and the best block: naming a watched
+        address an outgoing transaction paid (sendmany's legacy balance no longer counts that
+        output as change)."""
+        await self.history()
+        self.wallet.keys.add_watch(self.watched)
+        await self.service.send(self.wallet, [Recipient(self.watched, 2 * COIN)], self.fees)
+        self.mine(10)
+        await self.reopen(from_snapshot=True)
+        wallet = self.wallet
+        before = wallet.legacy_balance(ISMINE_SPENDABLE, 1)
+        wallet.set_name(wallet.address_of(self.watched), "cold", "send")
+        self.assertEqual(wallet.legacy_balance(ISMINE_SPENDABLE, 1), before - 2 * COIN)
+        expected = self.state()
+        self.crash()
+        self.wallet = await self.service.load("")
+        self.assertFalse(self.wallet.loaded_from_snapshot)
+        self.assertEqual(self.state(), expected)
+
+    async def test_a_direct_write_to_an_unloaded_wallet_leaves_the_snapshot_unused(self):
+        await self.history()
+        before = self.state()
+        await self.reopen(from_snapshot=False, write_between=True)
+        self.assertEqual(self.state(), before)
+
+    async def test_a_snapshot_of_a_block_no_longer_active_is_unused(self):
+        """The chain moved off the wallet's best block while the wallet was unloaded."""
+        await self.history()
+        tip = self.chainstate.tip
+        await self.service.remove("")
+        await self.validation.invalidate_block(tip.hash)
+        self.mine(2)
+        self.wallet = await self.service.load("")
+        self.assertFalse(self.wallet.loaded_from_snapshot)
+        self.assertConsistent("load after a reorg while unloaded")
+
+    async def test_a_snapshot_that_cannot_be_written_does_not_fail_the_unload(self):
+        await self.history()
+        before = self.state()
+
+        def refused(data: bytes) -> None:
+            raise OSError("disk full")
+
+        self.wallet.db.put_snapshot = refused
+        await self.reopen(from_snapshot=False)
+        self.assertEqual(len(self.flushLoggedErrors(OSError)), 1)
+        self.assertEqual(self.state(), before)
