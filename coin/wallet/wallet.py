@@ -15,6 +15,7 @@ holds :attr:`Wallet.lock`.
 from __future__ import annotations
 
 import base64
+import hashlib
 import marshal
 import threading
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
@@ -44,6 +45,9 @@ log = Logger()
 BEST_BLOCK_SAVE_INTERVAL = 144
 #: Layout of the load snapshot (marshal of plain containers; another value is not used).
 SNAPSHOT_VERSION = 1
+#: The snapshot is stored after its sha256: a damaged blob is never decoded, so a flipped
+#: bit on disk cannot become a wrong balance (the load computes everything instead).
+_DIGEST_SIZE = 32
 #: Address-book purposes (Core's).
 PURPOSE_RECEIVE = "receive"
 PURPOSE_SEND = "send"
@@ -254,8 +258,12 @@ class Wallet:
         data = self.db.snapshot()
         if data is None:
             return False
+        digest, blob = data[:_DIGEST_SIZE], data[_DIGEST_SIZE:]
+        if hashlib.sha256(blob).digest() != digest:
+            log.warn("Wallet load snapshot damaged (checksum mismatch); computing from the transactions")
+            return False
         try:
-            version, count, tip, spends, conflicts, coins = marshal.loads(data)
+            version, count, tip, spends, conflicts, coins = marshal.loads(blob)
         except (EOFError, ValueError, TypeError):
             return False
         entry = self.chain.lookup(tip) if tip == self.best_block else None
@@ -286,8 +294,9 @@ class Wallet:
             self.coins.rebuild()
         conflicts = {wtx.txid: tuple(wtx.conflict_block) for wtx in self.txs.values()
                      if wtx.conflict_block is not None}
-        self.db.put_snapshot(marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash,
-                                            self.spends, conflicts, self.coins.state())))
+        blob = marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash, self.spends, conflicts,
+                              self.coins.state()))
+        self.db.put_snapshot(hashlib.sha256(blob).digest() + blob)
 
     def zap_transactions(self) -> List[WalletTx]:
         """-zapwallettxes: forget every transaction, in the file and in memory (the caller

@@ -193,6 +193,22 @@ class SnapshotValidityTests(SnapshotTestCase):
         await self.reopen(from_snapshot=False, write_between=True)
         self.assertEqual(self.state(), before)
 
+    async def test_a_damaged_snapshot_is_unused(self):
+        """One flipped byte in the stored snapshot (a bad sector, say): its checksum no longer
+        matches, so the load computes everything rather than decode it."""
+        await self.history()
+        before = self.state()
+        await self.service.remove("")
+        value = bytearray(self.meta(SNAPSHOT_NAME))
+        value[-100] ^= 0x01
+        connection = sqlite3.connect(self.path)
+        with connection:
+            connection.execute("UPDATE meta SET value = ? WHERE name = ?", (bytes(value), SNAPSHOT_NAME))
+        connection.close()
+        self.wallet = await self.service.load("")
+        self.assertFalse(self.wallet.loaded_from_snapshot)
+        self.assertEqual(self.state(), before)
+
     async def test_a_snapshot_of_a_block_no_longer_active_is_unused(self):
         """The chain moved off the wallet's best block while the wallet was unloaded."""
         await self.history()
