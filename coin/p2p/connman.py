@@ -574,7 +574,8 @@ class P2PService(service.Service):
                 self._open_connections(now)
             except Exception:
                 log.failure("opening connections failed")
-        for hook in list(self.on_tick):
+        # The hooks (block sync, relay) read the chain: none before it is loaded.
+        for hook in list(self.on_tick) if self.ready else ():
             try:
                 hook(now)
             except Exception:

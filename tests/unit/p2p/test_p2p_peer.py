@@ -507,6 +507,19 @@ class ConnectionManagerTests(SynchronousTestCase):
         h.connman.ready = False
         self.assertIsNone(h.connman.accept_inbound(IPv4Address("TCP", "8.9.0.1", 1)))
 
+    def test_tick_hooks_wait_for_the_chain(self) -> None:
+        """The hooks read the chain (block sync's best header): a tick that comes while the
+        chain still loads (a slow start) must not run them."""
+        h = Harness()
+        h.connman.ready = False
+        ticks: list = []
+        h.connman.on_tick.append(ticks.append)
+        h.advance(3)
+        self.assertEqual(ticks, [])
+        h.connman.start_connections()
+        h.advance(2)
+        self.assertGreaterEqual(len(ticks), 2)
+
     def arrive(self, h: Harness, ip: str) -> Optional[Tuple[PeerProtocol, StringTransport]]:
         """An inbound connection from ``ip`` as the listening factory sees it."""
         h.reactor.advance(1)
