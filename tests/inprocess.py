@@ -263,14 +263,17 @@ def _on_own_thread(method: Callable[..., Any]) -> Callable[..., Deferred]:
     def run(*args: Any) -> Deferred:
         done: Deferred = Deferred()
 
+        def fire(outcome: Any, failed: bool) -> None:
+            if not done.called:  # trial's timeout may have failed the test already
+                (done.errback if failed else done.callback)(outcome)
+
         def body() -> None:
             try:
                 result: Any = method(*args)
             except BaseException:
-                failure = Failure()
-                reactor.callFromThread(done.errback, failure)
+                reactor.callFromThread(fire, Failure(), True)
             else:
-                reactor.callFromThread(done.callback, result)
+                reactor.callFromThread(fire, result, False)
 
         threading.Thread(target=body, name="test-" + method.__name__, daemon=True).start()
         return done
