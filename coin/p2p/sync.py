@@ -187,7 +187,7 @@ class PeerSync:
     __slots__ = ("sync_started", "headers_sync_timeout", "gave_up_sync", "best_known",
                  "last_unknown", "last_common", "best_header_sent", "unconnecting_headers",
                  "stalling_since", "downloading_since", "to_announce", "validating",
-                 "waiting", "hash_continue", "not_found")
+                 "waiting", "hash_continue", "not_found", "next_fetch", "fetch_epoch")
 
     def __init__(self) -> None:
         self.sync_started = False
@@ -200,6 +200,11 @@ class PeerSync:
         self.last_unknown: Optional[bytes] = None
         #: Last block of the peer's best chain we have too (pindexLastCommonBlock).
         self.last_common: Optional[BlockIndexEntry] = None
+        #: Download cursor: no block of the peer's chain up to it is to be asked of it
+        #: now (in flight, validating, stored or not found there), while ``fetch_epoch``
+        #: is BlockSync's (see BlockSync._find_next_blocks).
+        self.next_fetch: Optional[BlockIndexEntry] = None
+        self.fetch_epoch = 0
         #: Last header we sent it (pindexBestHeaderSent).
         self.best_header_sent: Optional[BlockIndexEntry] = None
         self.unconnecting_headers = 0
@@ -317,6 +322,8 @@ class BlockSync:
         self._announced_tip: Optional[BlockIndexEntry] = None
         self._announce_pending = False
         self._request_pending = False
+        #: Bumped whenever blocks below the peers' download cursors may be wanted again.
+        self._fetch_epoch = 0
         #: True while the database is unreachable: no block is asked for or validated.
         self.intake_paused = False
         p2p.handlers.update({
@@ -381,6 +388,8 @@ class BlockSync:
         self._schedule_requests()
 
     def _release_in_flight(self, peer: "PeerProtocol") -> None:
+        if peer.inflight:
+            self._refetch()
         for block_hash in list(peer.inflight):
             if self.in_flight.get(block_hash) is peer:
                 del self.in_flight[block_hash]
@@ -560,6 +569,7 @@ class BlockSync:
                     self._mark_received(item.hash)
                     self.peer_state(peer).not_found.add(item.hash)
                     freed = True
+                    self._refetch()
             elif item.type == MSG_TX:
                 tx_items.append(item)
         if tx_items:
@@ -571,7 +581,15 @@ class BlockSync:
 
     def _find_next_blocks(self, peer: "PeerProtocol", st: PeerSync, count: int
                           ) -> Tuple[List[BlockIndexEntry], Optional["PeerProtocol"]]:
-        """Core's FindNextBlocksToDownload: up to ``count`` blocks, and the staller if any."""
+        """Core's FindNextBlocksToDownload: up to ``count`` blocks, and the staller if any.
+
+        Core walks the window from the last common block on every call; here the walk
+        resumes at the peer's cursor (``PeerSync.next_fetch``), below which nothing is
+        wanted from this peer, so a received block costs O(1) amortized, not a walk over
+        the blocks in flight and validating.  Whatever may make a block below a cursor
+        wanted again (in-flight blocks freed, a block that failed to be stored, a reorg)
+        calls :meth:`_refetch`, and every walk starts over from the last common block.
+        """
         blocks: List[BlockIndexEntry] = []
         if count <= 0:
             return blocks, None
@@ -583,51 +601,78 @@ class BlockSync:
             return blocks, None  # the peer has nothing we want
         if st.last_common is None:
             st.last_common = state.at_height(min(best_known.height, tip.height))
-        st.last_common = state.find_fork(st.last_common, best_known)
-        peer.synced_blocks = st.last_common.height
-        if st.last_common is best_known:
+        common = state.find_fork(st.last_common, best_known)
+        if common is best_known:
+            st.last_common = common
+            peer.synced_blocks = common.height
             return blocks, None
-        window_end = st.last_common.height + self.block_download_window
+        # As Core: the window from where the last common block was, before this walk.
+        window_end = common.height + self.block_download_window
         max_height = min(best_known.height, window_end + 1)
-        waiting_for: Optional["PeerProtocol"] = None
-        walk = st.last_common
+        st.last_common = last_common = self._advance_common(common, best_known)
+        peer.synced_blocks = last_common.height
+        walk = st.next_fetch
+        if walk is None or st.fetch_epoch != self._fetch_epoch \
+                or walk.height <= last_common.height \
+                or best_known.get_ancestor(walk.height) is not walk:
+            walk, st.fetch_epoch = last_common, self._fetch_epoch
         while walk.height < max_height:
             # Fetch the next stretch of the peer's chain (Core reads 128 at a time).
             n = min(max_height - walk.height, max(count - len(blocks), 128))
-            top = best_known.get_ancestor(walk.height + n)
             stretch: List[BlockIndexEntry] = []
-            cursor = top
+            cursor = best_known.get_ancestor(walk.height + n)
             while cursor is not None and cursor is not walk and len(stretch) < n:
                 stretch.append(cursor)
                 cursor = cursor.prev
             stretch.reverse()
-            if not stretch:
-                break
-            walk = stretch[-1]
             for entry in stretch:
                 if not entry.is_valid(BLOCK_VALID_TREE):
                     return blocks, None  # the peer's chain is invalid
-                if entry.have_data() or state.contains(entry):
-                    if entry.chain_tx:
-                        st.last_common = entry
-                        peer.synced_blocks = entry.height
-                    continue
-                if entry.hash in self.validating:
-                    continue
-                holder = self.in_flight.get(entry.hash)
-                if holder is None and entry.hash in st.not_found:
-                    continue
-                if holder is None:
+                if not (entry.have_data() or state.contains(entry)
+                        or entry.hash in self.validating or entry.hash in self.in_flight
+                        or entry.hash in st.not_found):
                     if entry.height > window_end:
-                        if not blocks and waiting_for is not peer:
-                            return blocks, waiting_for
+                        st.next_fetch = walk
+                        if not blocks:
+                            staller = self._window_holder(last_common, best_known, window_end)
+                            return blocks, staller if staller is not peer else None
                         return blocks, None
                     blocks.append(entry)
                     if len(blocks) == count:
+                        st.next_fetch = entry
                         return blocks, None
-                elif waiting_for is None:
-                    waiting_for = holder
+                walk = entry
+        st.next_fetch = walk
         return blocks, None
+
+    def _advance_common(self, common: BlockIndexEntry,
+                        best_known: BlockIndexEntry) -> BlockIndexEntry:
+        """The last block of ``best_known``'s chain from ``common`` on that we have, with
+        all its ancestors (Core's pindexLastCommonBlock as its walk moves it)."""
+        state = self._state
+        while common.height < best_known.height:
+            following = best_known.get_ancestor(common.height + 1)
+            if not following.chain_tx \
+                    or not (following.have_data() or state.contains(following)):
+                break
+            common = following
+        return common
+
+    def _window_holder(self, last_common: BlockIndexEntry, best_known: BlockIndexEntry,
+                       window_end: int) -> Optional["PeerProtocol"]:
+        """The peer holding the lowest block in flight in a full download window (the one
+        that stalls it), if any.  Only walked when the window cannot move."""
+        walk: Optional[BlockIndexEntry] = best_known.get_ancestor(window_end)
+        holder: Optional["PeerProtocol"] = None
+        while walk is not None and walk is not last_common:
+            holder = self.in_flight.get(walk.hash, holder)
+            walk = walk.prev
+        return holder
+
+    def _refetch(self) -> None:
+        """Blocks below some peer's download cursor may be wanted again: every peer's
+        next walk starts from its last common block."""
+        self._fetch_epoch += 1
 
     def _fetch(self, peer: "PeerProtocol", st: PeerSync, blocks: List[BlockIndexEntry]) -> None:
         """Ask ``peer`` for ``blocks`` (in this order) and mark them in flight from it."""
@@ -849,6 +894,7 @@ class BlockSync:
             self._update_availability(peer, block_hash)
 
     def _block_failed(self, failure: Failure, peer: "PeerProtocol", block_hash: bytes) -> None:
+        self._refetch()  # not stored: it may have to be asked for again
         error = failure.value
         if isinstance(error, CancelledError):
             return
@@ -920,6 +966,7 @@ class BlockSync:
     def database_back(self) -> None:
         """The database is back: resume the download, the peers' timers started afresh."""
         self.intake_paused = False
+        self._refetch()  # blocks that arrived meanwhile were dropped
         now = self._now_reactor()
         for peer in self.p2p.handshaked_peers():
             st = self.peer_state(peer)
@@ -1054,6 +1101,8 @@ class BlockSync:
         """A new tip: move the download window, announce it (outside IBD)."""
         old = self._announced_tip
         self._announced_tip = entry
+        if old is not None and entry.get_ancestor(old.height) is not old:
+            self._refetch()  # a reorganisation: blocks of the old branch are wanted again
         self._schedule_requests()
         if self.is_initial_block_download() or old is None or old is entry:
             return

@@ -512,6 +512,92 @@ class DownloadTests(SyncTestCase):
         self.assertIs(node.state.tip, tip)
 
 
+def requested(transport: StringTransport) -> List[bytes]:
+    """The block hashes of the getdata messages sent since the last look, in order."""
+    return [i.hash for m in sent(transport, "getdata") for i in m.items]
+
+
+class DownloadCursorTests(SyncTestCase):
+    """The download walk resumes at a per-peer cursor: every block is asked for once, in
+    height order, and blocks freed below a cursor are asked for again."""
+
+    def setUp(self) -> None:
+        self.source = self.make(40)
+        self.node = self.make()
+        self.blocks = chain_blocks(self.source)
+        self.headers = HeadersMessage([b.header for b in self.blocks])
+
+    def deliver(self, peer: PeerProtocol, heights: List[int]) -> None:
+        for height in heights:
+            feed(peer, BlockMessage(self.blocks[height - 1]))
+            self.node.flush()
+
+    def test_each_block_requested_once_in_order(self) -> None:
+        peer, transport = self.node.connect(start_height=40)
+        feed(peer, self.headers)
+        self.node.flush()
+        asked: List[bytes] = []
+        while True:
+            asked += requested(transport)
+            if not peer.inflight:
+                break
+            # Newest first: blocks stored out of order, connected when the gap fills.
+            self.deliver(peer, sorted(peer.inflight.values(), reverse=True)[:5])
+        self.assertEqual(asked, [b.hash for b in self.blocks])
+        self.assertEqual(self.node.state.height, 40)
+        self.assertEqual(self.node.sync.peer_state(peer).next_fetch, self.node.state.tip)
+
+    def test_blocks_of_a_dropped_peer_are_asked_again(self) -> None:
+        sync = self.node.sync
+        sync.block_download_timeout_base = 5
+        sync.block_download_timeout_per_peer = 0
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        q, qt = self.node.connect(start_height=40, ip="9.9.9.9")
+        feed(q, self.headers)
+        self.node.flush()
+        self.assertEqual(requested(pt), [b.hash for b in self.blocks[:16]])
+        # q delivers all it is asked for; its cursor moves past p's blocks to the end.
+        while q.inflight:
+            self.deliver(q, sorted(q.inflight.values()))
+        self.assertEqual(requested(qt), [b.hash for b in self.blocks[16:]])
+        self.assertEqual(sync.peer_state(q).next_fetch.height, 40)
+        # p never delivers: dropped, and its 16 blocks go to q, once each, in order.
+        for _ in range(6):
+            self.node.advance(1)
+        self.assertTrue(pt.disconnecting)
+        self.node.flush()
+        self.assertEqual(requested(qt), [b.hash for b in self.blocks[:16]])
+        self.deliver(q, list(range(1, 17)))
+        self.assertEqual((self.node.state.height, requested(qt)), (40, []))
+
+    def test_headers_reorganised_during_download(self) -> None:
+        peer, transport = self.node.connect(start_height=40)
+        feed(peer, self.headers)
+        self.node.flush()
+        self.deliver(peer, list(range(1, 21)))
+        requested(transport)
+        self.assertEqual(sorted(peer.inflight.values()), list(range(21, 37)))
+        # The peer's chain reorganises to a longer branch forking at height 10.
+        self.source.builder.mine(45, parent=self.source.state.at_height(10))
+        branch = chain_blocks(self.source)[10:]
+        self.assertEqual(len(branch), 45)
+        feed(peer, HeadersMessage([b.header for b in branch]))
+        self.node.flush()
+        # It answers the requests of the old branch (stored as a side chain) ...
+        self.deliver(peer, list(range(21, 37)))
+        self.assertEqual(self.node.state.height, 36)
+        # ... and every block of the new branch is asked for once, from the fork on.
+        asked = requested(transport)
+        while peer.inflight:
+            for height in sorted(peer.inflight.values()):
+                feed(peer, BlockMessage(branch[height - 11]))
+                self.node.flush()
+            asked += requested(transport)
+        self.assertEqual(asked, [b.hash for b in branch])
+        self.assertEqual(self.node.state.tip.hash, branch[-1].hash)
+
+
 class DirectFetchTests(SyncTestCase):
     """Core 0.17's headers direct fetch: near the tip, announced blocks are asked at once."""
 
