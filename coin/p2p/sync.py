@@ -617,8 +617,10 @@ class BlockSync:
                 or best_known.get_ancestor(walk.height) is not walk:
             walk, st.fetch_epoch = last_common, self._fetch_epoch
         while walk.height < max_height:
-            # Fetch the next stretch of the peer's chain (Core reads 128 at a time).
-            n = min(max_height - walk.height, max(count - len(blocks), 128))
+            # The next stretch of the peer's chain: as many blocks as wanted (Core reads
+            # 128 at a time from its last common block; from the cursor, the next block is
+            # usually one to ask for).
+            n = min(max_height - walk.height, count - len(blocks))
             stretch: List[BlockIndexEntry] = []
             cursor = best_known.get_ancestor(walk.height + n)
             while cursor is not None and cursor is not walk and len(stretch) < n:
