@@ -38,8 +38,12 @@ Block download
     (32 MB) are queued or validating in all, is held: its handler returns a Deferred that
     fires when the worker takes the block, and the peer is not read until then.  So a
     peer keeps downloading the next batch while the worker validates the current one,
-    and memory stays bounded whatever peers send.  Blocks are parsed in the node's
-    thread pool first (``RawBlockMessage``), not on the reactor.  An unrequested block
+    and memory stays bounded whatever peers send.  The reactor reads only a received
+    block's header (``RawBlockMessage``); its transactions are parsed once, on the
+    validation thread as the batch is processed (a payload that does not parse is the
+    peer's malformed message, as at decode time).  Blocks that arrive together are
+    answered with one ``getdata`` for the peer's free slots, once per reactor turn.
+    An unrequested block
     is processed only if it would become our new tip (more work than the tip, parent
     known, not absurdly far ahead: Core's rule for unrequested blocks); any other
     unrequested block is dropped and scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
@@ -230,7 +234,8 @@ class _Queued:
 
     __slots__ = ("block", "deferred", "peer_state", "taken")
 
-    def __init__(self, block: Block, deferred: Deferred, peer_state: PeerSync) -> None:
+    def __init__(self, block: "ReceivedBlock", deferred: Deferred,
+                 peer_state: PeerSync) -> None:
         self.block = block
         self.deferred = deferred
         self.peer_state = peer_state
@@ -243,19 +248,28 @@ class _Queued:
             self.taken.callback(None)
 
 
-def process_blocks(chainstate: Any, blocks: List[Block]) -> List[Any]:
+#: A block as the download hands it to validation: parsed, or as received (parsed by
+#: :func:`process_blocks` on the validation thread).
+ReceivedBlock = Union[Block, RawBlockMessage]
+
+
+def process_blocks(chainstate: Any, blocks: List[ReceivedBlock]) -> List[Any]:
     """ChainState.process_block for several blocks with one chain activation (worker).
 
-    Returns, per block, its index entry or the ValidationError process_block would
-    raise.  A block that fails to connect gets its own error; one left invalid only
-    because an ancestor failed in this activation gets ``bad-prevblk`` with no ban
-    score, as when it is stored before its parent is found invalid one block at a time.
+    Received blocks are parsed here, once, off the reactor.  Returns, per block, its
+    index entry, the ProtocolViolation of a payload that does not parse, or the
+    ValidationError process_block would raise.  A block that fails to connect gets its
+    own error; one left invalid only because an ancestor failed in this activation gets
+    ``bad-prevblk`` with no ban score, as when it is stored before its parent is found
+    invalid one block at a time.
     """
     results: List[Any] = []
     for block in blocks:
         try:
+            if isinstance(block, RawBlockMessage):
+                block = block.parse().block
             results.append(chainstate.accept_block(block))
-        except ValidationError as error:
+        except (ValidationError, ProtocolViolation) as error:
             results.append(error)
     chainstate.activate_best_chain()
     failures = {id(entry): error for entry, error in chainstate.connect_failures}
@@ -601,16 +615,15 @@ class BlockSync:
             return blocks, None  # the peer has nothing we want
         if st.last_common is None:
             st.last_common = state.at_height(min(best_known.height, tip.height))
-        common = state.find_fork(st.last_common, best_known)
-        if common is best_known:
-            st.last_common = common
-            peer.synced_blocks = common.height
-            return blocks, None
-        # As Core: the window from where the last common block was, before this walk.
-        window_end = common.height + self.block_download_window
-        max_height = min(best_known.height, window_end + 1)
-        st.last_common = last_common = self._advance_common(common, best_known)
+        st.last_common = last_common = self._advance_common(
+            state.find_fork(st.last_common, best_known), best_known)
         peer.synced_blocks = last_common.height
+        if last_common is best_known:
+            return blocks, None
+        # From the last common block as it is now (Core's window starts where its walk
+        # found it the time before, one message loop behind).
+        window_end = last_common.height + self.block_download_window
+        max_height = min(best_known.height, window_end + 1)
         walk = st.next_fetch
         if walk is None or st.fetch_epoch != self._fetch_epoch \
                 or walk.height <= last_common.height \
@@ -761,22 +774,21 @@ class BlockSync:
         st.stalling_since = 0.0
         return True
 
-    def _accept_unrequested(self, block: Block) -> bool:
+    def _accept_unrequested(self, header: BlockHeader) -> bool:
         """Core's rule for unrequested blocks: process only a would-be new tip."""
         state = self._state
-        prev = state.lookup(block.header.prev_hash)
+        prev = state.lookup(header.prev_hash)
         tip = state.tip
         if prev is None or prev.failed() or tip is None:
             return False
         if prev.height + 1 > tip.height + MAX_UNREQUESTED_BLOCK_AHEAD:
             return False
-        return prev.chainwork + block_proof(block.header.bits) > tip.chainwork
+        return prev.chainwork + block_proof(header.bits) > tip.chainwork
 
     def _on_block(self, peer: "PeerProtocol",
                   message: Union[BlockMessage, RawBlockMessage]) -> Optional[Deferred]:
-        if isinstance(message, RawBlockMessage):
-            return self._parse_block(peer, message)
-        block = message.block
+        """A received block: queued for validation (which parses it) if we want it."""
+        block: ReceivedBlock = message.block if isinstance(message, BlockMessage) else message
         block_hash = block.hash
         peer.known_inventory.add(block_hash)
         requested = self._mark_received(block_hash)
@@ -787,7 +799,7 @@ class BlockSync:
             if not requested:
                 self._unrequested_block(peer, block_hash, "already have it")
             return None
-        if not requested and not self._accept_unrequested(block):
+        if not requested and not self._accept_unrequested(block.header):
             self._unrequested_block(peer, block_hash, "does not extend our tip")
             return None
         st = self.peer_state(peer)
@@ -797,7 +809,7 @@ class BlockSync:
         queued = self._queue(block, st)
         d = queued.deferred
         d.addCallbacks(self._block_accepted, self._block_failed,
-                       callbackArgs=(peer, block_hash), errbackArgs=(peer, block_hash))
+                       callbackArgs=(peer, block_hash), errbackArgs=(peer, block))
         d.addBoth(self._block_done, peer, block_hash, block.size)
         if st.waiting > self.max_validating_per_peer \
                 or self.validating_bytes > self.max_validating_bytes:
@@ -805,34 +817,12 @@ class BlockSync:
             # downloading the next batch while the worker validates this one.
             queued.taken = Deferred()
         self._run_worker()
-        self._request_blocks(peer)  # keep its queue full while the worker is busy
+        # Its queue is topped up once this reactor turn's messages are handled: one
+        # getdata for the blocks that arrived together.
+        self._schedule_requests()
         return queued.taken
 
-    def _parse_block(self, peer: "PeerProtocol", message: RawBlockMessage) -> Deferred:
-        """Parse a received block in the node's pool, then handle it as :meth:`_on_block`.
-
-        The reactor keeps serving every other peer and RPC meanwhile; this peer's later
-        messages wait (the returned Deferred holds it), so they keep their order.  A
-        payload that does not parse is the peer's invalid message, as at decode time.
-        """
-        d = self.chain.in_thread(message.parse)
-
-        def parsed(block_message: BlockMessage) -> Optional[Deferred]:
-            # A peer that went away meanwhile is forgotten, with its requests.
-            return self._on_block(peer, block_message) if peer.is_open else None
-
-        def malformed(failure: Failure) -> None:
-            failure.trap(ProtocolViolation)
-            peer.invalid(InvalidMessage(message.command, message.payload, failure.value))
-
-        d.addCallbacks(parsed, malformed)
-        # ``d`` counts as called once the parse is done, even while it waits on the hold
-        # _on_block returned; the peer is held until this one fires.
-        handled: Deferred = Deferred()
-        d.chainDeferred(handled)
-        return handled
-
-    def _queue(self, block: Block, peer_state: PeerSync) -> _Queued:
+    def _queue(self, block: ReceivedBlock, peer_state: PeerSync) -> _Queued:
         """Queue a block for the worker; its ``deferred`` fires with its entry or fails
         with its error."""
         queued = _Queued(block, Deferred(), peer_state)
@@ -895,10 +885,15 @@ class BlockSync:
         if peer.is_open:
             self._update_availability(peer, block_hash)
 
-    def _block_failed(self, failure: Failure, peer: "PeerProtocol", block_hash: bytes) -> None:
+    def _block_failed(self, failure: Failure, peer: "PeerProtocol", block: ReceivedBlock) -> None:
         self._refetch()  # not stored: it may have to be asked for again
         error = failure.value
+        block_hash = block.hash
         if isinstance(error, CancelledError):
+            return
+        if isinstance(error, ProtocolViolation):
+            # Found by the parse on the validation thread: the peer's malformed message.
+            peer.invalid(InvalidMessage("block", block.serialize(), error))
             return
         if isinstance(error, DatabaseUnreachable):
             # Logged once by the outage monitor; the block is asked for again.

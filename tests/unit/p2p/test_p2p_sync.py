@@ -259,12 +259,22 @@ class HeaderSyncTests(SyncTestCase):
         # It gave us new blocks: protected from inbound eviction for that.
         self.assertEqual(peer.last_block_time, self.node.reactor.seconds())
 
-    def test_blocks_are_parsed_in_the_pool(self) -> None:
+    def test_blocks_are_parsed_by_the_validation_call(self) -> None:
         peer, transport = self.node.connect(start_height=30)
         feed(peer, HeadersMessage([b.header for b in self.blocks]))
+        calls: List[List[Any]] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            calls.append(blocks)
+            return maybeDeferred(f, self.node.state, blocks)
+
+        self.node.chain.call = call
         feed(peer, BlockMessage(self.blocks[0]))
-        # The peer decodes only the framing; the transactions are parsed by the pool.
-        self.assertEqual(self.node.chain.pooled, ["parse"])
+        # The peer decodes only the framing and the header; the transactions are parsed
+        # once, by the validation thread's call, with no trip through the pool.
+        self.assertEqual(self.node.chain.pooled, [])
+        handed = calls.pop()
+        self.assertEqual([type(b) for b in handed], [RawBlockMessage])
         self.assertEqual(self.node.state.height, 1)
         # A payload that does not parse is the peer's malformed message, as at decode time.
         feed(peer, RawBlockMessage(self.blocks[1].serialize()[:-1]))
@@ -272,6 +282,14 @@ class HeaderSyncTests(SyncTestCase):
         self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
         self.assertEqual(peer.ban_score, MALFORMED_BAN_SCORE)
         self.assertEqual(self.node.state.height, 1)
+        # So is one without a whole header (found as it is decoded).
+        feed(peer, RawBlockMessage(self.blocks[1].serialize()[:79]))
+        (reject,) = sent(transport, "reject")
+        self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
+        self.assertEqual(peer.ban_score, 2 * MALFORMED_BAN_SCORE)
+        # The block, whole, is still wanted.
+        feed(peer, BlockMessage(self.blocks[1]))
+        self.assertEqual(self.node.state.height, 2)
 
     def test_only_one_header_sync_peer_during_initial_download(self) -> None:
         behind, behind_t = self.node.connect(start_height=0)
@@ -378,12 +396,11 @@ class DownloadTests(SyncTestCase):
         self.assertEqual(started, self.node.reactor.seconds())
         self.node.advance(1)
         feed(p, BlockMessage(self.blocks[0]))  # a block from it ends the stall...
-        self.node.flush()
-        self.assertEqual(sorted(p.inflight.values()), [2, 3, 4, 5])
         self.assertEqual(self.node.sync.peer_state(p).stalling_since, 0.0)
         # ... but it holds the moved window's lowest blocks again, q has nothing to do.
-        self.node.advance(1)
-        self.assertEqual(self.node.sync.peer_state(p).stalling_since, started + 2)
+        self.node.flush()
+        self.assertEqual(sorted(p.inflight.values()), [2, 3, 4, 5])
+        self.assertEqual(self.node.sync.peer_state(p).stalling_since, started + 1)
         self.node.advance(1)
         self.node.advance(1)
         self.assertFalse(pt.disconnecting)  # 2 s: not more than the timeout yet
@@ -431,6 +448,7 @@ class DownloadTests(SyncTestCase):
         p, pt, q, qt = self.two_peers()
         for block in self.blocks[16:32]:
             feed(q, BlockMessage(block))
+            self.node.flush()
         # q was asked for 33..40 as its blocks came in.
         self.assertEqual(sorted(q.inflight.values()), list(range(33, 41)))
         p.connectionLost()
@@ -478,7 +496,7 @@ class DownloadTests(SyncTestCase):
         self.assertEqual((st.validating, st.waiting), (6, 5))
         self.assertEqual(len(self.node.sync._to_validate), 5)
         blocks, d = calls.pop()
-        d.callback([self.node.state.process_block(b) for b in blocks])
+        d.callback([self.node.state.process_block(b.parse().block) for b in blocks])
         # The waiting blocks go as one batch, and handing them over releases the peer:
         # blocks 7 and 8 are read and queued while that batch is still being validated.
         self.assertEqual([len(blocks) for blocks, _ in calls], [5])
