@@ -509,6 +509,35 @@ class DownloadTests(SyncTestCase):
         self.assertEqual([len(blocks) for blocks, _ in calls], [2])
         self.assertEqual((st.validating, st.waiting), (2, 0))
 
+    def test_batches_are_bounded_in_bytes(self) -> None:
+        calls: List[Tuple[List[Any], Deferred]] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        def batch_sizes() -> List[int]:
+            """Validate the calls as they come; their sizes."""
+            sizes = []
+            while calls:
+                blocks, d = calls.pop()
+                sizes.append(len(blocks))
+                d.callback(process_blocks(self.node.state, blocks))
+            return sizes
+
+        self.node.chain.call = call
+        # Two of these blocks fit in a batch, never a third.
+        self.node.sync.max_validation_batch_bytes = self.blocks[9].size * 2 + 2
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
+        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 2, 2, 1], 6))
+        # A block larger than the bound still goes, alone.
+        self.node.sync.max_validation_batch_bytes = 1
+        feed(p, *[BlockMessage(b) for b in self.blocks[6:9]])
+        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 1, 1], 9))
+
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
