@@ -89,7 +89,7 @@ from coin.chain.index import BLOCK_VALID_TREE, BlockIndexEntry
 from coin.chain.locator import block_locator, fork_in_locator, headers_after
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import block_proof
-from coin.storage.errors import DatabaseUnreachable
+from coin.storage.errors import CorruptionError, DatabaseUnreachable
 from coin.p2p.messages import (
     MAX_HEADERS_RESULTS,
     MAX_INV_SZ,
@@ -115,6 +115,7 @@ from coin.p2p.messages import (
 from coin.p2p.peer import BoundedSet
 from coin.p2p.upload import HISTORICAL_BLOCK_AGE
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.serialize import DeserializationError
 
 if TYPE_CHECKING:
     from coin.p2p.connman import P2PService
@@ -1076,7 +1077,7 @@ class BlockSync:
                 return
             yield peer.when_drained()
             try:
-                block = yield self.chain.read_block(entry)
+                block = yield self.chain.in_thread(self._stored_block, entry)
             except CancelledError:
                 raise
             except Exception as e:
@@ -1086,13 +1087,30 @@ class BlockSync:
                 continue
             if not peer.is_open:
                 return
-            peer.send(BlockMessage(block))
+            peer.send(block)
             st = self.peer_state(peer)
             if st.hash_continue == item.hash and state.tip is not None:
                 peer.send(InvMessage([InvItem(MSG_BLOCK, state.tip.hash)]))
                 st.hash_continue = None
         for start in range(0, len(missing), MAX_INV_SZ):
             peer.send(NotFoundMessage(missing[start:start + MAX_INV_SZ]))
+
+    def _stored_block(self, entry: BlockIndexEntry) -> RawBlockMessage:
+        """A ``block`` message of the bytes stored for ``entry`` (thread pool).
+
+        Sent as stored, not parsed and serialized again: a syncing peer's blocks cost
+        the serving node a read.  The header must hash to the entry's hash (a misplaced
+        or torn record is not served).
+        """
+        message = RawBlockMessage(self._state.read_raw_block(entry))
+        try:
+            block_hash = message.hash
+        except DeserializationError:
+            block_hash = None
+        if block_hash != entry.hash:
+            raise CorruptionError("block %s: the stored record is not that block"
+                                  % _short(entry.hash))
+        return message
 
     def _servable(self, entry: BlockIndexEntry) -> bool:
         """Core's BlockRequestAllowed: on our chain, or a valid block of a side chain."""

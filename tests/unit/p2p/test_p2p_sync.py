@@ -732,24 +732,43 @@ class ServingTests(SyncTestCase):
     def test_getdata_waits_for_the_send_buffer(self) -> None:
         reads: List[Tuple[Any, Deferred]] = []
 
-        def read_block(entry: Any) -> Deferred:
-            reads.append((entry, Deferred()))
+        def in_thread(f: Any, entry: Any) -> Deferred:
+            reads.append((lambda: f(entry), Deferred()))
             return reads[-1][1]
 
-        self.node.chain.read_block = read_block
+        def finish(index: int) -> None:
+            read, d = reads[index]
+            d.callback(read())
+
+        self.node.chain.in_thread = in_thread
         peer, transport = self.node.connect()
         sent(transport)
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
         self.assertEqual(len(reads), 1)
         peer.pauseProducing()  # the transport's buffer is full
-        reads[0][1].callback(self.node.state.read_block(reads[0][0]))
+        finish(0)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[1:2])
         self.assertEqual(len(reads), 1)  # the next read waits for the buffer to drain
         peer.resumeProducing()
         self.assertEqual(len(reads), 2)
-        reads[1][1].callback(self.node.state.read_block(reads[1][0]))
-        reads[2][1].callback(self.node.state.read_block(reads[2][0]))
+        finish(1)
+        finish(2)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[2:4])
+
+    def test_blocks_served_as_stored(self) -> None:
+        state = self.node.state
+        peer, transport = self.node.connect()
+        sent(transport)
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
+        (block,) = sent(transport, "block")
+        self.assertEqual(block.block.serialize(), state.read_raw_block(state.at_height(4)))
+        self.assertEqual(self.node.chain.pooled, ["_stored_block"])
+        # A record that is not the block asked for (a misplaced read) is not sent.
+        state.read_raw_block = lambda entry: self.node.state.store.read_block(
+            state.at_height(3).file_no, state.at_height(3).data_pos)
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
+        (notfound,) = sent(transport)
+        self.assertEqual(notfound.items, (InvItem(MSG_BLOCK, self.hashes[4]),))
 
 
 class AnnouncementTests(SyncTestCase):
