@@ -37,17 +37,16 @@ Block download
     A peer with more than ``max_validating_per_peer`` (64) blocks waiting for the worker,
     or any peer while more than ``max_validating_bytes`` (32 MB) are queued or validating
     in all, is held: its handler returns a Deferred that fires when the worker takes the
-    block, and the peer is not read until then.  So a
-    peer keeps downloading the next batch while the worker validates the current one,
-    and memory stays bounded whatever peers send.  The reactor reads only a received
-    block's header (``RawBlockMessage``); its transactions are parsed once, on the
-    validation thread as the batch is processed (a payload that does not parse is the
-    peer's malformed message, as at decode time).  Blocks that arrive together are
-    answered with one ``getdata`` for the peer's free slots, once per reactor turn.
-    An unrequested block
-    is processed only if it would become our new tip (more work than the tip, parent
-    known, not absurdly far ahead: Core's rule for unrequested blocks); any other
-    unrequested block is dropped and scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
+    block, and the peer is not read until then.  So a peer keeps downloading the next
+    batch while the worker validates the current one, and memory stays bounded whatever
+    peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
+    its transactions are parsed once, on the validation thread as the batch is processed
+    (a payload that does not parse is the peer's malformed message, as at decode time).
+    Blocks that arrive together are answered with one ``getdata`` for the peer's free
+    slots, once per reactor turn.  An unrequested block is processed only if it would
+    become our new tip (more work than the tip, parent known, not absurdly far ahead:
+    Core's rule for unrequested blocks); any other unrequested block is dropped and
+    scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
 
 Serving
     ``getheaders`` (up to 2000 headers after the locator's fork, through ``hash_stop``;
