@@ -51,9 +51,10 @@ Block download
 Serving
     ``getheaders`` (up to 2000 headers after the locator's fork, through ``hash_stop``;
     ignored while we are in initial block download, as Core), ``getblocks`` (an inv of up
-    to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- read by the thread
-    pool, one at a time, each only once the peer's send buffer has drained -- and for
-    transactions (through the transaction relay); what we lack is answered by ``notfound``.
+    to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- the stored bytes,
+    read by the thread pool, one at a time, each only once the peer's send buffer has
+    drained -- and for transactions (through the transaction relay); what we lack is
+    answered by ``notfound``.
 
 Announcements
     On a new tip (outside initial block download) every peer gets the new blocks (at most
