@@ -674,7 +674,7 @@ class BlockSync:
         state = self._state
         while common.height < best_known.height:
             following = best_known.get_ancestor(common.height + 1)
-            if not following.chain_tx \
+            if following is None or not following.chain_tx \
                     or not (following.have_data() or state.contains(following)):
                 break
             common = following
