@@ -396,7 +396,9 @@ class Mempool:
         """
         with self.lock:
             confirmed: List[MempoolEntry] = []
-            for tx in txs:
+            # An empty pool without prioritisations (initial block download) has nothing
+            # to look up per transaction.
+            for tx in txs if self.entries or self.deltas else ():
                 entry = self.entries.get(tx.txid)
                 if entry is not None:
                     # Confirmed transactions have no pool ancestors left (parents come first).

@@ -560,25 +560,45 @@ class BlockMessage(Payload):
 
 
 class RawBlockMessage(Payload):
-    """A received ``block`` message before its transactions are parsed.
+    """A received ``block`` message: its header read, its transactions not yet parsed.
 
     A 2,000-transaction block takes about 26 ms to parse: the peer decodes ``block``
-    payloads as this (framing checks only) and the sync layer calls :meth:`parse` in the
-    node's thread pool, off the reactor.
+    payloads as this (framing and the 80-byte header only: the sync layer needs the
+    block's hash, parent and size), and the validation thread calls :meth:`parse` as it
+    takes the block, so the reactor never parses transactions and no block makes an
+    extra trip through a thread pool.
     """
 
-    __slots__ = ("payload",)
+    __slots__ = ("payload", "_header")
     command = "block"
 
     def __init__(self, payload: bytes) -> None:
         self.payload = payload
+        self._header: Optional[BlockHeader] = None
+
+    @property
+    def header(self) -> BlockHeader:
+        """The block's header; DeserializationError if the payload is shorter."""
+        if self._header is None:
+            self._header = BlockHeader.read(ByteReader(self.payload))
+        return self._header
+
+    @property
+    def hash(self) -> bytes:
+        return self.header.hash
+
+    @property
+    def size(self) -> int:
+        return len(self.payload)
 
     def serialize(self) -> bytes:
         return self.payload
 
     @classmethod
     def deserialize(cls, payload: bytes) -> "RawBlockMessage":
-        return cls(bytes(payload))
+        message = cls(bytes(payload))
+        message.header  # noqa: B018 -- a payload without a whole header is malformed now
+        return message
 
     def parse(self) -> BlockMessage:
         """The parsed message; ProtocolViolation as :func:`decode_payload` raises it."""

@@ -185,6 +185,8 @@ class OrphanPool:
 
     def remove_for_block(self, txs: Iterable[Transaction]) -> int:
         """Drop orphans a block confirmed or made impossible (they spend the same outputs)."""
+        if not self.entries:
+            return 0  # the usual case during initial block download: no work per block
         spent = set()
         confirmed = set()
         for tx in txs:

@@ -30,26 +30,31 @@ Block download
 
     Received blocks go to the validation worker (they may arrive out of order: the chain
     engine stores them and connects once the gap fills).  Blocks arriving while the
-    worker is busy are handed over together, up to ``max_validation_batch`` per call,
-    and validated with one chain activation (:func:`process_blocks`; one block at a time
-    the chain engine would fsync its block files once per block) -- results, ban scores
-    and rejects stay per block.  A peer with more than ``max_validating_per_peer`` (16)
-    blocks waiting for the worker, or any peer while more than ``max_validating_bytes``
-    (32 MB) are queued or validating in all, is held: its handler returns a Deferred that
-    fires when the worker takes the block, and the peer is not read until then.  So a
-    peer keeps downloading the next batch while the worker validates the current one,
-    and memory stays bounded whatever peers send.  Blocks are parsed in the node's
-    thread pool first (``RawBlockMessage``), not on the reactor.  An unrequested block
-    is processed only if it would become our new tip (more work than the tip, parent
-    known, not absurdly far ahead: Core's rule for unrequested blocks); any other
-    unrequested block is dropped and scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
+    worker is busy are handed over together, up to ``max_validation_batch`` (64) and
+    ``max_validation_batch_bytes`` (4 MB) per call, and validated with one chain
+    activation (:func:`process_blocks`; one block at a time the chain engine would fsync
+    its block files once per block) -- results, ban scores and rejects stay per block.
+    A peer with more than ``max_validating_per_peer`` (64) blocks waiting for the worker,
+    or any peer while more than ``max_validating_bytes`` (32 MB) are queued or validating
+    in all, is held: its handler returns a Deferred that fires when the worker takes the
+    block, and the peer is not read until then.  So a peer keeps downloading the next
+    batch while the worker validates the current one, and memory stays bounded whatever
+    peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
+    its transactions are parsed once, on the validation thread as the batch is processed
+    (a payload that does not parse is the peer's malformed message, as at decode time).
+    Blocks that arrive together are answered with one ``getdata`` for the peer's free
+    slots, once per reactor turn.  An unrequested block is processed only if it would
+    become our new tip (more work than the tip, parent known, not absurdly far ahead:
+    Core's rule for unrequested blocks); any other unrequested block is dropped and
+    scores ``UNREQUESTED_BLOCK_BAN_SCORE``.
 
 Serving
     ``getheaders`` (up to 2000 headers after the locator's fork, through ``hash_stop``;
     ignored while we are in initial block download, as Core), ``getblocks`` (an inv of up
-    to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- read by the thread
-    pool, one at a time, each only once the peer's send buffer has drained -- and for
-    transactions (through the transaction relay); what we lack is answered by ``notfound``.
+    to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- the stored bytes,
+    read by the thread pool, one at a time, each only once the peer's send buffer has
+    drained -- and for transactions (through the transaction relay); what we lack is
+    answered by ``notfound``.
 
 Announcements
     On a new tip (outside initial block download) every peer gets the new blocks (at most
@@ -84,7 +89,7 @@ from coin.chain.index import BLOCK_VALID_TREE, BlockIndexEntry
 from coin.chain.locator import block_locator, fork_in_locator, headers_after
 from coin.consensus.errors import ValidationError
 from coin.consensus.pow import block_proof
-from coin.storage.errors import DatabaseUnreachable
+from coin.storage.errors import CorruptionError, DatabaseUnreachable
 from coin.p2p.messages import (
     MAX_HEADERS_RESULTS,
     MAX_INV_SZ,
@@ -110,6 +115,7 @@ from coin.p2p.messages import (
 from coin.p2p.peer import BoundedSet
 from coin.p2p.upload import HISTORICAL_BLOCK_AGE
 from coin.primitives.block import Block, BlockHeader
+from coin.primitives.serialize import DeserializationError
 
 if TYPE_CHECKING:
     from coin.p2p.connman import P2PService
@@ -148,12 +154,16 @@ DIRECT_FETCH_SPACINGS = 20
 
 # -- ours ---------------------------------------------------------------------------------
 
-#: Blocks of one peer waiting for the validation worker before the peer is held, and
-#: bytes of blocks waiting from all peers before any peer delivering more is held.
-MAX_VALIDATING_PER_PEER = MAX_BLOCKS_IN_TRANSIT_PER_PEER
+#: Most blocks handed to the validation worker in one call, and most bytes (past the
+#: first block): each call fsyncs the block files once and runs the chain's listeners
+#: once, about 6 ms, so small blocks go in large batches, large ones in a few.
+MAX_VALIDATION_BATCH = 64
+MAX_VALIDATION_BATCH_BYTES = 4 * 1000 * 1000
+#: Blocks of one peer waiting for the validation worker before the peer is held (one
+#: full batch), and bytes of blocks waiting from all peers before any peer delivering
+#: more is held.
+MAX_VALIDATING_PER_PEER = MAX_VALIDATION_BATCH
 MAX_VALIDATING_BYTES = 32 * 1000 * 1000
-#: Most blocks handed to the validation worker in one call.
-MAX_VALIDATION_BATCH = 32
 #: Score of an unrequested block that is not processed (Core drops them silently; issue
 #: #7 asks for unrequested-data floods to be punished: ten such blocks ban).
 UNREQUESTED_BLOCK_BAN_SCORE = 10
@@ -187,7 +197,7 @@ class PeerSync:
     __slots__ = ("sync_started", "headers_sync_timeout", "gave_up_sync", "best_known",
                  "last_unknown", "last_common", "best_header_sent", "unconnecting_headers",
                  "stalling_since", "downloading_since", "to_announce", "validating",
-                 "waiting", "hash_continue", "not_found")
+                 "waiting", "hash_continue", "not_found", "next_fetch", "fetch_epoch")
 
     def __init__(self) -> None:
         self.sync_started = False
@@ -200,6 +210,11 @@ class PeerSync:
         self.last_unknown: Optional[bytes] = None
         #: Last block of the peer's best chain we have too (pindexLastCommonBlock).
         self.last_common: Optional[BlockIndexEntry] = None
+        #: Download cursor: no block of the peer's chain up to it is to be asked of it
+        #: now (in flight, validating, stored or not found there), while ``fetch_epoch``
+        #: is BlockSync's (see BlockSync._find_next_blocks).
+        self.next_fetch: Optional[BlockIndexEntry] = None
+        self.fetch_epoch = 0
         #: Last header we sent it (pindexBestHeaderSent).
         self.best_header_sent: Optional[BlockIndexEntry] = None
         self.unconnecting_headers = 0
@@ -225,7 +240,8 @@ class _Queued:
 
     __slots__ = ("block", "deferred", "peer_state", "taken")
 
-    def __init__(self, block: Block, deferred: Deferred, peer_state: PeerSync) -> None:
+    def __init__(self, block: "ReceivedBlock", deferred: Deferred,
+                 peer_state: PeerSync) -> None:
         self.block = block
         self.deferred = deferred
         self.peer_state = peer_state
@@ -238,19 +254,28 @@ class _Queued:
             self.taken.callback(None)
 
 
-def process_blocks(chainstate: Any, blocks: List[Block]) -> List[Any]:
+#: A block as the download hands it to validation: parsed, or as received (parsed by
+#: :func:`process_blocks` on the validation thread).
+ReceivedBlock = Union[Block, RawBlockMessage]
+
+
+def process_blocks(chainstate: Any, blocks: List[ReceivedBlock]) -> List[Any]:
     """ChainState.process_block for several blocks with one chain activation (worker).
 
-    Returns, per block, its index entry or the ValidationError process_block would
-    raise.  A block that fails to connect gets its own error; one left invalid only
-    because an ancestor failed in this activation gets ``bad-prevblk`` with no ban
-    score, as when it is stored before its parent is found invalid one block at a time.
+    Received blocks are parsed here, once, off the reactor.  Returns, per block, its
+    index entry, the ProtocolViolation of a payload that does not parse, or the
+    ValidationError process_block would raise.  A block that fails to connect gets its
+    own error; one left invalid only because an ancestor failed in this activation gets
+    ``bad-prevblk`` with no ban score, as when it is stored before its parent is found
+    invalid one block at a time.
     """
     results: List[Any] = []
     for block in blocks:
         try:
+            if isinstance(block, RawBlockMessage):
+                block = block.parse().block
             results.append(chainstate.accept_block(block))
-        except ValidationError as error:
+        except (ValidationError, ProtocolViolation) as error:
             results.append(error)
     chainstate.activate_best_chain()
     failures = {id(entry): error for entry, error in chainstate.connect_failures}
@@ -291,6 +316,7 @@ class BlockSync:
     max_validating_per_peer = MAX_VALIDATING_PER_PEER
     max_validating_bytes = MAX_VALIDATING_BYTES
     max_validation_batch = MAX_VALIDATION_BATCH
+    max_validation_batch_bytes = MAX_VALIDATION_BATCH_BYTES
     headers_sync_timeout_base = HEADERS_DOWNLOAD_TIMEOUT_BASE
     headers_sync_timeout_per_header = HEADERS_DOWNLOAD_TIMEOUT_PER_HEADER
     max_tip_age = DEFAULT_MAX_TIP_AGE
@@ -317,6 +343,8 @@ class BlockSync:
         self._announced_tip: Optional[BlockIndexEntry] = None
         self._announce_pending = False
         self._request_pending = False
+        #: Bumped whenever blocks below the peers' download cursors may be wanted again.
+        self._fetch_epoch = 0
         #: True while the database is unreachable: no block is asked for or validated.
         self.intake_paused = False
         p2p.handlers.update({
@@ -381,6 +409,8 @@ class BlockSync:
         self._schedule_requests()
 
     def _release_in_flight(self, peer: "PeerProtocol") -> None:
+        if peer.inflight:
+            self._refetch()
         for block_hash in list(peer.inflight):
             if self.in_flight.get(block_hash) is peer:
                 del self.in_flight[block_hash]
@@ -560,6 +590,7 @@ class BlockSync:
                     self._mark_received(item.hash)
                     self.peer_state(peer).not_found.add(item.hash)
                     freed = True
+                    self._refetch()
             elif item.type == MSG_TX:
                 tx_items.append(item)
         if tx_items:
@@ -571,7 +602,15 @@ class BlockSync:
 
     def _find_next_blocks(self, peer: "PeerProtocol", st: PeerSync, count: int
                           ) -> Tuple[List[BlockIndexEntry], Optional["PeerProtocol"]]:
-        """Core's FindNextBlocksToDownload: up to ``count`` blocks, and the staller if any."""
+        """Core's FindNextBlocksToDownload: up to ``count`` blocks, and the staller if any.
+
+        Core walks the window from the last common block on every call; here the walk
+        resumes at the peer's cursor (``PeerSync.next_fetch``), below which nothing is
+        wanted from this peer, so a received block costs O(1) amortized, not a walk over
+        the blocks in flight and validating.  Whatever may make a block below a cursor
+        wanted again (in-flight blocks freed, a block that failed to be stored, a reorg)
+        calls :meth:`_refetch`, and every walk starts over from the last common block.
+        """
         blocks: List[BlockIndexEntry] = []
         if count <= 0:
             return blocks, None
@@ -583,51 +622,79 @@ class BlockSync:
             return blocks, None  # the peer has nothing we want
         if st.last_common is None:
             st.last_common = state.at_height(min(best_known.height, tip.height))
-        st.last_common = state.find_fork(st.last_common, best_known)
-        peer.synced_blocks = st.last_common.height
-        if st.last_common is best_known:
+        st.last_common = last_common = self._advance_common(
+            state.find_fork(st.last_common, best_known), best_known)
+        peer.synced_blocks = last_common.height
+        if last_common is best_known:
             return blocks, None
-        window_end = st.last_common.height + self.block_download_window
+        # From the last common block as it is now (Core's window starts where its walk
+        # found it the time before, one message loop behind).
+        window_end = last_common.height + self.block_download_window
         max_height = min(best_known.height, window_end + 1)
-        waiting_for: Optional["PeerProtocol"] = None
-        walk = st.last_common
+        walk = st.next_fetch
+        if walk is None or st.fetch_epoch != self._fetch_epoch \
+                or walk.height <= last_common.height \
+                or best_known.get_ancestor(walk.height) is not walk:
+            walk, st.fetch_epoch = last_common, self._fetch_epoch
         while walk.height < max_height:
-            # Fetch the next stretch of the peer's chain (Core reads 128 at a time).
-            n = min(max_height - walk.height, max(count - len(blocks), 128))
-            top = best_known.get_ancestor(walk.height + n)
+            # The next stretch of the peer's chain: as many blocks as wanted (Core reads
+            # 128 at a time from its last common block; from the cursor, the next block is
+            # usually one to ask for).
+            n = min(max_height - walk.height, count - len(blocks))
             stretch: List[BlockIndexEntry] = []
-            cursor = top
+            cursor = best_known.get_ancestor(walk.height + n)
             while cursor is not None and cursor is not walk and len(stretch) < n:
                 stretch.append(cursor)
                 cursor = cursor.prev
             stretch.reverse()
-            if not stretch:
-                break
-            walk = stretch[-1]
             for entry in stretch:
                 if not entry.is_valid(BLOCK_VALID_TREE):
                     return blocks, None  # the peer's chain is invalid
-                if entry.have_data() or state.contains(entry):
-                    if entry.chain_tx:
-                        st.last_common = entry
-                        peer.synced_blocks = entry.height
-                    continue
-                if entry.hash in self.validating:
-                    continue
-                holder = self.in_flight.get(entry.hash)
-                if holder is None and entry.hash in st.not_found:
-                    continue
-                if holder is None:
+                if not (entry.have_data() or state.contains(entry)
+                        or entry.hash in self.validating or entry.hash in self.in_flight
+                        or entry.hash in st.not_found):
                     if entry.height > window_end:
-                        if not blocks and waiting_for is not peer:
-                            return blocks, waiting_for
+                        st.next_fetch = walk
+                        if not blocks:
+                            staller = self._window_holder(last_common, best_known, window_end)
+                            return blocks, staller if staller is not peer else None
                         return blocks, None
                     blocks.append(entry)
                     if len(blocks) == count:
+                        st.next_fetch = entry
                         return blocks, None
-                elif waiting_for is None:
-                    waiting_for = holder
+                walk = entry
+        st.next_fetch = walk
         return blocks, None
+
+    def _advance_common(self, common: BlockIndexEntry,
+                        best_known: BlockIndexEntry) -> BlockIndexEntry:
+        """The last block of ``best_known``'s chain from ``common`` on that we have, with
+        all its ancestors (Core's pindexLastCommonBlock as its walk moves it)."""
+        state = self._state
+        while common.height < best_known.height:
+            following = best_known.get_ancestor(common.height + 1)
+            if following is None or not following.chain_tx \
+                    or not (following.have_data() or state.contains(following)):
+                break
+            common = following
+        return common
+
+    def _window_holder(self, last_common: BlockIndexEntry, best_known: BlockIndexEntry,
+                       window_end: int) -> Optional["PeerProtocol"]:
+        """The peer holding the lowest block in flight in a full download window (the one
+        that stalls it), if any.  Only walked when the window cannot move."""
+        walk: Optional[BlockIndexEntry] = best_known.get_ancestor(window_end)
+        holder: Optional["PeerProtocol"] = None
+        while walk is not None and walk is not last_common:
+            holder = self.in_flight.get(walk.hash, holder)
+            walk = walk.prev
+        return holder
+
+    def _refetch(self) -> None:
+        """Blocks below some peer's download cursor may be wanted again: every peer's
+        next walk starts from its last common block."""
+        self._fetch_epoch += 1
 
     def _fetch(self, peer: "PeerProtocol", st: PeerSync, blocks: List[BlockIndexEntry]) -> None:
         """Ask ``peer`` for ``blocks`` (in this order) and mark them in flight from it."""
@@ -714,22 +781,21 @@ class BlockSync:
         st.stalling_since = 0.0
         return True
 
-    def _accept_unrequested(self, block: Block) -> bool:
+    def _accept_unrequested(self, header: BlockHeader) -> bool:
         """Core's rule for unrequested blocks: process only a would-be new tip."""
         state = self._state
-        prev = state.lookup(block.header.prev_hash)
+        prev = state.lookup(header.prev_hash)
         tip = state.tip
         if prev is None or prev.failed() or tip is None:
             return False
         if prev.height + 1 > tip.height + MAX_UNREQUESTED_BLOCK_AHEAD:
             return False
-        return prev.chainwork + block_proof(block.header.bits) > tip.chainwork
+        return prev.chainwork + block_proof(header.bits) > tip.chainwork
 
     def _on_block(self, peer: "PeerProtocol",
                   message: Union[BlockMessage, RawBlockMessage]) -> Optional[Deferred]:
-        if isinstance(message, RawBlockMessage):
-            return self._parse_block(peer, message)
-        block = message.block
+        """A received block: queued for validation (which parses it) if we want it."""
+        block: ReceivedBlock = message.block if isinstance(message, BlockMessage) else message
         block_hash = block.hash
         peer.known_inventory.add(block_hash)
         requested = self._mark_received(block_hash)
@@ -740,7 +806,7 @@ class BlockSync:
             if not requested:
                 self._unrequested_block(peer, block_hash, "already have it")
             return None
-        if not requested and not self._accept_unrequested(block):
+        if not requested and not self._accept_unrequested(block.header):
             self._unrequested_block(peer, block_hash, "does not extend our tip")
             return None
         st = self.peer_state(peer)
@@ -750,7 +816,7 @@ class BlockSync:
         queued = self._queue(block, st)
         d = queued.deferred
         d.addCallbacks(self._block_accepted, self._block_failed,
-                       callbackArgs=(peer, block_hash), errbackArgs=(peer, block_hash))
+                       callbackArgs=(peer, block_hash), errbackArgs=(peer, block))
         d.addBoth(self._block_done, peer, block_hash, block.size)
         if st.waiting > self.max_validating_per_peer \
                 or self.validating_bytes > self.max_validating_bytes:
@@ -758,34 +824,12 @@ class BlockSync:
             # downloading the next batch while the worker validates this one.
             queued.taken = Deferred()
         self._run_worker()
-        self._request_blocks(peer)  # keep its queue full while the worker is busy
+        # Its queue is topped up once this reactor turn's messages are handled: one
+        # getdata for the blocks that arrived together.
+        self._schedule_requests()
         return queued.taken
 
-    def _parse_block(self, peer: "PeerProtocol", message: RawBlockMessage) -> Deferred:
-        """Parse a received block in the node's pool, then handle it as :meth:`_on_block`.
-
-        The reactor keeps serving every other peer and RPC meanwhile; this peer's later
-        messages wait (the returned Deferred holds it), so they keep their order.  A
-        payload that does not parse is the peer's invalid message, as at decode time.
-        """
-        d = self.chain.in_thread(message.parse)
-
-        def parsed(block_message: BlockMessage) -> Optional[Deferred]:
-            # A peer that went away meanwhile is forgotten, with its requests.
-            return self._on_block(peer, block_message) if peer.is_open else None
-
-        def malformed(failure: Failure) -> None:
-            failure.trap(ProtocolViolation)
-            peer.invalid(InvalidMessage(message.command, message.payload, failure.value))
-
-        d.addCallbacks(parsed, malformed)
-        # ``d`` counts as called once the parse is done, even while it waits on the hold
-        # _on_block returned; the peer is held until this one fires.
-        handled: Deferred = Deferred()
-        d.chainDeferred(handled)
-        return handled
-
-    def _queue(self, block: Block, peer_state: PeerSync) -> _Queued:
+    def _queue(self, block: ReceivedBlock, peer_state: PeerSync) -> _Queued:
         """Queue a block for the worker; its ``deferred`` fires with its entry or fails
         with its error."""
         queued = _Queued(block, Deferred(), peer_state)
@@ -810,8 +854,14 @@ class BlockSync:
                 queued.hand_over()
                 queued.deferred.errback(Failure(CancelledError("shutting down")))
             return
-        batch = self._to_validate[:self.max_validation_batch]
-        del self._to_validate[:len(batch)]
+        count, size = 0, 0
+        for queued in self._to_validate[:self.max_validation_batch]:
+            size += queued.block.size
+            if count and size > self.max_validation_batch_bytes:
+                break
+            count += 1
+        batch = self._to_validate[:count]
+        del self._to_validate[:count]
         self._worker_busy = True
         d = self.chain.call(process_blocks, [q.block for q in batch])
 
@@ -848,9 +898,15 @@ class BlockSync:
         if peer.is_open:
             self._update_availability(peer, block_hash)
 
-    def _block_failed(self, failure: Failure, peer: "PeerProtocol", block_hash: bytes) -> None:
+    def _block_failed(self, failure: Failure, peer: "PeerProtocol", block: ReceivedBlock) -> None:
+        self._refetch()  # not stored: it may have to be asked for again
         error = failure.value
+        block_hash = block.hash
         if isinstance(error, CancelledError):
+            return
+        if isinstance(error, ProtocolViolation):
+            # Found by the parse on the validation thread: the peer's malformed message.
+            peer.invalid(InvalidMessage("block", block.serialize(), error))
             return
         if isinstance(error, DatabaseUnreachable):
             # Logged once by the outage monitor; the block is asked for again.
@@ -920,6 +976,7 @@ class BlockSync:
     def database_back(self) -> None:
         """The database is back: resume the download, the peers' timers started afresh."""
         self.intake_paused = False
+        self._refetch()  # blocks that arrived meanwhile were dropped
         now = self._now_reactor()
         for peer in self.p2p.handshaked_peers():
             st = self.peer_state(peer)
@@ -1020,7 +1077,7 @@ class BlockSync:
                 return
             yield peer.when_drained()
             try:
-                block = yield self.chain.read_block(entry)
+                block = yield self.chain.in_thread(self._stored_block, entry)
             except CancelledError:
                 raise
             except Exception as e:
@@ -1030,13 +1087,30 @@ class BlockSync:
                 continue
             if not peer.is_open:
                 return
-            peer.send(BlockMessage(block))
+            peer.send(block)
             st = self.peer_state(peer)
             if st.hash_continue == item.hash and state.tip is not None:
                 peer.send(InvMessage([InvItem(MSG_BLOCK, state.tip.hash)]))
                 st.hash_continue = None
         for start in range(0, len(missing), MAX_INV_SZ):
             peer.send(NotFoundMessage(missing[start:start + MAX_INV_SZ]))
+
+    def _stored_block(self, entry: BlockIndexEntry) -> RawBlockMessage:
+        """A ``block`` message of the bytes stored for ``entry`` (thread pool).
+
+        Sent as stored, not parsed and serialized again: a syncing peer's blocks cost
+        the serving node a read.  The header must hash to the entry's hash (a misplaced
+        or torn record is not served).
+        """
+        message = RawBlockMessage(self._state.read_raw_block(entry))
+        try:
+            block_hash = message.hash
+        except DeserializationError:
+            block_hash = None
+        if block_hash != entry.hash:
+            raise CorruptionError("block %s: the stored record is not that block"
+                                  % _short(entry.hash))
+        return message
 
     def _servable(self, entry: BlockIndexEntry) -> bool:
         """Core's BlockRequestAllowed: on our chain, or a valid block of a side chain."""
@@ -1054,6 +1128,8 @@ class BlockSync:
         """A new tip: move the download window, announce it (outside IBD)."""
         old = self._announced_tip
         self._announced_tip = entry
+        if old is not None and entry.get_ancestor(old.height) is not old:
+            self._refetch()  # a reorganisation: blocks of the old branch are wanted again
         self._schedule_requests()
         if self.is_initial_block_download() or old is None or old is entry:
             return

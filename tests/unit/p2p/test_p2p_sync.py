@@ -259,12 +259,22 @@ class HeaderSyncTests(SyncTestCase):
         # It gave us new blocks: protected from inbound eviction for that.
         self.assertEqual(peer.last_block_time, self.node.reactor.seconds())
 
-    def test_blocks_are_parsed_in_the_pool(self) -> None:
+    def test_blocks_are_parsed_by_the_validation_call(self) -> None:
         peer, transport = self.node.connect(start_height=30)
         feed(peer, HeadersMessage([b.header for b in self.blocks]))
+        calls: List[List[Any]] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            calls.append(blocks)
+            return maybeDeferred(f, self.node.state, blocks)
+
+        self.node.chain.call = call
         feed(peer, BlockMessage(self.blocks[0]))
-        # The peer decodes only the framing; the transactions are parsed by the pool.
-        self.assertEqual(self.node.chain.pooled, ["parse"])
+        # The peer decodes only the framing and the header; the transactions are parsed
+        # once, by the validation thread's call, with no trip through the pool.
+        self.assertEqual(self.node.chain.pooled, [])
+        handed = calls.pop()
+        self.assertEqual([type(b) for b in handed], [RawBlockMessage])
         self.assertEqual(self.node.state.height, 1)
         # A payload that does not parse is the peer's malformed message, as at decode time.
         feed(peer, RawBlockMessage(self.blocks[1].serialize()[:-1]))
@@ -272,6 +282,14 @@ class HeaderSyncTests(SyncTestCase):
         self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
         self.assertEqual(peer.ban_score, MALFORMED_BAN_SCORE)
         self.assertEqual(self.node.state.height, 1)
+        # So is one without a whole header (found as it is decoded).
+        feed(peer, RawBlockMessage(self.blocks[1].serialize()[:79]))
+        (reject,) = sent(transport, "reject")
+        self.assertEqual((reject.message, reject.code), ("block", REJECT_MALFORMED))
+        self.assertEqual(peer.ban_score, 2 * MALFORMED_BAN_SCORE)
+        # The block, whole, is still wanted.
+        feed(peer, BlockMessage(self.blocks[1]))
+        self.assertEqual(self.node.state.height, 2)
 
     def test_only_one_header_sync_peer_during_initial_download(self) -> None:
         behind, behind_t = self.node.connect(start_height=0)
@@ -378,12 +396,11 @@ class DownloadTests(SyncTestCase):
         self.assertEqual(started, self.node.reactor.seconds())
         self.node.advance(1)
         feed(p, BlockMessage(self.blocks[0]))  # a block from it ends the stall...
-        self.node.flush()
-        self.assertEqual(sorted(p.inflight.values()), [2, 3, 4, 5])
         self.assertEqual(self.node.sync.peer_state(p).stalling_since, 0.0)
         # ... but it holds the moved window's lowest blocks again, q has nothing to do.
-        self.node.advance(1)
-        self.assertEqual(self.node.sync.peer_state(p).stalling_since, started + 2)
+        self.node.flush()
+        self.assertEqual(sorted(p.inflight.values()), [2, 3, 4, 5])
+        self.assertEqual(self.node.sync.peer_state(p).stalling_since, started + 1)
         self.node.advance(1)
         self.node.advance(1)
         self.assertFalse(pt.disconnecting)  # 2 s: not more than the timeout yet
@@ -431,6 +448,7 @@ class DownloadTests(SyncTestCase):
         p, pt, q, qt = self.two_peers()
         for block in self.blocks[16:32]:
             feed(q, BlockMessage(block))
+            self.node.flush()
         # q was asked for 33..40 as its blocks came in.
         self.assertEqual(sorted(q.inflight.values()), list(range(33, 41)))
         p.connectionLost()
@@ -478,7 +496,7 @@ class DownloadTests(SyncTestCase):
         self.assertEqual((st.validating, st.waiting), (6, 5))
         self.assertEqual(len(self.node.sync._to_validate), 5)
         blocks, d = calls.pop()
-        d.callback([self.node.state.process_block(b) for b in blocks])
+        d.callback([self.node.state.process_block(b.parse().block) for b in blocks])
         # The waiting blocks go as one batch, and handing them over releases the peer:
         # blocks 7 and 8 are read and queued while that batch is still being validated.
         self.assertEqual([len(blocks) for blocks, _ in calls], [5])
@@ -490,6 +508,35 @@ class DownloadTests(SyncTestCase):
         self.assertEqual(self.node.state.height, 6)
         self.assertEqual([len(blocks) for blocks, _ in calls], [2])
         self.assertEqual((st.validating, st.waiting), (2, 0))
+
+    def test_batches_are_bounded_in_bytes(self) -> None:
+        calls: List[Tuple[List[Any], Deferred]] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        def batch_sizes() -> List[int]:
+            """Validate the calls as they come; their sizes."""
+            sizes = []
+            while calls:
+                blocks, d = calls.pop()
+                sizes.append(len(blocks))
+                d.callback(process_blocks(self.node.state, blocks))
+            return sizes
+
+        self.node.chain.call = call
+        # Two of these blocks fit in a batch, never a third.
+        self.node.sync.max_validation_batch_bytes = self.blocks[9].size * 2 + 2
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
+        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 2, 2, 1], 6))
+        # A block larger than the bound still goes, alone.
+        self.node.sync.max_validation_batch_bytes = 1
+        feed(p, *[BlockMessage(b) for b in self.blocks[6:9]])
+        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 1, 1], 9))
 
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
@@ -510,6 +557,92 @@ class DownloadTests(SyncTestCase):
         self.assertEqual(results[0].reason, "bad-cb-amount")
         self.assertEqual(results[1].hash, side.hash)
         self.assertIs(node.state.tip, tip)
+
+
+def requested(transport: StringTransport) -> List[bytes]:
+    """The block hashes of the getdata messages sent since the last look, in order."""
+    return [i.hash for m in sent(transport, "getdata") for i in m.items]
+
+
+class DownloadCursorTests(SyncTestCase):
+    """The download walk resumes at a per-peer cursor: every block is asked for once, in
+    height order, and blocks freed below a cursor are asked for again."""
+
+    def setUp(self) -> None:
+        self.source = self.make(40)
+        self.node = self.make()
+        self.blocks = chain_blocks(self.source)
+        self.headers = HeadersMessage([b.header for b in self.blocks])
+
+    def deliver(self, peer: PeerProtocol, heights: List[int]) -> None:
+        for height in heights:
+            feed(peer, BlockMessage(self.blocks[height - 1]))
+            self.node.flush()
+
+    def test_each_block_requested_once_in_order(self) -> None:
+        peer, transport = self.node.connect(start_height=40)
+        feed(peer, self.headers)
+        self.node.flush()
+        asked: List[bytes] = []
+        while True:
+            asked += requested(transport)
+            if not peer.inflight:
+                break
+            # Newest first: blocks stored out of order, connected when the gap fills.
+            self.deliver(peer, sorted(peer.inflight.values(), reverse=True)[:5])
+        self.assertEqual(asked, [b.hash for b in self.blocks])
+        self.assertEqual(self.node.state.height, 40)
+        self.assertEqual(self.node.sync.peer_state(peer).next_fetch, self.node.state.tip)
+
+    def test_blocks_of_a_dropped_peer_are_asked_again(self) -> None:
+        sync = self.node.sync
+        sync.block_download_timeout_base = 5
+        sync.block_download_timeout_per_peer = 0
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        q, qt = self.node.connect(start_height=40, ip="9.9.9.9")
+        feed(q, self.headers)
+        self.node.flush()
+        self.assertEqual(requested(pt), [b.hash for b in self.blocks[:16]])
+        # q delivers all it is asked for; its cursor moves past p's blocks to the end.
+        while q.inflight:
+            self.deliver(q, sorted(q.inflight.values()))
+        self.assertEqual(requested(qt), [b.hash for b in self.blocks[16:]])
+        self.assertEqual(sync.peer_state(q).next_fetch.height, 40)
+        # p never delivers: dropped, and its 16 blocks go to q, once each, in order.
+        for _ in range(6):
+            self.node.advance(1)
+        self.assertTrue(pt.disconnecting)
+        self.node.flush()
+        self.assertEqual(requested(qt), [b.hash for b in self.blocks[:16]])
+        self.deliver(q, list(range(1, 17)))
+        self.assertEqual((self.node.state.height, requested(qt)), (40, []))
+
+    def test_headers_reorganised_during_download(self) -> None:
+        peer, transport = self.node.connect(start_height=40)
+        feed(peer, self.headers)
+        self.node.flush()
+        self.deliver(peer, list(range(1, 21)))
+        requested(transport)
+        self.assertEqual(sorted(peer.inflight.values()), list(range(21, 37)))
+        # The peer's chain reorganises to a longer branch forking at height 10.
+        self.source.builder.mine(45, parent=self.source.state.at_height(10))
+        branch = chain_blocks(self.source)[10:]
+        self.assertEqual(len(branch), 45)
+        feed(peer, HeadersMessage([b.header for b in branch]))
+        self.node.flush()
+        # It answers the requests of the old branch (stored as a side chain) ...
+        self.deliver(peer, list(range(21, 37)))
+        self.assertEqual(self.node.state.height, 36)
+        # ... and every block of the new branch is asked for once, from the fork on.
+        asked = requested(transport)
+        while peer.inflight:
+            for height in sorted(peer.inflight.values()):
+                feed(peer, BlockMessage(branch[height - 11]))
+                self.node.flush()
+            asked += requested(transport)
+        self.assertEqual(asked, [b.hash for b in branch])
+        self.assertEqual(self.node.state.tip.hash, branch[-1].hash)
 
 
 class DirectFetchTests(SyncTestCase):
@@ -599,24 +732,43 @@ class ServingTests(SyncTestCase):
     def test_getdata_waits_for_the_send_buffer(self) -> None:
         reads: List[Tuple[Any, Deferred]] = []
 
-        def read_block(entry: Any) -> Deferred:
-            reads.append((entry, Deferred()))
+        def in_thread(f: Any, entry: Any) -> Deferred:
+            reads.append((lambda: f(entry), Deferred()))
             return reads[-1][1]
 
-        self.node.chain.read_block = read_block
+        def finish(index: int) -> None:
+            read, d = reads[index]
+            d.callback(read())
+
+        self.node.chain.in_thread = in_thread
         peer, transport = self.node.connect()
         sent(transport)
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
         self.assertEqual(len(reads), 1)
         peer.pauseProducing()  # the transport's buffer is full
-        reads[0][1].callback(self.node.state.read_block(reads[0][0]))
+        finish(0)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[1:2])
         self.assertEqual(len(reads), 1)  # the next read waits for the buffer to drain
         peer.resumeProducing()
         self.assertEqual(len(reads), 2)
-        reads[1][1].callback(self.node.state.read_block(reads[1][0]))
-        reads[2][1].callback(self.node.state.read_block(reads[2][0]))
+        finish(1)
+        finish(2)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[2:4])
+
+    def test_blocks_served_as_stored(self) -> None:
+        state = self.node.state
+        peer, transport = self.node.connect()
+        sent(transport)
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
+        (block,) = sent(transport, "block")
+        self.assertEqual(block.block.serialize(), state.read_raw_block(state.at_height(4)))
+        self.assertEqual(self.node.chain.pooled, ["_stored_block"])
+        # A record that is not the block asked for (a misplaced read) is not sent.
+        state.read_raw_block = lambda entry: self.node.state.store.read_block(
+            state.at_height(3).file_no, state.at_height(3).data_pos)
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
+        (notfound,) = sent(transport)
+        self.assertEqual(notfound.items, (InvItem(MSG_BLOCK, self.hashes[4]),))
 
 
 class AnnouncementTests(SyncTestCase):
