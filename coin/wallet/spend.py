@@ -60,8 +60,9 @@ WALLET_SEQUENCE = 0xFFFFFFFE
 #: ANTI_SNIPING_MAX_AGE - 1 blocks back (for the privacy of transactions sent late).
 ANTI_SNIPING_ODDS = 10
 ANTI_SNIPING_MAX_AGE = 100
-#: The default random source of the lock time, the change position and the input order.
-_SYSTEM_RANDOM = random.SystemRandom()
+#: The random source of the lock time, the change position and the input order when the
+#: caller gives none (a seeded walk of wallet operations replaces it to stay reproducible).
+DEFAULT_RNG: random.Random = random.SystemRandom()
 #: A placeholder signature for sizing unsigned inputs (Core's DummySignatureCreator: 72 bytes).
 DUMMY_SIGNATURE = bytes(72)
 
@@ -268,7 +269,7 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
                        coins: Optional[Sequence[Output]] = None,
                        change_script: Optional[bytes] = None,
                        preset: Sequence[Output] = (), sign: bool = True,
-                       rng: random.Random = _SYSTEM_RANDOM) -> Created:
+                       rng: Optional[random.Random] = None) -> Created:
     """Select, build and sign a transaction paying ``recipients`` (raises SpendError).
 
     ``preset`` coins are always spent, first and in their order (fundrawtransaction's
@@ -285,6 +286,8 @@ def create_transaction(wallet: Wallet, recipients: Sequence[Recipient], fees: Fe
         raise SpendError(RPC_WALLET_ERROR, "Transaction must have at least one recipient")
     if any(r.amount < 0 for r in recipients):
         raise SpendError(RPC_WALLET_ERROR, "Transaction amounts must not be negative")
+    if rng is None:
+        rng = DEFAULT_RNG
     rate = fees.rate(wallet.pay_tx_fee)
     sequence = MAX_BIP125_RBF_SEQUENCE if fees.signal_rbf else WALLET_SEQUENCE
     locktime = anti_fee_sniping_locktime(wallet.chain.tip.height, rng)

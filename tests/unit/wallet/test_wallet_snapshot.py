@@ -103,6 +103,10 @@ class SnapshotWalkTests(SnapshotTestCase):
             return await super().do(step, rng, sent, removed)
         # Locks are not kept across loads (as in Core): drop them so the answers compare.
         self.wallet.unlock_all_coins()
+        # A load offers the unconfirmed transactions to the pool again (Core's
+        # ReacceptWalletTransactions): one a reorg left out (its anti-fee-sniping lock time was
+        # above the shorter chain) comes back, and its outputs become trusted. Do it first.
+        await self.service.reaccept(self.wallet)
         before = self.state()
         await self.reopen(from_snapshot=True)
         snapshot = self.state()
