@@ -330,6 +330,53 @@ _PLAIN_RESULTS = frozenset({str, int, bool, type(None), list, dict, JSONView})
 
 #: Results with more top-level entries than this are encoded in the thread pool.
 LARGE_RESULT = 1000
+#: Answers of chain-only calls kept per chain snapshot (the cache is emptied when full), and
+#: the longest request body whose answer is kept.
+ANSWER_CACHE_ENTRIES = 4096
+ANSWER_CACHE_BODY = 512
+
+
+class AnswerCache:
+    """Encoded answers of single calls to ``chain_only`` methods, by request body.
+
+    A body names its method, parameters and id, so equal bodies get equal answers while
+    the published chain snapshot stays the same: each answer is kept with the snapshot it
+    was computed from and given again only while that snapshot is the current one (the
+    validation thread publishes a new one at every tip change, reorg, invalidateblock...).
+    A hit skips parsing, dispatch and encoding; the whitelist and warm-up are still checked.
+    """
+
+    def __init__(self, current: Callable[[], object]) -> None:
+        #: The published chain snapshot now (identity is all that is compared).
+        self._current = current
+        self._view: object = None
+        #: body -> (method, Reply)
+        self._answers: dict[bytes, tuple[str, Reply]] = {}
+
+    def __contains__(self, body: bytes) -> bool:
+        """Whether an answer is kept for ``body`` (under this or an older snapshot)."""
+        return body in self._answers
+
+    def get(self, body: bytes) -> tuple[str, Reply] | None:
+        """The method and answer kept for ``body`` under the current snapshot, if any."""
+        hit = self._answers.get(body)
+        if hit is not None and self._current() is not self._view:
+            self._answers.clear()
+            return None
+        return hit
+
+    def view(self) -> object:
+        """The snapshot an answer about to be computed will read (see :meth:`put`)."""
+        return self._current()
+
+    def put(self, view: object, body: bytes, method: str, reply: Reply) -> None:
+        """Keep ``reply``, computed from ``view``, unless the snapshot moved meanwhile."""
+        if self._current() is not view:
+            return
+        if view is not self._view or len(self._answers) >= ANSWER_CACHE_ENTRIES:
+            self._answers.clear()
+            self._view = view
+        self._answers[body] = (method, reply)
 
 
 class JSONRPCCore:
@@ -351,6 +398,7 @@ class JSONRPCCore:
         self._last_context: RPCContext | None = None
         #: Told ``(method, HTTP status, seconds)`` after each call (the node's metrics).
         self._observe = observe
+        self._answers = AnswerCache(lambda: node.chain.snapshot())
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -367,6 +415,10 @@ class JSONRPCCore:
                 ) -> Reply | Deferred[Reply]:
         """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
         HTTP layer's hot path makes no Deferred for them."""
+        if wallet_name is None:
+            kept = self.kept_answer(body, user)
+            if kept is not None:
+                return kept
         if len(body) > self.limits.thread_parse:
             parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
             return parsing.addCallbacks(self._dispatch, self._parse_failed,
@@ -375,12 +427,52 @@ class JSONRPCCore:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
             return self._error_reply(exc, None)
-        return self._dispatch(request, user, wallet_name)
+        return self.respond_parsed(request, user, wallet_name, body)
 
-    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None
-                       ) -> Reply | Deferred[Reply]:
-        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`)."""
-        return self._dispatch(request, user, wallet_name)
+    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None,
+                       body: bytes | None = None) -> Reply | Deferred[Reply]:
+        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`);
+        given the ``body`` too, the answer of a chain-only call is kept for it."""
+        name = request.get("method") if type(request) is dict else None
+        method = self.methods.get(name) if type(name) is str else None
+        if (method is None or not method.chain_only or body is None or wallet_name is not None
+                or len(body) > ANSWER_CACHE_BODY or self._warmup.message is not None):
+            return self._dispatch(request, user, wallet_name)
+        view = self._answers.view()
+        answer = self._dispatch(request, user, wallet_name)
+        if type(answer) is Reply and answer is not FORBIDDEN:
+            self._answers.put(view, body, method.name, answer)
+        return answer
+
+    def keeps(self, body: bytes) -> bool:
+        """Whether an answer to ``body`` was kept (a single call of a chain-only method);
+        :meth:`kept_answer` says whether it still holds."""
+        return body in self._answers
+
+    def kept_answer(self, body: bytes, user: str) -> Reply | None:
+        """The answer kept for ``body`` on ``/`` (see :class:`AnswerCache`), if the chain has
+        not moved since and ``user`` may call its method; None: answer it the usual way.
+        An answer given counts as a call (the observer is told)."""
+        kept = self._kept(body, user)
+        return None if kept is None else self._counted(*kept)
+
+    def answer_holds(self, body: bytes, user: str, reply: Reply) -> bool:
+        """Whether ``reply``, given to ``body`` from ``user`` on ``/`` before, is the answer
+        still (the very one kept); if so it counts as answered, as :meth:`kept_answer`."""
+        kept = self._kept(body, user)
+        return kept is not None and kept[1] is reply and self._counted(*kept) is reply
+
+    def _kept(self, body: bytes, user: str) -> tuple[str, Reply] | None:
+        kept = self._answers.get(body)
+        if (kept is None or self._warmup.message is not None
+                or not self._whitelist.allows(user, kept[0])):
+            return None
+        return kept
+
+    def _counted(self, method: str, reply: Reply) -> Reply:
+        if self._observe is not None:
+            self._observe(method, reply.status, 0.0)
+        return reply
 
     def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
                wallet_name: str | None = None) -> Deferred[bytes]:
