@@ -22,6 +22,8 @@ import os
 import tempfile
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -52,17 +54,18 @@ class Chain:
 
 
 class Methods:
-    """Chain-only methods reading ``chain``, counting the calls that reach a handler."""
+    """Chain-only methods reading ``chain``, counting the calls that reach a handler; with
+    ``chain_only=False`` the same methods without the flag (always the general path)."""
 
-    def __init__(self, chain: Chain) -> None:
-        self.calls = 0
+    def __init__(self, chain: Chain, chain_only: bool = True) -> None:
+        self.calls = self.other_calls = 0
 
-        @rpc_method("getbestblockhash", category="blockchain", chain_only=True)
+        @rpc_method("getbestblockhash", category="blockchain", chain_only=chain_only)
         def getbestblockhash(ctx: Any) -> str:
             self.calls += 1
             return chain.hashes[-1]
 
-        @rpc_method("getblockhash", category="blockchain", chain_only=True,
+        @rpc_method("getblockhash", category="blockchain", chain_only=chain_only,
                     args=[Arg("height", INT)])
         def getblockhash(ctx: Any, height: int) -> str:
             self.calls += 1
@@ -72,8 +75,8 @@ class Methods:
 
         @rpc_method("getmininginfo", category="mining")
         def getmininginfo(ctx: Any) -> int:
-            self.calls += 1
-            return self.calls
+            self.other_calls += 1
+            return self.other_calls
 
         self.table = [getbestblockhash, getblockhash, getmininginfo]
 
@@ -89,11 +92,11 @@ class KeptTestCase(SynchronousTestCase):
         self.observed: list[tuple[str, int]] = []
         self.server = self.make_server()
 
-    def make_server(self, **kwargs: Any) -> Server:
+    def make_server(self, methods: Methods | None = None, **kwargs: Any) -> Server:
         node = FakeNode(wallets=reference_wallets(""))
         node.chain = self.chain
         kwargs.setdefault("categories", DebugCategories())
-        server = Server(node=node, methods=self.methods.table, **kwargs)
+        server = Server(node=node, methods=(methods or self.methods).table, **kwargs)
         server.core._observe = lambda method, status, seconds: self.observed.append(
             (method, status))
         return server
@@ -143,7 +146,7 @@ class CoreTests(KeptTestCase):
             core.respond(body, "u", wallet_name)
             self.assertFalse(core.keeps(body), body)
         self.assertEqual([self.result(core.respond(other, "u"))["result"] for _ in range(2)],
-                         [4, 5])
+                         [2, 3])
 
     def test_whitelist_and_warmup_checked_on_every_answer(self) -> None:
         server = self.make_server(whitelist=Whitelist(["alice:getmininginfo", "u:getbestblockhash"]))
@@ -253,6 +256,45 @@ class ChannelTests(KeptTestCase):
         answers.add(self.exchange(connection, request))
         self.assertEqual(len(logged), 3)
         self.assertEqual(len(answers), 1)
+
+
+_CALLS = st.sampled_from([
+    call("getbestblockhash", []), call("getbestblockhash", [], 2), call("getblockhash", [0]),
+    call("getblockhash", [3]), call("getblockhash", [3], "x"), call("getblockhash", [6]),
+    call("getblockhash", ["3"]), call("getblockhash", [1, 2]), b'{"method":"getblockhash"}',
+    b"[" + call("getblockhash", [1]) + b"]", call("getmininginfo", []), b'{"method":',
+])
+#: Chains the node may move to: a new block, invalidateblock, a reorg to another branch.
+_CHAINS = st.lists(st.sampled_from(["%064x" % n for n in range(3)] + ["ab" * 32, "cd" * 32]),
+                   min_size=1, max_size=7)
+_STEPS = st.lists(st.one_of(
+    st.tuples(st.just("request"), st.integers(0, 1), _CALLS, st.booleans()),
+    st.tuples(st.just("move"), _CHAINS)), max_size=40)
+
+
+class SameAsGeneralPathTests(KeptTestCase):
+    """Any sequence of requests (repeated, on two connections, some pipelined) and chain
+    moves: the node with kept answers sends the bytes the general path sends."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(steps=_STEPS)
+    def test_kept_answers_are_the_general_paths(self, steps: list[tuple[Any, ...]]) -> None:
+        self.chain = Chain()
+        kept = self.make_server(Methods(self.chain))
+        general = self.make_server(Methods(self.chain, chain_only=False))
+        connections = [(kept.connect(), general.connect()) for _ in range(2)]
+        for step in steps:
+            if step[0] == "move":
+                self.chain.move(step[1])
+                continue
+            _, which, body, twice = step
+            raw = post(body) * (2 if twice else 1)  # twice: pipelined in one read
+            answers = []
+            for protocol, transport in connections[which]:
+                transport.clear()
+                protocol.dataReceived(raw)
+                answers.append(transport.value())
+            self.assertEqual(answers[0], answers[1], body)
 
 
 class FrontendTests(KeptTestCase):
