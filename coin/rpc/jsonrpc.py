@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from collections.abc import Coroutine
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Hashable, Iterator, NamedTuple
 
 import msgspec
 import simplejson
@@ -336,10 +336,31 @@ ANSWER_CACHE_ENTRIES = 4096
 ANSWER_CACHE_BODY = 512
 
 
-class AnswerCache:
-    """Encoded answers of single calls to ``chain_only`` methods, by request body.
+#: Types whose equal values print the same JSON, so that a key made of them (each value
+#: with its type: ``True`` is not ``1``) names one answer.
+_KEY_SCALARS = frozenset((int, str, bool, type(None)))
 
-    A body names its method, parameters and id, so equal bodies get equal answers while
+
+def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A batch call's key in the answer cache: what its answer depends on besides the chain
+    (method, parameters, id; Core reads nothing else of a call object), or None when a
+    parameter or the id is of another kind (numbers with a fraction echo their text...)."""
+    method = request.get("method")
+    params = request.get("params")
+    request_id = request.get("id")
+    if type(method) is not str or type(params) is not list or type(request_id) not in _KEY_SCALARS:
+        return None
+    kinds = tuple(map(type, params))
+    if not _KEY_SCALARS.issuperset(kinds):
+        return None
+    return method, kinds, tuple(params), type(request_id), request_id
+
+
+class AnswerCache:
+    """Encoded answers of calls to ``chain_only`` methods: a single call's :class:`Reply` by
+    request body, a batch call's ``(status, response object)`` by :func:`call_key`.
+
+    A body or key names the method, parameters and id, so equal ones get equal answers while
     the published chain snapshot stays the same: each answer is kept with the snapshot it
     was computed from and given again only while that snapshot is the current one (the
     validation thread publishes a new one at every tip change, reorg, invalidateblock...).
@@ -350,14 +371,14 @@ class AnswerCache:
         #: The published chain snapshot now (identity is all that is compared).
         self._current = current
         self._view: object = None
-        #: body -> (method, Reply)
-        self._answers: dict[bytes, tuple[str, Reply]] = {}
+        #: body or call key -> (method, answer)
+        self._answers: dict[Hashable, tuple[str, Any]] = {}
 
     def __contains__(self, body: bytes) -> bool:
         """Whether an answer is kept for ``body`` (under this or an older snapshot)."""
         return body in self._answers
 
-    def get(self, body: bytes) -> tuple[str, Reply] | None:
+    def get(self, body: Hashable) -> tuple[str, Any] | None:
         """The method and answer kept for ``body`` under the current snapshot, if any."""
         hit = self._answers.get(body)
         if hit is not None and self._current() is not self._view:
@@ -369,7 +390,7 @@ class AnswerCache:
         """The snapshot an answer about to be computed will read (see :meth:`put`)."""
         return self._current()
 
-    def put(self, view: object, body: bytes, method: str, reply: Reply) -> None:
+    def put(self, view: object, body: Hashable, method: str, reply: Any) -> None:
         """Keep ``reply``, computed from ``view``, unless the snapshot moved meanwhile."""
         if self._current() is not view:
             return
@@ -469,10 +490,11 @@ class JSONRPCCore:
             return None
         return kept
 
-    def _counted(self, method: str, reply: Reply) -> Reply:
+    def _counted(self, method: str, answer: Any) -> Any:
+        """``answer`` (a Reply, or a batch call's ``(status, bytes)``), counted as a call."""
         if self._observe is not None:
-            self._observe(method, reply.status, 0.0)
-        return reply
+            self._observe(method, answer[0], 0.0)
+        return answer
 
     def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
                wallet_name: str | None = None) -> Deferred[bytes]:
@@ -566,26 +588,42 @@ class JSONRPCCore:
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
         parts: list[bytes] = []
         append = parts.append
-        answer = self._answer
         seconds = self._clock.seconds
         slice_end = seconds() + BATCH_SLICE
         for request in requests:
-            request_id = request.get("id") if type(request) is dict else None
-            try:
-                method, params = parse_call(request)
-            except RPCError as exc:
-                append(_response(b"null", map_exception(exc)[1], request_id))
-            else:
-                call = answer(request_id, method, params, user, wallet_name)
-                if isinstance(call, tuple):
-                    # Answered already (most calls are): no Deferred, no coroutine round trip.
-                    append(call[1])
-                else:
-                    append((await call)[1])
+            answer = self._batch_call(request, user, wallet_name)
+            append(answer if type(answer) is bytes else (await answer)[1])
             if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
                 slice_end = seconds() + BATCH_SLICE
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
+
+    def _batch_call(self, request: Any, user: str, wallet_name: str | None
+                    ) -> bytes | Deferred[tuple[int, bytes]]:
+        """One call of a batch: its response object, or a Deferred of ``(status, it)``. A
+        chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`)
+        while the snapshot it was answered from is the published one; the batch's
+        whitelist check covered every call already."""
+        request_id = request.get("id") if type(request) is dict else None
+        try:
+            method, params = parse_call(request)
+        except RPCError as exc:
+            return _response(b"null", map_exception(exc)[1], request_id)
+        spec = self.methods.get(method)
+        key = (call_key(request) if spec is not None and spec.chain_only and wallet_name is None
+               and self._warmup.message is None else None)
+        if key is None:
+            call = self._answer(request_id, method, params, user, wallet_name)
+            return call[1] if type(call) is tuple else call
+        kept = self._answers.get(key)
+        if kept is not None:
+            return self._counted(method, kept[1])[1]
+        view = self._answers.view()
+        call = self._answer(request_id, method, params, user, wallet_name)
+        if type(call) is not tuple:
+            return call
+        self._answers.put(view, key, method, call)
+        return call[1]
 
     def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
                 user: str, wallet_name: str | None
