@@ -389,7 +389,7 @@ class LeanChannel(Protocol):
     def dataReceived(self, data: bytes) -> None:
         if self._closing:
             return
-        kept = self._kept.get(data) if self._kept else None
+        kept = self._kept.get(data) if self._kept and len(data) <= MAX_KEPT_REQUEST else None
         if kept is not None and self._answer_kept(*kept):
             return
         if self._current is None and self._idle is not None:

@@ -468,7 +468,7 @@ class JSONRPCCore:
     def keeps(self, body: bytes) -> bool:
         """Whether an answer to ``body`` was kept (a single call of a chain-only method);
         :meth:`kept_answer` says whether it still holds."""
-        return body in self._answers
+        return len(body) <= ANSWER_CACHE_BODY and body in self._answers
 
     def kept_answer(self, body: bytes, user: str) -> Reply | None:
         """The answer kept for ``body`` on ``/`` (see :class:`AnswerCache`), if the chain has
@@ -484,7 +484,8 @@ class JSONRPCCore:
         return kept is not None and kept[1] is reply and self._counted(*kept) is reply
 
     def _kept(self, body: bytes, user: str) -> tuple[str, Reply] | None:
-        kept = self._answers.get(body)
+        # (A longer body is never kept: not even hashed.)
+        kept = self._answers.get(body) if len(body) <= ANSWER_CACHE_BODY else None
         if (kept is None or self._warmup.message is not None
                 or not self._whitelist.allows(user, kept[0])):
             return None
