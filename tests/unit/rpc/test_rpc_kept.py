@@ -113,14 +113,23 @@ class CoreTests(KeptTestCase):
     def test_answer_follows_the_snapshot(self) -> None:
         core = self.server.core
         body = call("getbestblockhash", [])
-        self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 4)
-        self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 4)
-        self.assertEqual(self.methods.calls, 1)  # the second answer was the kept one
+        for _ in range(3):
+            self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 4)
+        # Kept from the second request on: the third answer was the kept one.
+        self.assertEqual(self.methods.calls, 2)
         self.chain.move(self.chain.hashes[:3])  # invalidateblock
         self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 2)
         self.chain.move(self.chain.hashes + ["ab" * 32, "cd" * 32])  # a reorg, longer
         self.assertEqual(self.result(core.respond(body, "u"))["result"], "cd" * 32)
-        self.assertEqual(self.methods.calls, 3)
+        self.assertEqual(self.methods.calls, 4)
+
+    def test_requests_asked_once_are_not_kept(self) -> None:
+        core = self.server.core
+        for request_id in range(5):
+            core.respond(call("getbestblockhash", [], request_id), "u")
+            self.assertFalse(core.keeps(call("getbestblockhash", [], request_id)))
+        core.respond(call("getbestblockhash", [], 4), "u")
+        self.assertTrue(core.keeps(call("getbestblockhash", [], 4)))
 
     def test_errors_follow_the_snapshot_too(self) -> None:
         core = self.server.core
@@ -157,14 +166,17 @@ class CoreTests(KeptTestCase):
         first = self.result(core.respond(batch, "u"))
         self.assertEqual([(a["result"], a["id"]) for a in first],
                          [("%064x" % 2, 1), ("%064x" % 2, "2"), (None, 1), ("%064x" % 4, 1)])
-        self.assertEqual(self.result(core.respond(batch, "u")), first)
-        self.assertEqual(self.methods.calls, 3)  # (the bool is refused before the handler)
+        for _ in range(2):
+            self.assertEqual(self.result(core.respond(batch, "u")), first)
+        # Kept from the second batch on (the bool is refused before the handler).
+        self.assertEqual(self.methods.calls, 6)
         self.chain.move(["ab" * 32] * 3)  # a reorg to a shorter chain
         again = self.result(core.respond(batch, "u"))
         self.assertEqual([(a["result"], a["id"]) for a in again],
                          [("ab" * 32, 1), ("ab" * 32, "2"), (None, 1), ("ab" * 32, 1)])
+        self.assertEqual(self.methods.calls, 9)
         self.assertEqual(self.observed, [("getblockhash", 200), ("getblockhash", 200),
-                                         ("getblockhash", 500), ("getbestblockhash", 200)] * 3)
+                                         ("getblockhash", 500), ("getbestblockhash", 200)] * 4)
 
     def test_whitelist_and_warmup_checked_on_every_answer(self) -> None:
         server = self.make_server(whitelist=Whitelist(["alice:getmininginfo", "u:getbestblockhash"]))
@@ -199,7 +211,7 @@ class ChannelTests(KeptTestCase):
         first = self.exchange(connection, request)
         answers = [self.exchange(connection, request) for _ in range(3)]
         self.assertEqual(answers, [first] * 3)
-        self.assertEqual(self.methods.calls, 1)
+        self.assertEqual(self.methods.calls, 2)  # the third and fourth were kept answers
         self.assertEqual(len(self.server.site.kept_answers), 1)
         self.assertEqual(self.observed, [("getblockhash", 200)] * 4)
 
