@@ -372,8 +372,9 @@ class AnswerCache:
         #: The published chain snapshot now (identity is all that is compared).
         self._current = current
         self._view: object = None
-        #: body or call key -> (method, answer)
-        self._answers: dict[Hashable, tuple[str, Any]] = {}
+        #: body or call key -> (method, answer), under ``_view`` or an older snapshot (read
+        #: directly for a quick "not kept"; emptied in place, never replaced)
+        self.entries: dict[Hashable, tuple[str, Any]] = {}
         #: Bodies and keys asked once (emptied when full).
         self._asked: set[Hashable] = set()
 
@@ -388,15 +389,11 @@ class AnswerCache:
         self._asked.add(body)
         return False
 
-    def __contains__(self, body: bytes) -> bool:
-        """Whether an answer is kept for ``body`` (under this or an older snapshot)."""
-        return body in self._answers
-
     def get(self, body: Hashable) -> tuple[str, Any] | None:
         """The method and answer kept for ``body`` under the current snapshot, if any."""
-        hit = self._answers.get(body)
+        hit = self.entries.get(body)
         if hit is not None and self._current() is not self._view:
-            self._answers.clear()
+            self.entries.clear()
             return None
         return hit
 
@@ -408,10 +405,10 @@ class AnswerCache:
         """Keep ``reply``, computed from ``view``, unless the snapshot moved meanwhile."""
         if self._current() is not view:
             return
-        if view is not self._view or len(self._answers) >= ANSWER_CACHE_ENTRIES:
-            self._answers.clear()
+        if view is not self._view or len(self.entries) >= ANSWER_CACHE_ENTRIES:
+            self.entries.clear()
             self._view = view
-        self._answers[body] = (method, reply)
+        self.entries[body] = (method, reply)
 
 
 class JSONRPCCore:
@@ -434,6 +431,7 @@ class JSONRPCCore:
         #: Told ``(method, HTTP status, seconds)`` after each call (the node's metrics).
         self._observe = observe
         self._answers = AnswerCache(lambda: node.chain.snapshot())
+        self._kept_entries = self._answers.entries
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -450,7 +448,7 @@ class JSONRPCCore:
                 ) -> Reply | Deferred[Reply]:
         """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
         HTTP layer's hot path makes no Deferred for them."""
-        if wallet_name is None:
+        if wallet_name is None and len(body) <= ANSWER_CACHE_BODY and body in self._kept_entries:
             kept = self.kept_answer(body, user)
             if kept is not None:
                 return kept
@@ -469,21 +467,20 @@ class JSONRPCCore:
         """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`);
         given the ``body`` too, the answer of a chain-only call is kept for it."""
         name = request.get("method") if type(request) is dict else None
-        method = self.methods.get(name) if type(name) is str else None
-        if (method is None or not method.chain_only or body is None or wallet_name is not None
-                or len(body) > ANSWER_CACHE_BODY or self._warmup.message is not None
-                or not self._answers.asked_before(body)):
+        if (type(name) is not str or name not in self.methods.chain_only or body is None
+                or wallet_name is not None or len(body) > ANSWER_CACHE_BODY
+                or self._warmup.message is not None or not self._answers.asked_before(body)):
             return self._dispatch(request, user, wallet_name)
         view = self._answers.view()
         answer = self._dispatch(request, user, wallet_name)
         if type(answer) is Reply and answer is not FORBIDDEN:
-            self._answers.put(view, body, method.name, answer)
+            self._answers.put(view, body, name, answer)
         return answer
 
     def keeps(self, body: bytes) -> bool:
         """Whether an answer to ``body`` was kept (a single call of a chain-only method);
         :meth:`kept_answer` says whether it still holds."""
-        return len(body) <= ANSWER_CACHE_BODY and body in self._answers
+        return len(body) <= ANSWER_CACHE_BODY and body in self._kept_entries
 
     def kept_answer(self, body: bytes, user: str) -> Reply | None:
         """The answer kept for ``body`` on ``/`` (see :class:`AnswerCache`), if the chain has
@@ -608,7 +605,7 @@ class JSONRPCCore:
         slice_end = seconds() + BATCH_SLICE
         for request in requests:
             answer = self._batch_call(request, user, wallet_name)
-            append(answer if type(answer) is bytes else (await answer)[1])
+            append(answer if isinstance(answer, bytes) else (await answer)[1])
             if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
                 slice_end = seconds() + BATCH_SLICE
@@ -631,14 +628,13 @@ class JSONRPCCore:
             method, params = parse_call(request)
         except RPCError as exc:
             return _response(b"null", map_exception(exc)[1], request_id)
-        spec = self.methods.get(method)
-        if (key is None or spec is None or not spec.chain_only
+        if (key is None or method not in self.methods.chain_only
                 or not self._answers.asked_before(key)):
             call = self._answer(request_id, method, params, user, wallet_name)
-            return call[1] if type(call) is tuple else call
+            return call[1] if isinstance(call, tuple) else call
         view = self._answers.view()
         call = self._answer(request_id, method, params, user, wallet_name)
-        if type(call) is not tuple:
+        if not isinstance(call, tuple):
             return call
         self._answers.put(view, key, method, call)
         return call[1]

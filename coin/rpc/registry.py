@@ -558,6 +558,8 @@ class MethodTable:
     def __init__(self, methods: Iterable[RPCMethod] = (), origin: str = "<direct>") -> None:
         self._methods: dict[str, RPCMethod] = {}
         self._origins: dict[str, str] = {}
+        #: Names of the methods declared ``chain_only`` (the core's answer cache asks).
+        self.chain_only: set[str] = set()
         for method in methods:
             self.add(method, origin)
 
@@ -580,6 +582,8 @@ class MethodTable:
             origins[method.name] = origin
         for method, origin in methods:
             self._methods[method.name] = method
+            if method.chain_only:
+                self.chain_only.add(method.name)
         self._origins = origins
 
     def get(self, name: str) -> RPCMethod | None:
