@@ -101,7 +101,18 @@ class FrontendCore:
     def respond(self, body: bytes, user: str, wallet_name: Optional[str] = None
                 ) -> Union[Reply, Deferred]:
         """:meth:`handle`, the Reply itself when it is ready at once (a local call). The body
-        is parsed once, here (a large one by the local core, in its thread)."""
+        is parsed once, here (a large one by the local core, in its thread). A body the
+        local core keeps an answer for (a chain-only call) is looked up once the chain is
+        the writer's last commit, unparsed."""
+        if wallet_name is None and self._local.keeps(body):
+            waiting = self._fresh()
+            if waiting is not None:
+                return waiting.addCallbacks(lambda _: self._local.respond(body, user),
+                                            _unavailable)
+            kept = self._local.kept_answer(body, user)
+            if kept is not None:
+                return kept
+            return self._local.respond(body, user)
         request: Any = _UNPARSED
         if len(body) > self._local.limits.thread_parse:
             names = called_methods(body)
@@ -126,10 +137,23 @@ class FrontendCore:
             wallet_name.encode("utf-8", "surrogateescape"), safe="").encode("ascii")
         return self.forward(path, body)
 
+    def keeps(self, body: bytes) -> bool:
+        """Whether the local core keeps an answer to ``body`` (JSONRPCCore.keeps)."""
+        return self._local.keeps(body)
+
+    def answer_holds(self, body: bytes, user: str, reply: Reply) -> bool:
+        """JSONRPCCore.answer_holds, once the chain is the writer's last commit (the look
+        :meth:`respond` makes first); while it is not, the request is answered the usual way."""
+        waiting = self._fresh()
+        if waiting is not None:
+            waiting.addErrback(lambda _: None)  # respond() looks again and answers the error
+            return False
+        return self._local.answer_holds(body, user, reply)
+
     def _answer_here(self, body: bytes, request: Any, user: str, names: Optional[list]
                      ) -> Union[Reply, Deferred]:
         answer = (self._local.respond(body, user) if request is _UNPARSED
-                  else self._local.respond_parsed(request, user))
+                  else self._local.respond_parsed(request, user, None, body))
         if names == ["getrawtransaction"]:
             if isinstance(answer, Reply):
                 return self._or_writer(answer, body)

@@ -44,6 +44,10 @@ SPOOL_BYTES = 100_000
 MAX_HEADER_COUNT = 500
 #: Parsed requests waiting for their turn before the channel stops reading.
 MAX_PIPELINED = 32
+#: Answers kept by the bytes of their request (:meth:`LeanRequest.keep_answer`): entries at
+#: most (all dropped when full), and the longest request kept.
+MAX_KEPT_ANSWERS = 4096
+MAX_KEPT_REQUEST = 2048
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Methods llhttp does not know are answered like twisted.web did (405, not 400): the
@@ -84,7 +88,8 @@ def canonical_name(name: bytes) -> bytes:
 class _Message:
     """One parsed request."""
 
-    __slots__ = ("method", "uri", "version", "headers", "header_bytes", "body", "persistent")
+    __slots__ = ("method", "uri", "version", "headers", "header_bytes", "body", "persistent",
+                 "raw")
 
     def __init__(self) -> None:
         self.method = b""
@@ -97,6 +102,9 @@ class _Message:
         #: The body's chunks, or a temporary file once it passes SPOOL_BYTES.
         self.body: list[bytes] | IO[bytes] = []
         self.persistent = True
+        #: All of the request's bytes, when they came in one read of their own (see
+        #: :meth:`LeanChannel.keep`), else None.
+        self.raw: bytes | None = None
 
 
 class LeanRequest:
@@ -122,6 +130,7 @@ class LeanRequest:
         self._body: list[bytes] = []
         self._finish_waiters: list[Deferred[None]] = []
         self._lost: Failure | None = None
+        self._still: Callable[[LeanChannel], bool] | None = None
 
     @property
     def content(self) -> IO[bytes]:
@@ -157,6 +166,13 @@ class LeanRequest:
     def setResponseCode(self, code: int) -> None:
         self.code = code
 
+    def keep_answer(self, still: Callable[[LeanChannel], bool]) -> None:
+        """The answer about to be written may be written again, byte for byte but its Date,
+        to the very same request bytes on a connection for which ``still(channel)`` is True
+        (a resource's own checks: credentials, a cached result still current...). Such a
+        repeat is answered without parsing or routing it (:meth:`LeanChannel.keep`)."""
+        self._still = still
+
     def setHeader(self, name: bytes, value: bytes) -> None:
         self._headers[name.lower()] = (name, value)
 
@@ -171,7 +187,10 @@ class LeanRequest:
             return
         self.finished = True
         needs_body = self.method != b"HEAD" and self.code not in (204, 304)
-        self.channel.write(self._head() + (b"".join(self._body) if needs_body else b""))
+        response = self._head() + (b"".join(self._body) if needs_body else b"")
+        self.channel.write(response)
+        if self._still is not None:
+            self.channel.keep(self._message, response, self._still)
         self.site.log(self)
         waiters, self._finish_waiters = self._finish_waiters, []
         for waiter in waiters:
@@ -281,6 +300,10 @@ class LeanChannel(Protocol):
         #: The start of a request whose first line is still incomplete.
         self._pending = b""
         self._real_method: bytes | None = None
+        #: request bytes -> (still, response up to the Date value, response after it):
+        #: the site's answers kept for repeats (see keep); None: the site keeps none.
+        self._kept: dict[bytes, tuple[Callable[[LeanChannel], bool], bytes, bytes]] | None = \
+            getattr(site, "kept_answers", None)
 
     def _new_parser(self) -> httptools.HttpRequestParser:
         parser = httptools.HttpRequestParser(self)
@@ -366,6 +389,9 @@ class LeanChannel(Protocol):
     def dataReceived(self, data: bytes) -> None:
         if self._closing:
             return
+        kept = self._kept.get(data) if self._kept and len(data) <= MAX_KEPT_REQUEST else None
+        if kept is not None and self._answer_kept(*kept):
+            return
         if self._current is None and self._idle is not None:
             self._restart_idle()
         # A head begun now must be complete within the timeout; most arrive whole in this
@@ -375,10 +401,16 @@ class LeanChannel(Protocol):
                               and self._head_bytes >= 0)
         try:
             if self._message is None:
-                data, self._pending = self._pending + data, b""
+                received, pending = data, self._pending
+                data, self._pending = pending + data, b""
                 data = self._request_line_first(data)
                 if data:
+                    completed = len(self._queue)
                     self._feed(data, True)
+                    message = self._queue[-1] if len(self._queue) == completed + 1 else None
+                    if (data is received and not pending and self._message is None
+                            and isinstance(message, _Message)):
+                        message.raw = received  # one whole request, nothing more
             else:
                 self._feed(data, False)
         except _Refused as refused:
@@ -391,6 +423,38 @@ class LeanChannel(Protocol):
                 self._pending or self._message is not None):
             self._headers_deadline = self.callLater(self.timeOut, self._timed_out)
         self._serve_next()
+
+    def _answer_kept(self, still: Callable[[LeanChannel], bool], before: bytes, after: bytes
+                     ) -> bool:
+        """Answer a repeat of a request whose answer was kept (``before`` and ``after`` its
+        Date), if nothing else is under way on this connection and the resource's checks
+        still hold; False: parse it as usual."""
+        if (self._current is not None or self._queue or self._message is not None
+                or self._pending or self._skipped_empty_line or self._transport_full
+                or self._close_when_idle or not self._allowed or self.site.logs_requests()):
+            return False
+        if not still(self):
+            return False
+        self._restart_idle()
+        write_now(self.transport, before + http_date() + after)
+        return True
+
+    def keep(self, message: _Message, response: bytes,
+             still: Callable[[LeanChannel], bool]) -> None:
+        """Keep ``response`` for repeats of ``message`` (see :meth:`LeanRequest.keep_answer`):
+        only a kept-alive HTTP/1.1 request that came whole in one read of its own, without
+        ``Expect``, so that a repeat of its bytes is parsed and answered the same way."""
+        kept = self._kept
+        raw = message.raw
+        if (kept is None or raw is None or len(raw) > MAX_KEPT_REQUEST or not message.persistent
+                or message.version != b"HTTP/1.1" or b"expect" in message.headers):
+            return
+        date = response.find(b"\r\nDate: ") + 8
+        if date < 8:
+            return
+        if len(kept) >= MAX_KEPT_ANSWERS:
+            kept.clear()
+        kept[raw] = (still, response[:date], response[date + len(http_date()):])
 
     def _request_line_first(self, data: bytes) -> bytes:
         """At a request's start, wait for its whole first line, check it and end it with CRLF.

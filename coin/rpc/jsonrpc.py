@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from collections.abc import Coroutine
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Hashable, Iterator, NamedTuple
 
 import msgspec
 import simplejson
@@ -330,6 +330,85 @@ _PLAIN_RESULTS = frozenset({str, int, bool, type(None), list, dict, JSONView})
 
 #: Results with more top-level entries than this are encoded in the thread pool.
 LARGE_RESULT = 1000
+#: Answers of chain-only calls kept per chain snapshot (the cache is emptied when full), and
+#: the longest request body whose answer is kept.
+ANSWER_CACHE_ENTRIES = 4096
+ANSWER_CACHE_BODY = 512
+
+
+#: Types whose equal values print the same JSON, so that a key made of them (each value
+#: with its type: ``True`` is not ``1``) names one answer.
+_KEY_SCALARS = frozenset((int, str, bool, type(None)))
+
+
+def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A batch call's key in the answer cache: what its answer depends on besides the chain
+    (method, parameters, id; Core reads nothing else of a call object), or None when a
+    parameter or the id is of another kind (numbers with a fraction echo their text...)."""
+    method = request.get("method")
+    params = request.get("params")
+    request_id = request.get("id")
+    if type(method) is not str or type(params) is not list or type(request_id) not in _KEY_SCALARS:
+        return None
+    kinds = tuple(map(type, params))
+    if not _KEY_SCALARS.issuperset(kinds):
+        return None
+    return method, kinds, tuple(params), type(request_id), request_id
+
+
+class AnswerCache:
+    """Encoded answers of calls to ``chain_only`` methods: a single call's :class:`Reply` by
+    request body, a batch call's ``(status, response object)`` by :func:`call_key`.
+
+    A body or key names the method, parameters and id, so equal ones get equal answers while
+    the published chain snapshot stays the same: each answer is kept with the snapshot it
+    was computed from and given again only while that snapshot is the current one (the
+    validation thread publishes a new one at every tip change, reorg, invalidateblock...).
+    A hit skips parsing, dispatch and encoding; the whitelist and warm-up are still checked.
+    Answers are kept from a body's or key's second request on (:meth:`asked_before`).
+    """
+
+    def __init__(self, current: Callable[[], object]) -> None:
+        #: The published chain snapshot now (identity is all that is compared).
+        self._current = current
+        self._view: object = None
+        #: body or call key -> (method, answer), under ``_view`` or an older snapshot (read
+        #: directly for a quick "not kept"; emptied in place, never replaced)
+        self.entries: dict[Hashable, tuple[str, Any]] = {}
+        #: Bodies and keys asked once (emptied when full).
+        self._asked: set[Hashable] = set()
+
+    def asked_before(self, body: Hashable) -> bool:
+        """Whether ``body`` was asked before (it is noted now if not). Keeping an answer
+        costs more than giving it (about 4 µs with the channel's copy): requests that never
+        repeat (a new id each time) must not pay for it, repeated ones pay once."""
+        if body in self._asked:
+            return True
+        if len(self._asked) >= ANSWER_CACHE_ENTRIES:
+            self._asked.clear()
+        self._asked.add(body)
+        return False
+
+    def get(self, body: Hashable) -> tuple[str, Any] | None:
+        """The method and answer kept for ``body`` under the current snapshot, if any."""
+        hit = self.entries.get(body)
+        if hit is not None and self._current() is not self._view:
+            self.entries.clear()
+            return None
+        return hit
+
+    def view(self) -> object:
+        """The snapshot an answer about to be computed will read (see :meth:`put`)."""
+        return self._current()
+
+    def put(self, view: object, body: Hashable, method: str, reply: Any) -> None:
+        """Keep ``reply``, computed from ``view``, unless the snapshot moved meanwhile."""
+        if self._current() is not view:
+            return
+        if view is not self._view or len(self.entries) >= ANSWER_CACHE_ENTRIES:
+            self.entries.clear()
+            self._view = view
+        self.entries[body] = (method, reply)
 
 
 class JSONRPCCore:
@@ -351,6 +430,8 @@ class JSONRPCCore:
         self._last_context: RPCContext | None = None
         #: Told ``(method, HTTP status, seconds)`` after each call (the node's metrics).
         self._observe = observe
+        self._answers = AnswerCache(lambda: node.chain.snapshot())
+        self._kept_entries = self._answers.entries
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -367,6 +448,10 @@ class JSONRPCCore:
                 ) -> Reply | Deferred[Reply]:
         """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
         HTTP layer's hot path makes no Deferred for them."""
+        if wallet_name is None and len(body) <= ANSWER_CACHE_BODY and body in self._kept_entries:
+            kept = self.kept_answer(body, user)
+            if kept is not None:
+                return kept
         if len(body) > self.limits.thread_parse:
             parsing = self._parse_slot.acquire().addCallback(self._parse_in_thread, body)
             return parsing.addCallbacks(self._dispatch, self._parse_failed,
@@ -375,12 +460,54 @@ class JSONRPCCore:
             request = parse_json(body, self.limits.max_depth)
         except RPCError as exc:
             return self._error_reply(exc, None)
-        return self._dispatch(request, user, wallet_name)
+        return self.respond_parsed(request, user, wallet_name, body)
 
-    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None
-                       ) -> Reply | Deferred[Reply]:
-        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`)."""
-        return self._dispatch(request, user, wallet_name)
+    def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None,
+                       body: bytes | None = None) -> Reply | Deferred[Reply]:
+        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`);
+        given the ``body`` too, the answer of a chain-only call is kept for it."""
+        name = request.get("method") if type(request) is dict else None
+        if (type(name) is not str or name not in self.methods.chain_only or body is None
+                or wallet_name is not None or len(body) > ANSWER_CACHE_BODY
+                or self._warmup.message is not None or not self._answers.asked_before(body)):
+            return self._dispatch(request, user, wallet_name)
+        view = self._answers.view()
+        answer = self._dispatch(request, user, wallet_name)
+        if type(answer) is Reply and answer is not FORBIDDEN:
+            self._answers.put(view, body, name, answer)
+        return answer
+
+    def keeps(self, body: bytes) -> bool:
+        """Whether an answer to ``body`` was kept (a single call of a chain-only method);
+        :meth:`kept_answer` says whether it still holds."""
+        return len(body) <= ANSWER_CACHE_BODY and body in self._kept_entries
+
+    def kept_answer(self, body: bytes, user: str) -> Reply | None:
+        """The answer kept for ``body`` on ``/`` (see :class:`AnswerCache`), if the chain has
+        not moved since and ``user`` may call its method; None: answer it the usual way.
+        An answer given counts as a call (the observer is told)."""
+        kept = self._kept(body, user)
+        return None if kept is None else self._counted(*kept)
+
+    def answer_holds(self, body: bytes, user: str, reply: Reply) -> bool:
+        """Whether ``reply``, given to ``body`` from ``user`` on ``/`` before, is the answer
+        still (the very one kept); if so it counts as answered, as :meth:`kept_answer`."""
+        kept = self._kept(body, user)
+        return kept is not None and kept[1] is reply and self._counted(*kept) is reply
+
+    def _kept(self, body: bytes, user: str) -> tuple[str, Reply] | None:
+        # (A longer body is never kept: not even hashed.)
+        kept = self._answers.get(body) if len(body) <= ANSWER_CACHE_BODY else None
+        if (kept is None or self._warmup.message is not None
+                or not self._whitelist.allows(user, kept[0])):
+            return None
+        return kept
+
+    def _counted(self, method: str, answer: Any) -> Any:
+        """``answer`` (a Reply, or a batch call's ``(status, bytes)``), counted as a call."""
+        if self._observe is not None:
+            self._observe(method, answer[0], 0.0)
+        return answer
 
     def answer(self, method: str, params: list[Any] | dict[str, Any], user: str,
                wallet_name: str | None = None) -> Deferred[bytes]:
@@ -474,26 +601,43 @@ class JSONRPCCore:
     async def _run_batch(self, requests: list[Any], user: str, wallet_name: str | None) -> Reply:
         parts: list[bytes] = []
         append = parts.append
-        answer = self._answer
         seconds = self._clock.seconds
         slice_end = seconds() + BATCH_SLICE
         for request in requests:
-            request_id = request.get("id") if type(request) is dict else None
-            try:
-                method, params = parse_call(request)
-            except RPCError as exc:
-                append(_response(b"null", map_exception(exc)[1], request_id))
-            else:
-                call = answer(request_id, method, params, user, wallet_name)
-                if isinstance(call, tuple):
-                    # Answered already (most calls are): no Deferred, no coroutine round trip.
-                    append(call[1])
-                else:
-                    append((await call)[1])
+            answer = self._batch_call(request, user, wallet_name)
+            append(answer if isinstance(answer, bytes) else (await answer)[1])
             if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
                 slice_end = seconds() + BATCH_SLICE
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
+
+    def _batch_call(self, request: Any, user: str, wallet_name: str | None
+                    ) -> bytes | Deferred[tuple[int, bytes]]:
+        """One call of a batch: its response object, or a Deferred of ``(status, it)``. A
+        chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`)
+        while the snapshot it was answered from is the published one; the batch's
+        whitelist check covered every call already."""
+        key = (call_key(request) if type(request) is dict and wallet_name is None
+               and self._warmup.message is None else None)
+        if key is not None:
+            kept = self._answers.get(key)  # only chain-only calls' answers are kept
+            if kept is not None:
+                return self._counted(*kept)[1]
+        request_id = request.get("id") if type(request) is dict else None
+        try:
+            method, params = parse_call(request)
+        except RPCError as exc:
+            return _response(b"null", map_exception(exc)[1], request_id)
+        if (key is None or method not in self.methods.chain_only
+                or not self._answers.asked_before(key)):
+            call = self._answer(request_id, method, params, user, wallet_name)
+            return call[1] if isinstance(call, tuple) else call
+        view = self._answers.view()
+        call = self._answer(request_id, method, params, user, wallet_name)
+        if not isinstance(call, tuple):
+            return call
+        self._answers.put(view, key, method, call)
+        return call[1]
 
     def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
                 user: str, wallet_name: str | None

@@ -295,6 +295,9 @@ class RPCMethod:
 
     ``help_text`` is the complete text ``help <name>`` prints; its first line is the
     method's entry in the ``help`` listing. Category "hidden" keeps a method out of it.
+    ``chain_only`` declares that the answer (result or error) depends only on the
+    parameters and the published chain snapshot, and that the handler answers at once:
+    the core may then reuse an encoded answer until the snapshot changes.
     """
 
     name: str
@@ -303,6 +306,7 @@ class RPCMethod:
     help_text: str
     args: tuple[Arg, ...] = ()
     needs_wallet: bool = False
+    chain_only: bool = False
 
     def bind_params(self, params: list[Any] | dict[str, Any]) -> list[Any]:
         """Positional parameters from a request's ``params`` (array or object).
@@ -416,7 +420,8 @@ def compose_help(name: str, args: Sequence[Arg], description: str = "", result: 
 
 def rpc_method(name: str, *, category: str, args: Sequence[Arg] = (), help: str = "",
                result: str = "", examples: str = "", signature: str | None = None,
-               needs_wallet: bool = False) -> Callable[[Callable[..., Any]], RPCMethod]:
+               needs_wallet: bool = False, chain_only: bool = False
+               ) -> Callable[[Callable[..., Any]], RPCMethod]:
     """Decorator turning ``handler(ctx, *args)`` into an :class:`RPCMethod`.
 
     The help text is composed from ``help`` (the description), the argument lines,
@@ -425,7 +430,7 @@ def rpc_method(name: str, *, category: str, args: Sequence[Arg] = (), help: str 
 
     def declare(handler: Callable[..., Any]) -> RPCMethod:
         return RPCMethod(name=name, category=category, handler=handler, args=tuple(args),
-                         needs_wallet=needs_wallet,
+                         needs_wallet=needs_wallet, chain_only=chain_only,
                          help_text=compose_help(name, args, help, result, examples, signature))
 
     return declare
@@ -553,6 +558,8 @@ class MethodTable:
     def __init__(self, methods: Iterable[RPCMethod] = (), origin: str = "<direct>") -> None:
         self._methods: dict[str, RPCMethod] = {}
         self._origins: dict[str, str] = {}
+        #: Names of the methods declared ``chain_only`` (the core's answer cache asks).
+        self.chain_only: set[str] = set()
         for method in methods:
             self.add(method, origin)
 
@@ -575,6 +582,8 @@ class MethodTable:
             origins[method.name] = origin
         for method, origin in methods:
             self._methods[method.name] = method
+            if method.chain_only:
+                self.chain_only.add(method.name)
         self._origins = origins
 
     def get(self, name: str) -> RPCMethod | None:

@@ -13,7 +13,7 @@ the base class.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import unquote_to_bytes
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -205,6 +205,8 @@ class RPCSite(server.Site):
         self.lingering = 0
         #: The open connections, closed at shutdown.
         self._channels: set[LeanChannel] = set()
+        #: Answers the channels keep for repeated requests (LeanRequest.keep_answer).
+        self.kept_answers: dict[bytes, Any] = {}
 
     def protocol(self) -> LeanChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
@@ -235,12 +237,17 @@ class RPCSite(server.Site):
             channel.close_when_idle()
         self.resource.stop()
 
+    def logs_requests(self) -> bool:
+        """Whether each request is logged (``-debug=http``): a kept answer is then not used,
+        as it bypasses the request (and its log line)."""
+        return self._categories is None or self._categories.is_enabled("http")
+
     def log(self, request: server.Request) -> None:
         """Requests are logged only with ``-debug=http`` (as Core), not as an access log.
 
         Checked here, before the event is built: formatting it cost about a tenth of a
         request's time with the category off."""
-        if self._categories is not None and not self._categories.is_enabled("http"):
+        if not self.logs_requests():
             return
         _http_log.debug("Received a {method} request for {uri} from {peer}",
                         method=request.method.decode("ascii", "replace"),
@@ -278,6 +285,10 @@ class _JSONRPCEndpoint:
                  clock: IReactorTime) -> None:
         #: ``respond`` (a Reply, or a Deferred of one) of a core that has it, else ``handle``.
         self._respond = getattr(core, "respond", core.handle)
+        #: A core that keeps answers of chain-only calls (see JSONRPCCore.keeps).
+        self._keeps = getattr(core, "keeps", None) if hasattr(core, "answer_holds") else None
+        self._answer_holds: Callable[[bytes, str, Reply], bool] = getattr(
+            core, "answer_holds", lambda body, user, reply: False)
         self._authenticator = authenticator
         self._throttle = AuthThrottle(clock)
 
@@ -298,7 +309,11 @@ class _JSONRPCEndpoint:
         if user is not None:
             # This connection proved these credentials before, and they are still valid:
             # same user, no turn to wait for, no Deferred.
-            answer = self._respond(_body(request), user, wallet_name)
+            body = _body(request)
+            answer = self._respond(body, user, wallet_name)
+            if (type(answer) is Reply and wallet_name is None and self._keeps is not None
+                    and self._keeps(body) and hasattr(request, "keep_answer")):
+                request.keep_answer(partial(self._still_holds, authorization, user, body, answer))
         else:
             answer = self._throttle.authenticate(
                 request.getClientAddress(), partial(self._authenticator.authenticate, authorization))
@@ -310,6 +325,15 @@ class _JSONRPCEndpoint:
         else:
             self._send_later(request, answer)
         return server.NOT_DONE_YET
+
+    def _still_holds(self, authorization: bytes, user: str, body: bytes, reply: Reply,
+                     channel: LeanChannel) -> bool:
+        """Whether ``reply`` is still the answer to ``body`` from ``user`` on ``/`` over
+        ``channel`` (kept by the channel for repeats): the connection proved these still
+        valid credentials, and the core says the answer holds (and counts it)."""
+        return (channel.authorized == authorization
+                and self._authenticator.proved(authorization) == user
+                and self._answer_holds(body, user, reply))
 
     def _authenticated(self, user: str | None, request: server.Request,
                        wallet_name: str | None) -> Reply | Deferred[Reply]:

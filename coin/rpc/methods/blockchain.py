@@ -79,7 +79,7 @@ def _help(name: str, args: Sequence[Arg], description: str, results: str, exampl
 # ---------------------------------------------------------------- tip and heights
 
 @rpc_method(
-    "getbestblockhash", category="blockchain",
+    "getbestblockhash", category="blockchain", chain_only=True,
     help="Returns the hash of the best (tip) block in the longest blockchain.",
     result='"hex"      (string) the block hash hex encoded',
     examples=example_cli("getbestblockhash") + example_rpc("getbestblockhash"))
@@ -88,7 +88,7 @@ def getbestblockhash(ctx: RPCContext) -> str:
 
 
 @rpc_method(
-    "getblockcount", category="blockchain",
+    "getblockcount", category="blockchain", chain_only=True,
     help="Returns the number of blocks in the longest blockchain.",
     result="n    (numeric) The current block count",
     examples=example_cli("getblockcount") + example_rpc("getblockcount"))
@@ -97,7 +97,8 @@ def getblockcount(ctx: RPCContext) -> int:
 
 
 @rpc_method(
-    "getblockhash", category="blockchain", args=[Arg("height", INT, help="The height index")],
+    "getblockhash", category="blockchain", chain_only=True,
+    args=[Arg("height", INT, help="The height index")],
     help="Returns hash of block in best-block-chain at height provided.",
     result='"hash"         (string) The block hash',
     examples=example_cli("getblockhash", "1000") + example_rpc("getblockhash", "1000"))
@@ -109,7 +110,7 @@ def getblockhash(ctx: RPCContext, height: int) -> str:
 
 
 @rpc_method(
-    "getdifficulty", category="blockchain",
+    "getdifficulty", category="blockchain", chain_only=True,
     help="Returns the proof-of-work difficulty as a multiple of the minimum difficulty.",
     result=("n.nnn       (numeric) the proof-of-work difficulty as a multiple of the minimum "
             "difficulty."),

@@ -1,0 +1,142 @@
+"""Kept answers of chain-only calls never outlive the chain they were computed from.
+
+A single call of ``getbestblockhash``, ``getblockcount``, ``getblockhash`` or
+``getdifficulty`` is answered from the core's answer cache once seen (the same body again),
+and a repeat of the very same request bytes on a kept-alive connection from the channel's
+kept answers, unparsed (doc/rpc.md, "Kept answers"). Both must give what the general path
+gives at every moment: after a new block, ``invalidateblock``, ``reconsiderblock`` and a
+reorg to another branch, on the node itself and on a front end right after the writer
+answered (its freshness rule, doc/frontend.md). Each repeat is compared with the same call
+under another id (a body never seen, so answered the general way).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+from typing import Any, List, Tuple
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from coin.chainparams import REGTEST
+from coin.primitives.address import Destination, encode_address
+from coin.primitives.hashes import hash160
+from coin.testing.chainbuilder import deterministic_key
+from tests.frontendharness import FrontendProcess
+from tests.nodeharness import MINER_ADDRESS, PASSWORD, USER, NodeProcess
+
+#: Another address: blocks mined to it differ from MINER_ADDRESS's at the same heights.
+OTHER_ADDRESS = encode_address(Destination("pubkeyhash", hash160(
+    deterministic_key("kept answers branch").public_key.format())), REGTEST)
+CHAIN_ONLY = ("getbestblockhash", "getblockcount", "getdifficulty")
+
+
+class KeepAliveClient:
+    """One kept-alive HTTP/1.1 connection sending raw JSON-RPC POSTs, as a poller does."""
+
+    def __init__(self, port: int) -> None:
+        self._socket = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self._buffer = b""
+        credential = base64.b64encode(("%s:%s" % (USER, PASSWORD)).encode())
+        self._head = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic " + credential
+                      + b"\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n")
+
+    def close(self) -> None:
+        self._socket.close()
+
+    def raw(self, body: bytes) -> Tuple[bytes, bytes]:
+        """The response's head (without its Date and Content-Length lines) and body to
+        ``body``."""
+        self._socket.sendall(self._head % len(body) + body)
+        while b"\r\n\r\n" not in self._buffer:
+            self._read()
+        head, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
+        lines = head.split(b"\r\n")
+        length = next(int(line.split(b":")[1]) for line in lines
+                      if line.lower().startswith(b"content-length:"))
+        while len(self._buffer) < length:
+            self._read()
+        body, self._buffer = self._buffer[:length], self._buffer[length:]
+        return b"\r\n".join(line for line in lines
+                           if not line.startswith((b"Date: ", b"Content-Length: "))), body
+
+    def _read(self) -> None:
+        data = self._socket.recv(65536)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self._buffer += data
+
+
+def body(method: str, params: List[Any], request_id: Any = 1) -> bytes:
+    return json.dumps({"method": method, "params": params, "id": request_id}).encode()
+
+
+class KeptAnswerTestCase(SynchronousTestCase):
+    def start_writer(self) -> NodeProcess:
+        writer = NodeProcess.start(self.mktemp(), ("-listen=0", "-servefrontends=1"))
+        self.addCleanup(writer.kill)
+        writer.rpc("generatetoaddress", 5, MINER_ADDRESS)
+        return writer
+
+    def connect(self, node: NodeProcess) -> KeepAliveClient:
+        client = KeepAliveClient(node.rpcport)
+        self.addCleanup(client.close)
+        return client
+
+    def assert_current(self, client: KeepAliveClient, other: KeepAliveClient,
+                       heights: range, expected_tip: str) -> None:
+        """Each chain-only call, sent three times with the same bytes (the first may be new
+        to the node; the others are repeats), answers what a never-seen body answers."""
+        calls = [(method, []) for method in CHAIN_ONLY] + [
+            ("getblockhash", [height]) for height in heights]
+        for method, params in calls:
+            request = body(method, params)
+            answers = {client.raw(request) for _ in range(3)}
+            self.assertEqual(len(answers), 1, (method, params, answers))
+            (head, answer), = answers
+            fresh_head, fresh = other.raw(body(method, params, "fresh-%s-%s" % (method, params)))
+            self.assertEqual(head, fresh_head)
+            reply, fresh_reply = json.loads(answer), json.loads(fresh)
+            self.assertEqual((reply["result"], reply["error"], reply["id"]),
+                             (fresh_reply["result"], fresh_reply["error"], 1), (method, params))
+        tip = json.loads(client.raw(body("getbestblockhash", []))[1])["result"]
+        self.assertEqual(tip, expected_tip)
+
+    def follow_the_chain(self, writer: NodeProcess, reader: NodeProcess) -> None:
+        """New blocks, invalidateblock, reconsiderblock and a reorg at the writer; after each,
+        with no delay, ``reader``'s repeated requests answer the chain the writer answered."""
+        client, other = self.connect(reader), self.connect(reader)
+        self.assert_current(client, other, range(0, 8), writer.rpc("getbestblockhash"))
+        new = writer.rpc("generatetoaddress", 1, MINER_ADDRESS)[0]
+        self.assert_current(client, other, range(0, 8), new)
+        parent = writer.rpc("getblockhash", 5)
+        writer.rpc("invalidateblock", new)
+        self.assert_current(client, other, range(0, 8), parent)
+        writer.rpc("reconsiderblock", new)
+        self.assert_current(client, other, range(0, 8), new)
+        # A reorg: blocks 4.. replaced by a longer branch mined to another address.
+        old_four = writer.rpc("getblockhash", 4)
+        writer.rpc("invalidateblock", old_four)
+        branch = writer.rpc("generatetoaddress", 4, OTHER_ADDRESS)
+        self.assertNotEqual(branch[0], old_four)
+        self.assert_current(client, other, range(0, 9), branch[-1])
+        self.assertEqual(json.loads(client.raw(body("getblockhash", [4]))[1])["result"], branch[0])
+
+
+class WriterKeptAnswerTests(KeptAnswerTestCase):
+    def test_repeated_requests_follow_the_chain(self) -> None:
+        writer = self.start_writer()
+        self.follow_the_chain(writer, writer)
+
+
+class FrontendKeptAnswerTests(KeptAnswerTestCase):
+    def test_a_front_end_never_repeats_an_answer_older_than_the_writers_commit(self) -> None:
+        writer = self.start_writer()
+        frontend = FrontendProcess.start_for(writer)
+        self.addCleanup(frontend.kill)
+        tip = writer.rpc("getbestblockhash")
+        for _ in range(200):
+            if frontend.rpc("getbestblockhash") == tip:
+                break
+        self.follow_the_chain(writer, frontend)

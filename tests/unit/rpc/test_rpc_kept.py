@@ -1,0 +1,356 @@
+"""Kept answers (the core's answer cache, the channel's kept responses) answer exactly what
+the general path answers, and only while what they depend on holds.
+
+- The core keeps the answer of a single call of a ``chain_only`` method by request body (a
+  batch's calls by method, parameters and id, each with its type) and gives it again only
+  while the chain snapshot it was computed from is the published one; other bodies (ids,
+  parameters), wallet paths, other methods are not shared;
+  the whitelist and warm-up are checked on every answer; metrics count every answer.
+- The channel writes a kept response again to the same request bytes on a connection that
+  proved the same, still valid, credentials: not after the chain moved, the credentials
+  changed, for another user's bytes, for ``Connection: close`` or HTTP/1.0, nor while
+  requests are logged (-debug=http); Date is the current second's; pipelined repeats are
+  answered in order.
+- A front end gives a kept answer only once its freshness look says the chain is the
+  writer's last commit.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import tempfile
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
+
+from coin.frontend.rpc import FrontendCore
+from coin.http import channel
+from coin.logs import DebugCategories
+from coin.rpc.auth import Authenticator, Whitelist
+from coin.rpc.registry import INT, Arg, rpc_method
+from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
+
+from tests.rpchelpers import FakeNode, Server, post, reference_wallets, split_response
+
+
+class Chain:
+    """A chain whose published snapshot is replaced on every change, as the node's."""
+
+    def __init__(self) -> None:
+        self.hashes = ["%064x" % height for height in range(5)]
+        self.published = object()
+
+    def snapshot(self) -> object:
+        return self.published
+
+    def move(self, hashes: list[str]) -> None:
+        """A new tip, invalidateblock or a reorg: new hashes and a new snapshot."""
+        self.hashes = hashes
+        self.published = object()
+
+
+class Methods:
+    """Chain-only methods reading ``chain``, counting the calls that reach a handler; with
+    ``chain_only=False`` the same methods without the flag (always the general path)."""
+
+    def __init__(self, chain: Chain, chain_only: bool = True) -> None:
+        self.calls = self.other_calls = 0
+
+        @rpc_method("getbestblockhash", category="blockchain", chain_only=chain_only)
+        def getbestblockhash(ctx: Any) -> str:
+            self.calls += 1
+            return chain.hashes[-1]
+
+        @rpc_method("getblockhash", category="blockchain", chain_only=chain_only,
+                    args=[Arg("height", INT)])
+        def getblockhash(ctx: Any, height: int) -> str:
+            self.calls += 1
+            if not 0 <= height < len(chain.hashes):
+                raise RPCError(RPC_INVALID_PARAMETER, "Block height out of range")
+            return chain.hashes[height]
+
+        @rpc_method("getmininginfo", category="mining")
+        def getmininginfo(ctx: Any) -> int:
+            self.other_calls += 1
+            return self.other_calls
+
+        self.table = [getbestblockhash, getblockhash, getmininginfo]
+
+
+def call(method: str, params: list[Any], request_id: Any = 1) -> bytes:
+    return json.dumps({"method": method, "params": params, "id": request_id}).encode()
+
+
+class KeptTestCase(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.chain = Chain()
+        self.methods = Methods(self.chain)
+        self.observed: list[tuple[str, int]] = []
+        self.server = self.make_server()
+
+    def make_server(self, methods: Methods | None = None, **kwargs: Any) -> Server:
+        node = FakeNode(wallets=reference_wallets(""))
+        node.chain = self.chain
+        kwargs.setdefault("categories", DebugCategories())
+        server = Server(node=node, methods=(methods or self.methods).table, **kwargs)
+        server.core._observe = lambda method, status, seconds: self.observed.append(
+            (method, status))
+        return server
+
+    def result(self, reply: Any) -> Any:
+        if isinstance(reply, Deferred):
+            reply = self.successResultOf(reply)
+        return json.loads(reply.body)
+
+
+class CoreTests(KeptTestCase):
+    def test_answer_follows_the_snapshot(self) -> None:
+        core = self.server.core
+        body = call("getbestblockhash", [])
+        for _ in range(3):
+            self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 4)
+        # Kept from the second request on: the third answer was the kept one.
+        self.assertEqual(self.methods.calls, 2)
+        self.chain.move(self.chain.hashes[:3])  # invalidateblock
+        self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 2)
+        self.chain.move(self.chain.hashes + ["ab" * 32, "cd" * 32])  # a reorg, longer
+        self.assertEqual(self.result(core.respond(body, "u"))["result"], "cd" * 32)
+        self.assertEqual(self.methods.calls, 4)
+
+    def test_requests_asked_once_are_not_kept(self) -> None:
+        core = self.server.core
+        for request_id in range(5):
+            core.respond(call("getbestblockhash", [], request_id), "u")
+            self.assertFalse(core.keeps(call("getbestblockhash", [], request_id)))
+        core.respond(call("getbestblockhash", [], 4), "u")
+        self.assertTrue(core.keeps(call("getbestblockhash", [], 4)))
+
+    def test_errors_follow_the_snapshot_too(self) -> None:
+        core = self.server.core
+        body = call("getblockhash", [6])
+        self.assertEqual(self.result(core.respond(body, "u"))["error"]["message"],
+                         "Block height out of range")
+        self.chain.move(self.chain.hashes + ["%064x" % h for h in (5, 6)])
+        self.assertEqual(self.result(core.respond(body, "u"))["result"], "%064x" % 6)
+
+    def test_ids_and_params_are_not_shared(self) -> None:
+        core = self.server.core
+        answers = [self.result(core.respond(call("getblockhash", [height], request_id), "u"))
+                   for height, request_id in [(1, 1), (2, 1), (1, "x"), (1, 1.5), (1, None)]]
+        self.assertEqual([(a["result"], a["id"]) for a in answers],
+                         [("%064x" % 1, 1), ("%064x" % 2, 1), ("%064x" % 1, "x"),
+                          ("%064x" % 1, 1.5), ("%064x" % 1, None)])
+        self.assertFalse(core.keeps(call("getblockhash", [3])))
+
+    def test_only_single_chain_only_calls_on_root_are_kept(self) -> None:
+        core = self.server.core
+        batch = b"[" + call("getbestblockhash", []) + b"]"
+        other = call("getmininginfo", [])
+        wallet = call("getbestblockhash", [], "w")
+        for body, wallet_name in [(batch, None), (other, None), (wallet, "")]:
+            core.respond(body, "u", wallet_name)
+            self.assertFalse(core.keeps(body), body)
+        self.assertEqual([self.result(core.respond(other, "u"))["result"] for _ in range(2)],
+                         [2, 3])
+
+    def test_batch_calls_follow_the_snapshot(self) -> None:
+        core = self.server.core
+        batch = b"[" + b",".join([call("getblockhash", [2]), call("getblockhash", [2], "2"),
+                                  call("getblockhash", [True]), call("getbestblockhash", [])]) + b"]"
+        first = self.result(core.respond(batch, "u"))
+        self.assertEqual([(a["result"], a["id"]) for a in first],
+                         [("%064x" % 2, 1), ("%064x" % 2, "2"), (None, 1), ("%064x" % 4, 1)])
+        for _ in range(2):
+            self.assertEqual(self.result(core.respond(batch, "u")), first)
+        # Kept from the second batch on (the bool is refused before the handler).
+        self.assertEqual(self.methods.calls, 6)
+        self.chain.move(["ab" * 32] * 3)  # a reorg to a shorter chain
+        again = self.result(core.respond(batch, "u"))
+        self.assertEqual([(a["result"], a["id"]) for a in again],
+                         [("ab" * 32, 1), ("ab" * 32, "2"), (None, 1), ("ab" * 32, 1)])
+        self.assertEqual(self.methods.calls, 9)
+        self.assertEqual(self.observed, [("getblockhash", 200), ("getblockhash", 200),
+                                         ("getblockhash", 500), ("getbestblockhash", 200)] * 4)
+
+    def test_whitelist_and_warmup_checked_on_every_answer(self) -> None:
+        server = self.make_server(whitelist=Whitelist(["alice:getmininginfo", "u:getbestblockhash"]))
+        body = call("getbestblockhash", [])
+        self.assertEqual(server.core.respond(body, "u").status, 200)
+        self.assertEqual(server.core.respond(body, "alice").status, 403)
+        server.warmup.set("Loading block index...")
+        self.assertEqual(self.result(server.core.respond(body, "u"))["error"]["code"], -28)
+        server.warmup.finish()
+        self.assertEqual(server.core.respond(body, "u").status, 200)
+
+    def test_every_answer_is_counted(self) -> None:
+        body = call("getbestblockhash", [])
+        for _ in range(3):
+            self.server.core.respond(body, "u")
+        self.assertEqual(self.observed, [("getbestblockhash", 200)] * 3)
+
+
+class ChannelTests(KeptTestCase):
+    def connect(self) -> tuple[Any, Any]:
+        return self.server.connect()
+
+    def exchange(self, connection: tuple[Any, Any], raw: bytes) -> bytes:
+        protocol, transport = connection
+        transport.clear()
+        protocol.dataReceived(raw)
+        return transport.value()
+
+    def test_repeats_are_answered_as_the_first(self) -> None:
+        connection = self.connect()
+        request = post(call("getblockhash", [2]))
+        first = self.exchange(connection, request)
+        answers = [self.exchange(connection, request) for _ in range(3)]
+        self.assertEqual(answers, [first] * 3)
+        self.assertEqual(self.methods.calls, 2)  # the third and fourth were kept answers
+        self.assertEqual(len(self.server.site.kept_answers), 1)
+        self.assertEqual(self.observed, [("getblockhash", 200)] * 4)
+
+    def test_date_is_the_current_seconds(self) -> None:
+        connection = self.connect()
+        request = post(call("getbestblockhash", []))
+        first = self.exchange(connection, request)
+        later = self.exchange(connection, request)
+        self.assertEqual(first, later)
+        self.patch(channel.time, "time", lambda: 2_000_000_000.0)
+        headers = dict(split_response(self.exchange(connection, request))[1])
+        self.assertEqual(headers[b"Date"], b"Wed, 18 May 2033 03:33:20 GMT")
+
+    def test_not_after_the_chain_moved(self) -> None:
+        connection = self.connect()
+        request = post(call("getbestblockhash", []))
+        self.exchange(connection, request)
+        self.exchange(connection, request)
+        self.chain.move(self.chain.hashes[:2])
+        reply = json.loads(split_response(self.exchange(connection, request))[2])
+        self.assertEqual(reply["result"], "%064x" % 1)
+
+    def test_not_for_other_credentials_or_changed_ones(self) -> None:
+        cookie = os.path.join(tempfile.mkdtemp(), ".cookie")
+        with open(cookie, "w") as f:
+            f.write("__cookie__:one")
+        authenticator = Authenticator(None, [])
+        authenticator.read_cookie(cookie)
+        self.server = self.make_server(authenticator=authenticator)
+        connection = self.connect()
+        one = base64.b64encode(b"__cookie__:one")
+        request = post(call("getbestblockhash", []), auth=one)
+        self.assertTrue(self.exchange(connection, request).startswith(b"HTTP/1.1 200"))
+        self.assertTrue(self.exchange(connection, request).startswith(b"HTTP/1.1 200"))
+        with open(cookie, "w") as f:
+            f.write("__cookie__:two")
+        authenticator.read_cookie(cookie)  # the writer restarted with a new cookie
+        protocol, transport = connection
+        transport.clear()
+        protocol.dataReceived(request)
+        self.assertEqual(transport.value(), b"")  # in the throttle's turn, not answered
+        self.server.clock.advance(1)
+        self.assertTrue(transport.value().startswith(b"HTTP/1.1 401"))
+
+    def test_not_kept_when_the_connection_closes_after(self) -> None:
+        for request in (post(call("getbestblockhash", []), extra=b"Connection: close\r\n"),
+                        post(call("getbestblockhash", [])).replace(b"HTTP/1.1", b"HTTP/1.0")):
+            protocol, transport = self.connect()
+            for _ in range(2):  # the second one on a connection that proved its credentials
+                protocol.dataReceived(post(call("getbestblockhash", [], "warm")))
+            protocol.dataReceived(request)
+            self.assertTrue(transport.disconnecting)
+        self.assertEqual(len(self.server.site.kept_answers), 1)  # the "warm" one only
+
+    def test_pipelined_repeats_answered_in_order(self) -> None:
+        connection = self.connect()
+        one, two = post(call("getblockhash", [1])), post(call("getblockhash", [2]))
+        single = [self.exchange(connection, raw) for raw in (one, two, one, two)]
+        both = self.exchange(connection, one + two + one)
+        self.assertEqual(both, single[0] + single[1] + single[0])
+
+    def test_each_request_logged_under_debug_http(self) -> None:
+        categories = DebugCategories()
+        self.server = self.make_server(categories=categories)
+        logged: list[Any] = []
+        self.server.site.log = logged.append
+        connection = self.connect()
+        request = post(call("getbestblockhash", []))
+        answers = {self.exchange(connection, request) for _ in range(3)}
+        self.assertEqual(len(logged), 2)  # the third was a kept answer
+        categories.set_enabled("http", True)
+        answers.add(self.exchange(connection, request))
+        self.assertEqual(len(logged), 3)
+        self.assertEqual(len(answers), 1)
+
+
+_CALLS = st.sampled_from([
+    call("getbestblockhash", []), call("getbestblockhash", [], 2), call("getblockhash", [0]),
+    call("getblockhash", [3]), call("getblockhash", [3], "x"), call("getblockhash", [6]),
+    call("getblockhash", ["3"]), call("getblockhash", [1, 2]), b'{"method":"getblockhash"}',
+    b"[" + call("getblockhash", [1]) + b"]", call("getmininginfo", []), b'{"method":',
+    # Batches: calls told apart by parameter and id types, errors, other methods.
+    b"[" + b",".join([call("getblockhash", [1]), call("getblockhash", [True]),
+                      call("getblockhash", [1], True), call("getblockhash", [1], "1"),
+                      call("getblockhash", [6]), call("getbestblockhash", [], 1.0),
+                      b'{"method":"getbestblockhash","id":1}', call("getmininginfo", []),
+                      b'{"method":"getblockhash","params":[1.0],"id":1}', b"7"]) + b"]",
+    b"[" + call("getblockhash", [3]) + b"," + call("getbestblockhash", [], None) + b"]",
+])
+#: Chains the node may move to: a new block, invalidateblock, a reorg to another branch.
+_CHAINS = st.lists(st.sampled_from(["%064x" % n for n in range(3)] + ["ab" * 32, "cd" * 32]),
+                   min_size=1, max_size=7)
+_STEPS = st.lists(st.one_of(
+    st.tuples(st.just("request"), st.integers(0, 1), _CALLS, st.booleans()),
+    st.tuples(st.just("move"), _CHAINS)), max_size=40)
+
+
+_DATE = re.compile(rb"Date: [^\r]*")
+
+
+class SameAsGeneralPathTests(KeptTestCase):
+    """Any sequence of requests (repeated, on two connections, some pipelined) and chain
+    moves: the node with kept answers sends the bytes the general path sends."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(steps=_STEPS)
+    def test_kept_answers_are_the_general_paths(self, steps: list[tuple[Any, ...]]) -> None:
+        self.chain = Chain()
+        kept = self.make_server(Methods(self.chain))
+        general = self.make_server(Methods(self.chain, chain_only=False))
+        connections = [(kept.connect(), general.connect()) for _ in range(2)]
+        for step in steps:
+            if step[0] == "move":
+                self.chain.move(step[1])
+                continue
+            _, which, body, twice = step
+            raw = post(body) * (2 if twice else 1)  # twice: pipelined in one read
+            answers = []
+            for protocol, transport in connections[which]:
+                transport.clear()
+                protocol.dataReceived(raw)
+                answers.append(_DATE.sub(b"Date: -", transport.value()))  # (a second may turn)
+            self.assertEqual(answers[0], answers[1], body)
+
+
+class FrontendTests(KeptTestCase):
+    def test_kept_answer_waits_for_the_writers_last_commit(self) -> None:
+        waiting: list[Deferred] = []
+        core = self.server.core
+        frontend = FrontendCore(core, writer=None, whitelist=Whitelist(),
+                                fresh=lambda: waiting[-1] if waiting else None)
+        body = call("getbestblockhash", [])
+        self.assertEqual(self.result(frontend.respond(body, "u"))["result"], "%064x" % 4)
+        reply = frontend.respond(body, "u")
+        self.assertTrue(frontend.answer_holds(body, "u", reply))
+        waiting.append(Deferred())  # the writer committed: a reload is under way
+        self.assertFalse(frontend.answer_holds(body, "u", reply))
+        answer = frontend.respond(body, "u")
+        self.assertNoResult(answer)
+        self.chain.move(self.chain.hashes + ["ee" * 32])
+        waiting.pop().callback(None)
+        self.assertEqual(self.result(answer)["result"], "ee" * 32)
