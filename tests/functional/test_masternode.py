@@ -57,17 +57,15 @@ class FundedController(NamedTuple):
     #: ``masternode outputs`` once the collaterals were confirmed.
     outputs: Dict[str, str]
     keys: List[str]
-    now: int
 
 
 def funded_controller(datadir: str) -> FundedController:
     """A wallet node's datadir with ``COLLATERALS`` 1,000-coin outputs of its own, confirmed,
     and a masternode key for each: built once per test process (a chain of 166 blocks and a
     node's start and stop), then copied by each test."""
-    now = int(time.time())
     control = NodeProcess.start(datadir, ["-port=%d" % free_port(), "-listen=1", "-connect=0"])
     try:
-        control.rpc("setmocktime", now)
+        control.rpc("setmocktime", int(time.time()))
         control.rpc("generate", 165)  # 65 mature coinbases: the collaterals and fees
         funding = []
         for _ in range(COLLATERALS):
@@ -80,7 +78,7 @@ def funded_controller(datadir: str) -> FundedController:
         keys = [control.rpc("masternode", "genkey") for _ in range(COLLATERALS)]
     finally:
         control.stop()
-    return FundedController(funding, outputs, keys, now)
+    return FundedController(funding, outputs, keys)
 
 
 class MasternodeNetworkCase(P2PTestCase):
@@ -111,10 +109,13 @@ class MasternodeNetworkCase(P2PTestCase):
         lines.insert(2, "broken line")
         with open(os.path.join(control_dir, "regtest", "masternode.conf"), "w") as f:
             f.write("\n".join(lines) + "\n")
+        # The test's clock starts now, as the chain was mined at most minutes ago: a node
+        # started later reads its real clock until setmocktime, and must not see it go far back.
+        now = int(time.time())
         control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir)
-        control.rpc("setmocktime", funded.now)
+        control.rpc("setmocktime", now)
         self.assertEqual(funded.outputs, {txid: str(vout) for txid, vout in funded.funding})
-        return Controller(control, control_dir, funding, keys, ports, funded.now)
+        return Controller(control, control_dir, funding, keys, ports, now)
 
     def masternodes(self, c: Controller) -> List[NodeProcess]:
         """One -masternode=1 process per masternode.conf line, connected to the controller."""
