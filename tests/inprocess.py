@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import shutil
 import threading
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
@@ -45,7 +44,7 @@ from tests.nodeharness import (
     harness_dbengine_args,
     par_args,
 )
-from tests.prepared import prepared_datadir
+from tests.prepared import copy_datadir, prepared_datadir
 
 #: Threads of each node's pool (blocking reads, parses and encodes; see coin.threads).
 NODE_THREADS = 4
@@ -235,8 +234,6 @@ def mine_chain(node: InProcessNode) -> None:
 
 
 Build = Callable[[InProcessNode], Any]
-#: Files a copy leaves out: they belong to the node that ran, not to its data.
-_NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log")
 
 
 def prepared(build: Build, args: Sequence[str]) -> Tuple[str, Any]:
@@ -314,7 +311,7 @@ class NodeTestCase(TestCase):
         state = None
         if chain:
             source, state = prepared(mine_chain if chain is True else chain, args)
-            shutil.copytree(source, datadir, ignore=_NOT_COPIED, dirs_exist_ok=True)
+            copy_datadir(source, datadir)
         os.makedirs(datadir, exist_ok=True)
         node = InProcessNode(datadir, args, credentials)
         node.state = state

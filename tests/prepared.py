@@ -7,6 +7,7 @@ of its own to change freely.
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import threading
@@ -26,3 +27,12 @@ def prepared_datadir(key: Hashable, build: Callable[[str], Any]) -> Tuple[str, A
             atexit.register(shutil.rmtree, datadir, True)
             _built[key] = (datadir, build(datadir))
         return _built[key]
+
+
+#: Files a copy leaves out: they belong to the node that ran, not to its data.
+_NOT_COPIED = shutil.ignore_patterns(".lock", ".cookie", "coind.pid", "debug.log")
+
+
+def copy_datadir(source: str, datadir: str) -> None:
+    """A private copy of the prepared datadir ``source`` at ``datadir`` (which may exist)."""
+    shutil.copytree(source, os.path.abspath(datadir), ignore=_NOT_COPIED, dirs_exist_ok=True)

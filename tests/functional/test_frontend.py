@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from typing import List, Tuple
 
@@ -17,8 +19,9 @@ from tests.frontendharness import (
     FRONTEND_MARK, FrontendProcess, alive, children, wait_for, wait_for_workers,
 )
 from tests.functional import test_rest, test_rpc
-from tests.inprocess import NodeTestCase
-from tests.nodeharness import MINER_ADDRESS, NodeProcess
+from tests.inprocess import NodeTestCase, prepared
+from tests.nodeharness import MINER_ADDRESS, NodeProcess, shared_fixture
+from tests.prepared import copy_datadir
 
 #: The writer's options: a transaction index, and a commit at every new tip.
 WRITER_ARGS = ("-txindex", "-servefrontends=1", "-listen=0")
@@ -252,14 +255,38 @@ class FrontendReplayTests(test_rpc.RecordingReplayTests):
         return self._replayer
 
 
+#: The REST tests' writer options (its prepared chain is built with them).
+REST_WRITER_ARGS = ("-servefrontends=1",)
+
+
+def _rest_frontend(source: str) -> Tuple[NodeProcess, FrontendProcess]:
+    """A writer (coind) on a copy of the prepared datadir ``source``, and its front end."""
+    datadir = tempfile.mkdtemp(prefix="coin-frontend-rest-")
+    copy_datadir(source, datadir)
+    writer = NodeProcess.start(datadir, REST_WRITER_ARGS)
+    try:
+        return writer, FrontendProcess.start_for(writer)
+    except BaseException:
+        writer.kill()
+        raise
+
+
+def _stop_rest_frontend(started: Tuple[NodeProcess, FrontendProcess]) -> None:
+    for node in started:
+        node.kill()
+    shutil.rmtree(started[0].datadir, True)
+
+
 class FrontendRESTTests(test_rest.RESTNodeTests):
-    """The REST integration tests, each request sent to a front end of their node."""
+    """The REST integration tests, each request sent to a front end of their node.
+
+    The tests only read: one writer on a copy of their chain, and its front end, serve the
+    whole class in each test process (two process starts, not two per test)."""
 
     def setUp(self) -> None:
-        writer = self.start_node("-servefrontends=1", chain=test_rest.chain)
-        frontend = FrontendProcess.start_for(writer)
-        self.addCleanup(frontend.kill)
-        s = writer.state
+        source, s = prepared(test_rest.chain, REST_WRITER_ARGS)
+        _, frontend = shared_fixture(FrontendRESTTests, lambda: _rest_frontend(source),
+                                     _stop_rest_frontend)
         self.spend, self.spent, self.block = s["spend"], s["spent"], s["block"]
         self.hashes = s["hashes"]
         self.pooled, self.pool_spent = s["pooled"], s["pool_spent"]

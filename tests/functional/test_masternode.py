@@ -22,10 +22,13 @@ from coin.p2p.messages import DsegMessage
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.merkle import merkle_root
 from tests.nodeharness import NodeProcess, free_port
+from tests.prepared import copy_datadir, prepared_datadir
 from tests.functional.test_p2p_base import P2PTestCase, wait_until
 from tests.unit.spork.test_spork import REGTEST_SPORK_KEY
 
 COLLATERAL = 1000
+#: Collaterals of the prepared controller: as many as a test's masternodes at most.
+COLLATERALS = 3
 #: An anyone-can-spend output script for the hand-made blocks' miner output (OP_TRUE).
 OP_TRUE = b"\x51"
 MIN_MNP_SECONDS = 600
@@ -49,6 +52,35 @@ class Controller(NamedTuple):
     now: int
 
 
+class FundedController(NamedTuple):
+    funding: List[Tuple[str, int]]
+    #: ``masternode outputs`` once the collaterals were confirmed.
+    outputs: Dict[str, str]
+    keys: List[str]
+
+
+def funded_controller(datadir: str) -> FundedController:
+    """A wallet node's datadir with ``COLLATERALS`` 1,000-coin outputs of its own, confirmed,
+    and a masternode key for each: built once per test process (a chain of 166 blocks and a
+    node's start and stop), then copied by each test."""
+    control = NodeProcess.start(datadir, ["-port=%d" % free_port(), "-listen=1", "-connect=0"])
+    try:
+        control.rpc("setmocktime", int(time.time()))
+        control.rpc("generate", 165)  # 65 mature coinbases: the collaterals and fees
+        funding = []
+        for _ in range(COLLATERALS):
+            txid = control.rpc("sendtoaddress", control.rpc("getnewaddress"), COLLATERAL)
+            vout = next(o["n"] for o in control.rpc("getrawtransaction", txid, True)["vout"]
+                        if o["value"] == COLLATERAL)
+            funding.append((txid, vout))
+        control.rpc("generate", 1)
+        outputs = control.rpc("masternode", "outputs")
+        keys = [control.rpc("masternode", "genkey") for _ in range(COLLATERALS)]
+    finally:
+        control.stop()
+    return FundedController(funding, outputs, keys)
+
+
 class MasternodeNetworkCase(P2PTestCase):
     """A controller with a wallet and its masternodes (also used by the governance tests)."""
 
@@ -61,34 +93,28 @@ class MasternodeNetworkCase(P2PTestCase):
                    "the nodes to agree on the tip", timeout)
 
     def controller(self, count: int, *args: str) -> Controller:
-        """A wallet node that funds ``count`` collaterals, then is restarted with a
-        masternode.conf naming them (and one bad line, which must not stop it)."""
-        now = int(time.time())
+        """A wallet node that funded ``count`` collaterals, started with a masternode.conf
+        naming them (and one bad line, which must not stop it).
+
+        It starts on a copy of the funded chain (:func:`funded_controller`), with fresh ports
+        for its masternodes."""
+        template, funded = prepared_datadir("masternode controller", funded_controller)
+        self.assertLessEqual(count, len(funded.funding))
         control_dir = os.path.abspath(self.mktemp())
-        control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir)
-        control.rpc("setmocktime", now)
-        control.rpc("generate", 165)  # 65 mature coinbases: three collaterals and fees
-        funding = []
-        for _ in range(count):
-            address = control.rpc("getnewaddress")
-            txid = control.rpc("sendtoaddress", address, COLLATERAL)
-            vout = next(o["n"] for o in control.rpc("getrawtransaction", txid, True)["vout"]
-                        if o["value"] == COLLATERAL)
-            funding.append((txid, vout))
-        control.rpc("generate", 1)
-        self.assertEqual(control.rpc("masternode", "outputs"),
-                         {txid: str(vout) for txid, vout in funding})
-        keys = [control.rpc("masternode", "genkey") for _ in range(count)]
+        copy_datadir(template, control_dir)
+        funding, keys = funded.funding[:count], funded.keys[:count]
         ports = [free_port() for _ in range(count)]
         lines = ["# comment"] + ["mn%d 127.0.0.1:%d %s %s %d" % (n + 1, ports[n], keys[n], *funding[n])
                                  for n in range(count)]
         lines.insert(2, "broken line")
-        control.stop()
-        with open(os.path.join(control.net_datadir, "masternode.conf"), "w") as f:
+        with open(os.path.join(control_dir, "regtest", "masternode.conf"), "w") as f:
             f.write("\n".join(lines) + "\n")
-        control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir,
-                             port=control.p2p_port)
+        # The test's clock starts now, as the chain was mined at most minutes ago: a node
+        # started later reads its real clock until setmocktime, and must not see it go far back.
+        now = int(time.time())
+        control = self.start("-listen=1", "-connect=0", *args, datadir=control_dir)
         control.rpc("setmocktime", now)
+        self.assertEqual(funded.outputs, {txid: str(vout) for txid, vout in funded.funding})
         return Controller(control, control_dir, funding, keys, ports, now)
 
     def masternodes(self, c: Controller) -> List[NodeProcess]:
