@@ -238,7 +238,11 @@ class NodeProcess(NodeClient):
         node = cls(datadir, port, args + list(extra_args), credentials)
         node.launch()
         if wait:
-            node.wait_ready()
+            try:
+                node.wait_ready()
+            except BaseException:
+                node.kill()  # the caller never gets the node to clean up: no orphan
+                raise
         return node
 
     def launch(self) -> None:
@@ -260,7 +264,7 @@ class NodeProcess(NodeClient):
                 return int(arg[len("-port="):])
         return None
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
+    def wait_ready(self, timeout: float = 120.0) -> None:
         """Until RPC answers and the node is past warm-up (-28).
 
         Polled every 20 ms: a refused connection or a -28 costs the node next to nothing,
