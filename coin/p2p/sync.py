@@ -30,11 +30,11 @@ Block download
 
     Received blocks go to the validation worker (they may arrive out of order: the chain
     engine stores them and connects once the gap fills).  Blocks arriving while the
-    worker is busy are handed over together, up to ``max_validation_batch`` (64) and
+    worker is busy are handed over together, up to ``max_validation_batch`` (256) and
     ``max_validation_batch_bytes`` (4 MB) per call, and validated with one chain
     activation (:func:`process_blocks`; one block at a time the chain engine would fsync
     its block files once per block) -- results, ban scores and rejects stay per block.
-    A peer with more than ``max_validating_per_peer`` (64) blocks waiting for the worker,
+    A peer with more than ``max_validating_per_peer`` (256) blocks waiting for the worker,
     or any peer while more than ``max_validating_bytes`` (32 MB) are queued or validating
     in all, is held: its handler returns a Deferred that fires when the worker takes the
     block, and the peer is not read until then.  So a peer keeps downloading the next
@@ -157,7 +157,7 @@ DIRECT_FETCH_SPACINGS = 20
 #: Most blocks handed to the validation worker in one call, and most bytes (past the
 #: first block): each call fsyncs the block files once and runs the chain's listeners
 #: once, about 6 ms, so small blocks go in large batches, large ones in a few.
-MAX_VALIDATION_BATCH = 64
+MAX_VALIDATION_BATCH = 256
 MAX_VALIDATION_BATCH_BYTES = 4 * 1000 * 1000
 #: Blocks of one peer waiting for the validation worker before the peer is held (one
 #: full batch), and bytes of blocks waiting from all peers before any peer delivering
