@@ -251,10 +251,10 @@ def _raw_tx_at(state: ChainState, entry: BlockIndexEntry, offset: int,
     (read to find where it ends and check its id; nothing is re-serialized).  None too
     when the block cannot be read (pruned): Core's GetTransaction then finds nothing."""
     try:
-        tx = Transaction.read(ByteReader(state.read_raw_block(entry), offset))
+        reader = ByteReader(state.read_raw_block(entry), offset)
+        return _next_tx_bytes(reader, txid)
     except (BlockUnavailable, DeserializationError):
         return None
-    return tx.serialize() if tx.txid == txid else None
 
 
 def _raw_tx_in(state: ChainState, entry: BlockIndexEntry, txid: bytes) -> Optional[bytes]:
@@ -263,9 +263,17 @@ def _raw_tx_in(state: ChainState, entry: BlockIndexEntry, txid: bytes) -> Option
     try:
         reader = ByteReader(state.read_raw_block(entry), BLOCK_HEADER_SIZE)
         for _ in range(reader.read_compact_size()):
-            tx = Transaction.read(reader)
-            if tx.txid == txid:
-                return tx.serialize()
+            raw = _next_tx_bytes(reader, txid)
+            if raw is not None:
+                return raw
     except (BlockUnavailable, DeserializationError):
         pass
     return None
+
+
+def _next_tx_bytes(reader: ByteReader, txid: bytes) -> Optional[bytes]:
+    """The stored bytes of the transaction at ``reader``'s offset (the reader moves past
+    it) when it is ``txid``: a slice of the block, not a re-serialization."""
+    start = reader.offset
+    tx = Transaction.read(reader)
+    return reader.data[start:reader.offset] if tx.txid == txid else None
