@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from coincurve import PrivateKey
+from coincurve._libsecp256k1 import ffi, lib
 
 from coin.primitives.hashes import hash160
 from coin.primitives.script import push_data, push_minimal
@@ -63,28 +64,39 @@ class KeyStore:
 
 
 def create_signature(privkey: PrivateKey, script_code: bytes, tx: Transaction, index: int,
-                     hash_type: int = SIGHASH_ALL, cache: Optional[SighashCache] = None) -> bytes:
-    """DER signature of input ``index`` plus the hashtype byte."""
+                     hash_type: int = SIGHASH_ALL, cache: Optional[SighashCache] = None,
+                     entropy: int = 0) -> bytes:
+    """DER signature of input ``index`` plus the hashtype byte.
+
+    ``entropy`` other than 0 is RFC6979's extra data (Core's CKey::Sign ``test_case``):
+    another valid signature of the same message, whose encoding may be a byte shorter or
+    longer (the wallet's fee settlement signs again this way)."""
     msg = signature_hash(script_code, tx, index, hash_type, cache)
-    return privkey.sign(msg, hasher=None) + bytes((hash_type & 0xFF,))
+    if entropy:
+        nonce = (lib.secp256k1_nonce_function_rfc6979,
+                 ffi.new("unsigned char[32]", entropy.to_bytes(4, "little") + bytes(28)))
+        der = privkey.sign(msg, hasher=None, custom_nonce=nonce)
+    else:
+        der = privkey.sign(msg, hasher=None)
+    return der + bytes((hash_type & 0xFF,))
 
 
 def _sign_template(script: bytes, keystore: KeyStore, tx: Transaction, index: int,
-                   hash_type: int, cache: SighashCache,
-                   allow_p2sh: bool = True) -> Tuple[List[bytes], bool]:
+                   hash_type: int, cache: SighashCache, allow_p2sh: bool = True,
+                   entropy: int = 0) -> Tuple[List[bytes], bool]:
     """Stack items satisfying ``script`` (Core's SignStep) and whether all were found."""
     kind, solutions = solve(script)
     if kind == TX_PUBKEY:
         entry = keystore.get_key(hash160(solutions[0]))
         if entry is None:
             return [], False
-        return [create_signature(entry[0], script, tx, index, hash_type, cache)], True
+        return [create_signature(entry[0], script, tx, index, hash_type, cache, entropy)], True
     if kind == TX_PUBKEYHASH:
         entry = keystore.get_key(solutions[0])
         if entry is None:
             return [], False
         key, pubkey = entry
-        return [create_signature(key, script, tx, index, hash_type, cache), pubkey], True
+        return [create_signature(key, script, tx, index, hash_type, cache, entropy), pubkey], True
     if kind == TX_MULTISIG:
         required = solutions[0][0]
         items = [b""]  # the dummy element CHECKMULTISIG pops
@@ -93,7 +105,7 @@ def _sign_template(script: bytes, keystore: KeyStore, tx: Transaction, index: in
                 break
             entry = keystore.get_key(hash160(pubkey))
             if entry is not None:
-                items.append(create_signature(entry[0], script, tx, index, hash_type, cache))
+                items.append(create_signature(entry[0], script, tx, index, hash_type, cache, entropy))
         complete = len(items) > required
         # Core pads a partial signature with empty ones, so CHECKMULTISIG can still check
         # (and combinerawtransaction find) the signatures it has.
@@ -103,14 +115,15 @@ def _sign_template(script: bytes, keystore: KeyStore, tx: Transaction, index: in
         if redeem_script is None:
             return [], False
         items, complete = _sign_template(redeem_script, keystore, tx, index, hash_type,
-                                         cache, allow_p2sh=False)
+                                         cache, allow_p2sh=False, entropy=entropy)
         return items + [redeem_script], complete
     return [], False
 
 
 def sign_transaction(tx: Transaction, spent_script_pubkeys: Sequence[bytes], keystore: KeyStore,
-                     hash_type: int = SIGHASH_ALL) -> Tuple[Transaction, bool]:
+                     hash_type: int = SIGHASH_ALL, entropy: int = 0) -> Tuple[Transaction, bool]:
     """Sign every input we hold keys for; return ``(new_tx, all_inputs_complete)``.
+    ``entropy``: as :func:`create_signature`'s.
 
     ``spent_script_pubkeys[i]`` is the output script input ``i`` spends.  An
     input that cannot be completed keeps its existing scriptSig when it has
@@ -123,7 +136,8 @@ def sign_transaction(tx: Transaction, spent_script_pubkeys: Sequence[bytes], key
     new_vin = []
     all_complete = True
     for index, (txin, script_pubkey) in enumerate(zip(tx.vin, spent_script_pubkeys, strict=True)):
-        items, _ = _sign_template(script_pubkey, keystore, tx, index, hash_type, cache)
+        items, _ = _sign_template(script_pubkey, keystore, tx, index, hash_type, cache,
+                                  entropy=entropy)
         script_sig = b"".join(push_minimal(item) for item in items)
         try:
             verify_script(script_sig, script_pubkey, STANDARD_SCRIPT_VERIFY_FLAGS,

@@ -24,10 +24,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import random
-from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from coincurve import PrivateKey
-from coincurve._libsecp256k1 import ffi, lib
 from sortedcontainers import SortedList
 
 from coin.consensus.tx_check import format_money
@@ -402,34 +400,6 @@ def _settle(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], adju
     return best, value_in - best.total_out()
 
 
-class _EntropyKey:
-    """A private key signing with RFC6979 extra entropy: another valid signature of the same
-    message, whose DER encoding may be a byte shorter or longer."""
-
-    def __init__(self, key: PrivateKey, entropy: int) -> None:
-        self.key = key
-        self.nonce = (lib.secp256k1_nonce_function_rfc6979,
-                      ffi.new("unsigned char[32]", entropy.to_bytes(4, "little") + bytes(28)))
-
-    def sign(self, message: bytes, hasher: None = None) -> bytes:
-        return self.key.sign(message, hasher=hasher, custom_nonce=self.nonce)
-
-
-class _EntropyKeys:
-    """The wallet's keys and scripts, as sign_transaction reads them, signing with entropy."""
-
-    def __init__(self, keys: Any, entropy: int) -> None:
-        self.keys = keys
-        self.entropy = entropy
-
-    def get_key(self, key_hash: bytes) -> Optional[Tuple[_EntropyKey, bytes]]:
-        entry = self.keys.get_key(key_hash)
-        return None if entry is None else (_EntropyKey(entry[0], self.entropy), entry[1])
-
-    def get_script(self, script_hash: bytes) -> Optional[bytes]:
-        return self.keys.get_script(script_hash)
-
-
 def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], sign: bool,
            locktime: int, sequence: int, entropy: int = 0) -> Tuple[Transaction, int]:
     """The transaction (signed, or unsigned) and the size its fee is computed on; signatures
@@ -444,8 +414,7 @@ def _build(wallet: Wallet, chosen: Sequence[Output], outputs: List[TxOut], sign:
         sized = Transaction([TxIn(i.prevout, d, i.sequence) for i, d in zip(unsigned.vin, dummies)],
                             list(outputs), locktime, CURRENT_TX_VERSION)
         return unsigned, sized.size
-    keys = _EntropyKeys(wallet.keys, entropy) if entropy else wallet.keys
-    signed, complete = sign_transaction(unsigned, scripts, keys)
+    signed, complete = sign_transaction(unsigned, scripts, wallet.keys, entropy=entropy)
     if not complete:
         raise SpendError(RPC_WALLET_ERROR, "Signing transaction failed")
     return signed, signed.size

@@ -477,6 +477,26 @@ class Signing(SynchronousTestCase):
                                        p2sh_script(hash160(wrapped_p2pkh))])
         self.assertEqual(script_to_asm(signed.vin[1].script_sig).split()[-1], redeem.hex())
 
+    def test_extra_entropy_gives_other_valid_signatures(self):
+        """RFC6979 extra data (Core's CKey::Sign test_case): each value another signature of
+        the same message, valid, through P2SH too; 0 is the plain deterministic one."""
+        redeem = multisig_script(1, [self.pubkeys[2]])
+        self.store.add_script(redeem)
+        spent = [p2pkh_script(hash160(self.pubkeys[0])), p2sh_script(hash160(redeem))]
+        tx = spending_tx(n_inputs=2)
+        plain, _ = sign_transaction(tx, spent, self.store)
+        self.assertEqual(sign_transaction(tx, spent, self.store, entropy=0)[0].serialize(),
+                         plain.serialize())
+        seen = {tuple(i.script_sig for i in plain.vin)}
+        for entropy in (1, 2, 3):
+            signed, complete = sign_transaction(tx, spent, self.store, entropy=entropy)
+            self.assertTrue(complete)
+            for i, spk in enumerate(spent):
+                verify_script(signed.vin[i].script_sig, spk, STANDARD_SCRIPT_VERIFY_FLAGS,
+                              TransactionSignatureChecker(signed, i))
+            seen.add(tuple(i.script_sig for i in signed.vin))
+        self.assertEqual(len(seen), 4)
+
     def test_incomplete(self):
         other = KeyStore()
         other.add_key(KEYS[0])
