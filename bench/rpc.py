@@ -1,7 +1,8 @@
 """JSON-RPC server throughput and latency of a real coind, against two constant servers.
 
 Usage: ``python bench/rpc.py [--duration S] [--runs N] [--client wrk|asyncio] [--against URL]
-[--against-pid PID] [--coind-arg ARG]... [--rpcworkers N]``
+[--against-pid PID] [--coind-arg ARG]... [--rpcworkers N] [--ids repeated_id|fresh_ids|both]
+[--skip-constants]``
 
 Starts, through the test harness, a regtest coind with a 1,000-block chain
 (``generatetoaddress``; if the node does not have that method yet, the chain is
@@ -14,6 +15,11 @@ answers on each server; every point is the median of ``--runs`` runs (non-200 co
 are summed). The constant servers answer the same bytes whatever is asked; they get
 the same requests. Last, one 1,000-request batch (getblockhash 0..999) is timed on
 coind (median of 5).
+
+Every row is measured twice (``--ids both``, the default): ``repeated_id``, the same
+request bytes again and again (id 1: what a plain wrk run sends, and what a server may
+answer from the bytes alone), and ``fresh_ids``, a new id in every request (and in every
+batch), as real clients send (python-bitcoinrpc, bitcoin-core on npm).
 
 Load generator: ``wrk`` when installed (Debian: ``apt-get install -y wrk``), one
 thread, driven by ``bench/wrk_post.lua``; otherwise a Python asyncio keep-alive client
@@ -39,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import http.client
 import json
 import os
@@ -177,16 +184,23 @@ def start_constant(kind: str) -> tuple[subprocess.Popen, int]:
 # ------------------------------------------------------------------ load generators
 
 
+#: The two kinds of load: the same request bytes again and again (id 1), and a new id on
+#: every request, as real clients send (python-bitcoinrpc, bitcoin-core on npm).
+ID_MODES = ("repeated_id", "fresh_ids")
+
+
 def request_bodies(method: str, top: int = BLOCKS - 1) -> List[bytes]:
+    """Each request's body up to its id: ``body + b"1}"`` is a request."""
     if method == "getblockhash":
-        return [b'{"method":"getblockhash","params":[%d],"id":1}' % h for h in range(top + 1)]
-    return [b'{"method":"%s","params":[],"id":1}' % method.encode()]
+        return [b'{"method":"getblockhash","params":[%d],"id":' % h for h in range(top + 1)]
+    return [b'{"method":"%s","params":[],"id":' % method.encode()]
 
 
-def run_wrk(target: Target, method: str, connections: int, duration: float) -> Dict[str, Any]:
+def run_wrk(target: Target, method: str, connections: int, duration: float,
+            fresh: bool = False) -> Dict[str, Any]:
     command = ["wrk", "-t1", "-c%d" % connections, "-d%ds" % max(1, round(duration)),
                "--timeout", "10s", "-s", WRK_SCRIPT, "http://%s:%d/" % (target.host, target.port),
-               "--", target.authorization, method, str(target.top)]
+               "--", target.authorization, method, str(target.top)] + (["fresh"] if fresh else [])
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = [ln for ln in output.splitlines() if ln.startswith("WRKJSON ")][-1]
     raw = json.loads(line[len("WRKJSON "):])
@@ -197,10 +211,20 @@ def run_wrk(target: Target, method: str, connections: int, duration: float) -> D
 
 
 async def _asyncio_load(host: str, port: int, authorization: str, bodies: List[bytes],
-                        connections: int, duration: float) -> Dict[str, Any]:
-    requests = [b"POST / HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n"
-                b"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
-                % (host.encode(), authorization.encode(), len(body), body) for body in bodies]
+                        connections: int, duration: float, fresh: bool = False
+                        ) -> Dict[str, Any]:
+    head = b"POST / HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n" \
+        b"Content-Type: text/plain\r\nContent-Length: %%d\r\n\r\n" % (host.encode(),
+                                                                     authorization.encode())
+    requests = [head % (len(body) + 2) + body + b"1}" for body in bodies]
+    sent = [0]
+
+    def request(i: int) -> bytes:
+        if not fresh:
+            return requests[i % len(requests)]
+        sent[0] += 1
+        body = bodies[i % len(bodies)] + b"%d}" % sent[0]
+        return head % len(body) + body
     latencies: List[float] = []
     counts = {"non200": 0, "socket_errors": 0}
     deadline = time.perf_counter() + duration
@@ -215,7 +239,7 @@ async def _asyncio_load(host: str, port: int, authorization: str, bodies: List[b
         try:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                writer.write(requests[i % len(requests)])
+                writer.write(request(i))
                 i += 1
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = 0
@@ -245,13 +269,14 @@ async def _asyncio_load(host: str, port: int, authorization: str, bodies: List[b
             **counts}
 
 
-def run_asyncio(target: Target, method: str, connections: int, duration: float) -> Dict[str, Any]:
+def run_asyncio(target: Target, method: str, connections: int, duration: float,
+                fresh: bool = False) -> Dict[str, Any]:
     """The asyncio client in its own process, so it has a core to itself like wrk."""
     code = ("import asyncio, json, sys; sys.path.insert(0, %r); from bench.rpc import "
             "_asyncio_load, request_bodies; print(json.dumps(asyncio.run(_asyncio_load("
-            "%r, %d, %r, request_bodies(%r, %d), %d, %r))))"
+            "%r, %d, %r, request_bodies(%r, %d), %d, %r, %r))))"
             % (REPO, target.host, target.port, target.authorization, method, target.top,
-               connections, duration))
+               connections, duration, fresh))
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout
     return json.loads(output)
@@ -271,27 +296,44 @@ def median_point(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
 # ------------------------------------------------------------------ batch
 
 
-def time_batch(target: Target, repeats: int = 5) -> Dict[str, Any]:
-    """BLOCKS getblockhash calls in one batch (heights cycling over the target's chain)."""
-    body = json.dumps([{"method": "getblockhash", "params": [h % (target.top + 1)], "id": h}
+def batch_body(top: int, first_id: int) -> bytes:
+    """BLOCKS getblockhash calls (heights cycling over 0..top), ids first_id, first_id + 1..."""
+    return json.dumps([{"method": "getblockhash", "params": [h % (top + 1)], "id": first_id + h}
                        for h in range(BLOCKS)]).encode()
-    connection = http.client.HTTPConnection(target.host, target.port, timeout=120)
-    times = []
+
+
+def time_batches(targets: Dict[str, Target], fresh: bool, repeats: int = 5
+                 ) -> Dict[str, Dict[str, Any]]:
+    """A BLOCKS-call batch timed on each target, interleaved (one keep-alive connection
+    each): the same body every time, or with ``fresh`` new ids in every batch."""
+    connections = {name: http.client.HTTPConnection(target.host, target.port, timeout=120)
+                   for name, target in targets.items()}
+    times: Dict[str, List[float]] = {name: [] for name in targets}
     try:
-        for _ in range(repeats):
-            started = time.perf_counter()
-            connection.request("POST", "/", body=body,
-                               headers={"Authorization": target.authorization})
-            response = connection.getresponse()
-            replies = json.loads(response.read())
-            times.append(time.perf_counter() - started)
-            assert response.status == 200 and len(replies) == BLOCKS
-            assert all(r["error"] is None and r["id"] == n for n, r in enumerate(replies))
+        for repeat in range(repeats):
+            first_id = (repeat + 1) * BLOCKS if fresh else 0
+            for name, target in targets.items():
+                body = batch_body(target.top, first_id)
+                connection = connections[name]
+                started = time.perf_counter()
+                connection.request("POST", "/", body=body,
+                                   headers={"Authorization": target.authorization})
+                response = connection.getresponse()
+                replies = json.loads(response.read())
+                times[name].append(time.perf_counter() - started)
+                assert response.status == 200 and len(replies) == BLOCKS
+                assert all(r["error"] is None and r["id"] == first_id + n
+                           for n, r in enumerate(replies))
     finally:
-        connection.close()
-    median = statistics.median(times)
-    return {"requests": BLOCKS, "median_ms": round(median * 1000, 1),
-            "calls_per_s": round(BLOCKS / median), "runs_ms": [round(t * 1000, 1) for t in times]}
+        for connection in connections.values():
+            connection.close()
+    results = {}
+    for name, runs in times.items():
+        median = statistics.median(runs)
+        results[name] = {"requests": BLOCKS, "median_ms": round(median * 1000, 1),
+                         "calls_per_s": round(BLOCKS / median),
+                         "runs_ms": [round(t * 1000, 1) for t in runs]}
+    return results
 
 
 # ------------------------------------------------------------------ main
@@ -327,9 +369,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "PORT); repeatable")
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N",
                         help="run coind with -rpcworkers=N (default: 0)")
+    parser.add_argument("--ids", choices=ID_MODES + ("both",), default="both",
+                        help="repeated_id: the same bytes every time; fresh_ids: a new id in "
+                             "every request (and batch); both (default): both, side by side")
+    parser.add_argument("--skip-constants", action="store_true",
+                        help="do not run the two constant servers")
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
+    modes = ID_MODES if args.ids == "both" else (args.ids,)
 
     started = time.perf_counter()
     workdir = tempfile.mkdtemp(prefix="coin-bench-rpc-")
@@ -337,30 +385,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     constants: List[subprocess.Popen] = []
     try:
         node, chain = start_coind(workdir, args.coind_arg, args.rpcworkers)
-        web, web_port = start_constant("web")
-        raw, raw_port = start_constant("raw")
-        constants += [web, raw]
-        servers = {"coind": Target(node.rpcport, pid=node.process.pid),
-                   "twisted_web_constant": Target(web_port, pid=web.pid),
-                   "raw_protocol_constant": Target(raw_port, pid=raw.pid)}
+        servers = {"coind": Target(node.rpcport, pid=node.process.pid)}
+        if not args.skip_constants:
+            web, web_port = start_constant("web")
+            raw, raw_port = start_constant("raw")
+            constants += [web, raw]
+            servers["twisted_web_constant"] = Target(web_port, pid=web.pid)
+            servers["raw_protocol_constant"] = Target(raw_port, pid=raw.pid)
         if args.against:
             other = parse_against(args.against)
             top = min(BLOCKS, rpc_call(other, "getblockcount")) - 1
             servers = {name: target._replace(top=top) for name, target in servers.items()}
             servers["against"] = other._replace(top=top, pid=args.against_pid)
         results: Dict[str, Any] = {name: {} for name in servers}
-        for method in METHODS:
-            for connections in CONNECTIONS:
-                runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name in servers}
-                for _ in range(args.runs):
-                    for name, target in servers.items():
-                        runs[name].append(measured(load, target, method, connections,
-                                                   args.duration))
-                for name in servers:
-                    results[name].setdefault(method, {})[str(connections)] = median_point(
-                        runs[name])
-        batch = time_batch(servers["coind"])
-        against_batch = time_batch(servers["against"]) if args.against else None
+        for mode in modes:
+            mode_load = functools.partial(load, fresh=mode == "fresh_ids")
+            for method in METHODS:
+                for connections in CONNECTIONS:
+                    runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name in servers}
+                    for _ in range(args.runs):
+                        for name, target in servers.items():
+                            runs[name].append(measured(mode_load, target, method, connections,
+                                                       args.duration))
+                    for name in servers:
+                        results[name].setdefault(mode, {}).setdefault(method, {})[
+                            str(connections)] = median_point(runs[name])
+        batched = {name: servers[name] for name in ("coind", "against") if name in servers}
+        batches = {mode: time_batches(batched, mode == "fresh_ids") for mode in modes}
         still_up = node.rpc("getblockcount") == BLOCKS
     finally:
         for process in constants:
@@ -382,11 +433,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         "point": "median of runs: requests/s, p50/p99 latency (ms), CPU microseconds per request "
                  "of the server's processes (coind: with its workers); non200 and socket_errors "
                  "summed over runs (wrk counts statuses > 399)",
+        "ids": "repeated_id: the same request bytes every time (id 1); fresh_ids: a new id in "
+               "every request, and in every batch",
         "chain": chain,
         "coind_args": args.coind_arg,
         "results": results,
-        "batch_1000_getblockhash": batch,
-        **(against_report(args.against, results, batch, against_batch) if args.against else {}),
+        "batch_1000_getblockhash": {mode: batch["coind"] for mode, batch in batches.items()},
+        **(against_report(args.against, results, batches) if args.against else {}),
         "coind_alive_after": still_up,
         "total_s": round(time.perf_counter() - started, 1),
     }
@@ -394,18 +447,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def against_report(url: str, results: Dict[str, Any], batch: Dict[str, Any],
-                   against_batch: Dict[str, Any]) -> Dict[str, Any]:
-    """The other node's batch and coind/other ratios (rps; p99 and batch time other/coind)."""
-    ratios = {method: {connections: {
-        "rps": round(point["rps"] / results["against"][method][connections]["rps"], 2),
-        "p99": round(results["against"][method][connections]["p99_ms"] / point["p99_ms"], 2)}
-        for connections, point in points.items()} for method, points in results["coind"].items()}
+def against_report(url: str, results: Dict[str, Any], batches: Dict[str, Dict[str, Any]]
+                   ) -> Dict[str, Any]:
+    """The other node's batches and coind/other ratios (rps; p99 and batch time other/coind),
+    per kind of ids."""
+    ratios = {mode: {method: {connections: {
+        "rps": round(point["rps"] / results["against"][mode][method][connections]["rps"], 2),
+        "p99": round(results["against"][mode][method][connections]["p99_ms"] / point["p99_ms"],
+                     2)}
+        for connections, point in points.items()} for method, points in rows.items()}
+        for mode, rows in results["coind"].items()}
+    for mode, batch in batches.items():
+        ratios[mode]["batch_time"] = round(batch["against"]["median_ms"]
+                                           / batch["coind"]["median_ms"], 2)
     return {"against": urllib.parse.urlsplit(url)._replace(netloc=urllib.parse.urlsplit(
                 url).netloc.rpartition("@")[2]).geturl(),
-            "against_batch_1000_getblockhash": against_batch,
-            "ratio_coind_to_against": {**ratios, "batch_time": round(
-                against_batch["median_ms"] / batch["median_ms"], 2)}}
+            "against_batch_1000_getblockhash": {mode: batch["against"]
+                                                for mode, batch in batches.items()},
+            "ratio_coind_to_against": ratios}
 
 
 def dump(value: Any, indent: str = "") -> str:
