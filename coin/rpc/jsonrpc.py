@@ -342,30 +342,37 @@ _KEY_SCALARS = frozenset((int, str, bool, type(None)))
 
 
 def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A batch call's key in the answer cache: what its answer depends on besides the chain
-    (method, parameters, id; Core reads nothing else of a call object), or None when a
-    parameter or the id is of another kind (numbers with a fraction echo their text...)."""
+    """A call's key in the answer cache: what its answer depends on besides the chain and
+    the id (method and parameters; Core reads nothing else of a call object), or None when
+    a parameter is of another kind (numbers with a fraction echo their text...). The id is
+    not part of it: the answer is kept without it and each request's id spliced in."""
     method = request.get("method")
     params = request.get("params")
-    request_id = request.get("id")
-    if type(method) is not str or type(params) is not list or type(request_id) not in _KEY_SCALARS:
+    if params is None:
+        params = ()  # absent or null: no parameters, as parse_call has it
+    elif type(params) is not list:
+        return None
+    if type(method) is not str:
         return None
     kinds = tuple(map(type, params))
     if not _KEY_SCALARS.issuperset(kinds):
         return None
-    return method, kinds, tuple(params), type(request_id), request_id
+    return method, kinds, tuple(params)
 
 
 class AnswerCache:
-    """Encoded answers of calls to ``chain_only`` methods: a single call's :class:`Reply` by
-    request body, a batch call's ``(status, response object)`` by :func:`call_key`.
+    """Encoded answers of calls to ``chain_only`` methods: by :func:`call_key`, a call's
+    ``(status, response object without its id)`` (the bytes up to ``"id":``; single calls
+    and batch calls share them); by request body, a single call's whole :class:`Reply`
+    (which lets the channel answer repeated bytes unparsed).
 
-    A body or key names the method, parameters and id, so equal ones get equal answers while
-    the published chain snapshot stays the same: each answer is kept with the snapshot it
-    was computed from and given again only while that snapshot is the current one (the
-    validation thread publishes a new one at every tip change, reorg, invalidateblock...).
-    A hit skips parsing, dispatch and encoding; the whitelist and warm-up are still checked.
-    Answers are kept from a body's or key's second request on (:meth:`asked_before`).
+    A key names the method and parameters, a body those and the id, so equal ones get equal
+    answers while the published chain snapshot stays the same: each answer is kept with the
+    snapshot it was computed from and given again only while that snapshot is the current
+    one (the validation thread publishes a new one at every tip change, reorg,
+    invalidateblock...). A hit skips dispatch and encoding (a body's, parsing too); the
+    whitelist and warm-up are still checked. Answers are kept from a body's or key's second
+    request on (:meth:`asked_before`).
     """
 
     def __init__(self, current: Callable[[], object]) -> None:
@@ -464,18 +471,24 @@ class JSONRPCCore:
 
     def respond_parsed(self, request: Any, user: str, wallet_name: str | None = None,
                        body: bytes | None = None) -> Reply | Deferred[Reply]:
-        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`);
-        given the ``body`` too, the answer of a chain-only call is kept for it."""
-        name = request.get("method") if type(request) is dict else None
-        if (type(name) is not str or name not in self.methods.chain_only or body is None
-                or wallet_name is not None or len(body) > ANSWER_CACHE_BODY
-                or self._warmup.message is not None or not self._answers.asked_before(body)):
+        """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`). A
+        chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`,
+        whatever its id); given the ``body`` too, its whole Reply is kept for that body."""
+        key = (call_key(request) if type(request) is dict and wallet_name is None
+               and self._warmup.message is None else None)
+        if key is None or key[0] not in self.methods.chain_only:
             return self._dispatch(request, user, wallet_name)
+        if not self._whitelist.allows(user, key[0]):  # (False too for a user denied all)
+            return FORBIDDEN
         view = self._answers.view()
-        answer = self._dispatch(request, user, wallet_name)
-        if type(answer) is Reply and answer is not FORBIDDEN:
-            self._answers.put(view, body, name, answer)
-        return answer
+        answer = self._chain_call(key, request.get("id"), request.get("params") or [], user)
+        if type(answer) is not tuple:
+            return answer.addCallback(lambda call: Reply(call[0], call[1] + b"\n"))
+        reply = Reply(answer[0], answer[1] + b"\n")
+        if (body is not None and len(body) <= ANSWER_CACHE_BODY
+                and self._answers.asked_before(body)):
+            self._answers.put(view, body, key[0], reply)
+        return reply
 
     def keeps(self, body: bytes) -> bool:
         """Whether an answer to ``body`` was kept (a single call of a chain-only method);
@@ -614,30 +627,42 @@ class JSONRPCCore:
     def _batch_call(self, request: Any, user: str, wallet_name: str | None
                     ) -> bytes | Deferred[tuple[int, bytes]]:
         """One call of a batch: its response object, or a Deferred of ``(status, it)``. A
-        chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`)
-        while the snapshot it was answered from is the published one; the batch's
-        whitelist check covered every call already."""
+        chain-only call on ``/`` goes through the answer cache (:meth:`_chain_call`); the
+        batch's whitelist check covered every call already."""
         key = (call_key(request) if type(request) is dict and wallet_name is None
                and self._warmup.message is None else None)
-        if key is not None:
-            kept = self._answers.get(key)  # only chain-only calls' answers are kept
-            if kept is not None:
-                return self._counted(*kept)[1]
         request_id = request.get("id") if type(request) is dict else None
-        try:
-            method, params = parse_call(request)
-        except RPCError as exc:
-            return _response(b"null", map_exception(exc)[1], request_id)
-        if (key is None or method not in self.methods.chain_only
-                or not self._answers.asked_before(key)):
+        if key is not None and key[0] in self.methods.chain_only:
+            call = self._chain_call(key, request_id, request.get("params") or [], user)
+        else:
+            try:
+                method, params = parse_call(request)
+            except RPCError as exc:
+                return _response(b"null", map_exception(exc)[1], request_id)
             call = self._answer(request_id, method, params, user, wallet_name)
-            return call[1] if isinstance(call, tuple) else call
+        return call[1] if isinstance(call, tuple) else call
+
+    def _chain_call(self, key: tuple[Any, ...], request_id: Any, params: list[Any], user: str
+                    ) -> tuple[int, bytes] | Deferred[tuple[int, bytes]]:
+        """:meth:`_answer` for a chain-only call on ``/`` (its :func:`call_key` ``key``),
+        the whitelist checked: from the answer cache while the snapshot it was computed
+        from is the published one, the request's id spliced in. The id is printed as the
+        general path prints it (:func:`_response`), so the bytes are the same."""
+        method = key[0]
+        kept = self._answers.get(key)
+        if kept is not None:
+            status, head = self._counted(*kept)
+            return status, head + encode_json(request_id) + b"}"
+        if not self._answers.asked_before(key):
+            return self._answer(request_id, method, params, user, None)
         view = self._answers.view()
-        call = self._answer(request_id, method, params, user, wallet_name)
-        if not isinstance(call, tuple):
-            return call
-        self._answers.put(view, key, method, call)
-        return call[1]
+        call = self._answer(request_id, method, params, user, None)
+        if isinstance(call, tuple):
+            status, response = call
+            # The response object ends with the id and its closing brace.
+            head = response[:len(response) - len(encode_json(request_id)) - 1]
+            self._answers.put(view, key, method, (status, head))
+        return call
 
     def _answer(self, request_id: Any, method: str, params: list[Any] | dict[str, Any],
                 user: str, wallet_name: str | None

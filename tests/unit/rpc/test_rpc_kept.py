@@ -1,10 +1,11 @@
 """Kept answers (the core's answer cache, the channel's kept responses) answer exactly what
 the general path answers, and only while what they depend on holds.
 
-- The core keeps the answer of a single call of a ``chain_only`` method by request body (a
-  batch's calls by method, parameters and id, each with its type) and gives it again only
-  while the chain snapshot it was computed from is the published one; other bodies (ids,
-  parameters), wallet paths, other methods are not shared;
+- The core keeps the answer of a call of a ``chain_only`` method by method and parameters
+  (each with its type), whatever its id, in a single call or a batch, and by request body,
+  and gives it again only while the chain snapshot it was computed from is the published
+  one, the request's own id spliced in byte for byte as the general path prints it (ids of
+  every JSON type); other parameters, wallet paths, other methods are not shared;
   the whitelist and warm-up are checked on every answer; metrics count every answer.
 - The channel writes a kept response again to the same request bytes on a connection that
   proved the same, still valid, credentials: not after the chain moved, the credentials
@@ -168,13 +169,14 @@ class CoreTests(KeptTestCase):
                          [("%064x" % 2, 1), ("%064x" % 2, "2"), (None, 1), ("%064x" % 4, 1)])
         for _ in range(2):
             self.assertEqual(self.result(core.respond(batch, "u")), first)
-        # Kept from the second batch on (the bool is refused before the handler).
-        self.assertEqual(self.methods.calls, 6)
+        # A call's answer is kept without its id, from the key's second request on: the
+        # second getblockhash(2) already took it (the bool is refused before the handler).
+        self.assertEqual(self.methods.calls, 4)
         self.chain.move(["ab" * 32] * 3)  # a reorg to a shorter chain
         again = self.result(core.respond(batch, "u"))
         self.assertEqual([(a["result"], a["id"]) for a in again],
                          [("ab" * 32, 1), ("ab" * 32, "2"), (None, 1), ("ab" * 32, 1)])
-        self.assertEqual(self.methods.calls, 9)
+        self.assertEqual(self.methods.calls, 6)
         self.assertEqual(self.observed, [("getblockhash", 200), ("getblockhash", 200),
                                          ("getblockhash", 500), ("getbestblockhash", 200)] * 4)
 
@@ -193,6 +195,95 @@ class CoreTests(KeptTestCase):
         for _ in range(3):
             self.server.core.respond(body, "u")
         self.assertEqual(self.observed, [("getbestblockhash", 200)] * 3)
+
+
+class FreshIdTests(KeptTestCase):
+    """Real clients send a new id with every request: they share one kept answer."""
+
+    def test_fresh_ids_share_the_answer_and_follow_the_snapshot(self) -> None:
+        core = self.server.core
+        answers = [self.result(core.respond(call("getblockhash", [3], n), "u"))
+                   for n in range(5)]
+        self.assertEqual([(a["result"], a["id"]) for a in answers],
+                         [("%064x" % 3, n) for n in range(5)])
+        self.assertEqual(self.methods.calls, 2)  # kept from the key's second request on
+        self.assertEqual(self.result(core.respond(call("getblockhash", [2], 5), "u"))["result"],
+                         "%064x" % 2)  # other parameters: not shared
+        self.chain.move(["ab" * 32] * 4)  # a reorg to another branch
+        self.assertEqual(self.result(core.respond(call("getblockhash", [3], 6), "u")),
+                         {"result": "ab" * 32, "error": None, "id": 6})
+        self.chain.move(self.chain.hashes[:3])  # invalidateblock
+        self.assertEqual(self.result(core.respond(call("getblockhash", [3], 7), "u"))["error"],
+                         {"code": -8, "message": "Block height out of range"})
+        self.assertEqual(self.observed, [("getblockhash", 200)] * 7 + [("getblockhash", 500)])
+
+    def test_single_calls_and_batch_calls_share_answers(self) -> None:
+        core = self.server.core
+        for n in range(2):
+            core.respond(call("getbestblockhash", [], n), "u")
+        batch = b"[" + call("getbestblockhash", [], "a") + b"," + call("getbestblockhash", [], None) + b"]"
+        self.assertEqual([(a["result"], a["id"]) for a in self.result(core.respond(batch, "u"))],
+                         [("%064x" % 4, "a"), ("%064x" % 4, None)])
+        self.assertEqual(self.methods.calls, 2)
+
+    def test_whitelist_and_warmup_checked_for_every_id(self) -> None:
+        server = self.make_server(whitelist=Whitelist(["alice:getmininginfo", "u:getbestblockhash"]))
+        for n in range(3):
+            self.assertEqual(server.core.respond(call("getbestblockhash", [], n), "u").status, 200)
+        self.assertEqual(server.core.respond(call("getbestblockhash", [], 9), "alice").status, 403)
+        server.warmup.set("Loading block index...")
+        self.assertEqual(self.result(server.core.respond(call("getbestblockhash", [], 10), "u")),
+                         {"result": None, "error": {"code": -28, "message": "Loading block index..."},
+                          "id": 10})
+
+    def test_a_wallet_path_is_not_answered_from_the_cache(self) -> None:
+        core = self.server.core
+        for n in range(3):
+            core.respond(call("getbestblockhash", [], n), "u")
+        calls = self.methods.calls
+        core.respond(call("getbestblockhash", [], 3), "u", "")
+        self.assertEqual(self.methods.calls, calls + 1)
+
+
+#: Ids as a client may write them: every JSON type, numbers with fractions, exponents and
+#: many digits (past int()'s 4,300 too), text with escapes and any Unicode.
+_NUMBER_TEXT = st.one_of(
+    st.integers().map(str),
+    st.integers(-(10 ** 40), 10 ** 40).map(str),
+    st.just("9" * 4400),
+    st.from_regex(r"-?(0|[1-9][0-9]{0,25})(\.[0-9]{1,25})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+_STRING_TEXT = st.builds(lambda text, ascii_only: json.dumps(text, ensure_ascii=ascii_only),
+                         st.text(st.characters(blacklist_categories=("Cs",))), st.booleans())
+_ID_TEXT = st.recursive(
+    st.one_of(_NUMBER_TEXT, _STRING_TEXT, st.sampled_from(["null", "true", "false"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(lambda items: "[" + ", ".join(items) + "]"),
+        st.lists(st.tuples(_STRING_TEXT, inner), max_size=3).map(
+            lambda members: "{" + ",".join("%s:%s" % member for member in members) + "}")),
+    max_leaves=6)
+_KEYED_CALLS = st.sampled_from([
+    '"method":"getbestblockhash","params":[]', '"method":"getbestblockhash"',
+    '"params":null,"method":"getbestblockhash"', '"method":"getblockhash","params":[1]',
+    '"method":"getblockhash","params":[6]', '"method":"getblockhash","params":["1"]',
+    '"method":"getblockhash","params":[true]', '"method":"getblockhash","params":[1,2]',
+    '"method":"getmininginfo","params":[]'])
+
+
+class FreshIdsSameAsGeneralPathTests(KeptTestCase):
+    """Any call with any id, alone or in a batch, after the same call with other ids: the
+    bytes (and status) the general path gives."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(call_text=_KEYED_CALLS, ids=st.lists(_ID_TEXT, min_size=3, max_size=5))
+    def test_spliced_ids_are_the_general_paths(self, call_text: str, ids: list[str]) -> None:
+        self.chain = Chain()
+        kept = self.make_server(Methods(self.chain)).core
+        general = self.make_server(Methods(self.chain, chain_only=False)).core
+        bodies = [("{%s,\"id\":%s}" % (call_text, request_id)).encode() for request_id in ids]
+        bodies.append(b"[" + b",".join(bodies) + b"]")
+        for body in bodies * 2:
+            answers = [core.respond(body, "u") for core in (kept, general)]
+            self.assertEqual(answers[0], answers[1], body)
 
 
 class ChannelTests(KeptTestCase):
