@@ -93,6 +93,8 @@ class FrontendCore:
         #: None, or a Deferred firing once the chain is the writer's last commit.
         self._fresh = fresh
         self._names = frozenset(method.name for method in local.methods)
+        #: JSONRPCCore.last_kept of the last request, when the local core answered it.
+        self.last_kept: Optional[tuple] = None
 
     def handle(self, body: bytes, user: str, wallet_name: Optional[str] = None) -> Deferred:
         answer = self.respond(body, user, wallet_name)
@@ -104,6 +106,7 @@ class FrontendCore:
         is parsed once, here (a large one by the local core, in its thread). A body the
         local core keeps an answer for (a chain-only call) is looked up once the chain is
         the writer's last commit, unparsed."""
+        self.last_kept = None
         if wallet_name is None and self._local.keeps(body):
             waiting = self._fresh()
             if waiting is not None:
@@ -144,11 +147,20 @@ class FrontendCore:
     def answer_holds(self, body: bytes, user: str, reply: Reply) -> bool:
         """JSONRPCCore.answer_holds, once the chain is the writer's last commit (the look
         :meth:`respond` makes first); while it is not, the request is answered the usual way."""
+        return self._settled() and self._local.answer_holds(body, user, reply)
+
+    def call_holds(self, key: tuple, user: str, entry: tuple) -> bool:
+        """JSONRPCCore.call_holds, once the chain is the writer's last commit (as
+        :meth:`answer_holds`)."""
+        return self._settled() and self._local.call_holds(key, user, entry)
+
+    def _settled(self) -> bool:
+        """Whether the chain is the writer's last commit now (no reload under way)."""
         waiting = self._fresh()
         if waiting is not None:
             waiting.addErrback(lambda _: None)  # respond() looks again and answers the error
             return False
-        return self._local.answer_holds(body, user, reply)
+        return True
 
     def _answer_here(self, body: bytes, request: Any, user: str, names: Optional[list]
                      ) -> Union[Reply, Deferred]:
@@ -158,6 +170,8 @@ class FrontendCore:
             if isinstance(answer, Reply):
                 return self._or_writer(answer, body)
             answer.addCallback(self._or_writer, body)
+        elif isinstance(answer, Reply):
+            self.last_kept = self._local.last_kept
         return answer
 
     def _or_writer(self, reply: Reply, body: bytes) -> Any:

@@ -439,6 +439,9 @@ class JSONRPCCore:
         self._observe = observe
         self._answers = AnswerCache(lambda: node.chain.snapshot())
         self._kept_entries = self._answers.entries
+        #: ``(call key, kept entry)`` when the last :meth:`respond` answered a single
+        #: chain-only call from the answer cache (see :meth:`call_holds`), else None.
+        self.last_kept: tuple[tuple[Any, ...], tuple[str, Any]] | None = None
 
     def handle(self, body: bytes, user: str, wallet_name: str | None = None) -> Deferred[Reply]:
         """Answer one HTTP request body from the authenticated ``user``.
@@ -455,6 +458,7 @@ class JSONRPCCore:
                 ) -> Reply | Deferred[Reply]:
         """:meth:`handle`, but the Reply itself when it is ready at once (most are): the
         HTTP layer's hot path makes no Deferred for them."""
+        self.last_kept = None
         if wallet_name is None and len(body) <= ANSWER_CACHE_BODY and body in self._kept_entries:
             kept = self.kept_answer(body, user)
             if kept is not None:
@@ -474,6 +478,7 @@ class JSONRPCCore:
         """:meth:`respond` for a body its caller has parsed already (:func:`parse_json`). A
         chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`,
         whatever its id); given the ``body`` too, its whole Reply is kept for that body."""
+        self.last_kept = None
         key = (call_key(request) if type(request) is dict and wallet_name is None
                and self._warmup.message is None else None)
         if key is None or key[0] not in self.methods.chain_only:
@@ -485,6 +490,9 @@ class JSONRPCCore:
         if type(answer) is not tuple:
             return answer.addCallback(lambda call: Reply(call[0], call[1] + b"\n"))
         reply = Reply(answer[0], answer[1] + b"\n")
+        entry = self._kept_entries.get(key)
+        if entry is not None:
+            self.last_kept = key, entry
         if (body is not None and len(body) <= ANSWER_CACHE_BODY
                 and self._answers.asked_before(body)):
             self._answers.put(view, body, key[0], reply)
@@ -507,6 +515,18 @@ class JSONRPCCore:
         still (the very one kept); if so it counts as answered, as :meth:`kept_answer`."""
         kept = self._kept(body, user)
         return kept is not None and kept[1] is reply and self._counted(*kept) is reply
+
+    def call_holds(self, key: tuple[Any, ...], user: str, entry: tuple[str, Any]) -> bool:
+        """Whether ``entry``, the kept answer of the call ``key`` (:attr:`last_kept`), is its
+        answer still (the snapshot has not moved) for ``user``, warm-up over; if so it
+        counts as answered. For the HTTP layer, which may then answer another request of
+        that call, whatever its id, with its id spliced in."""
+        kept = self._answers.get(key)
+        if (kept is not entry or self._warmup.message is not None
+                or not self._whitelist.allows(user, key[0])):
+            return False
+        self._counted(*entry)
+        return True
 
     def _kept(self, body: bytes, user: str) -> tuple[str, Reply] | None:
         # (A longer body is never kept: not even hashed.)

@@ -12,6 +12,7 @@ the base class.
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import Any, Callable
 from urllib.parse import unquote_to_bytes
@@ -30,9 +31,11 @@ from coin.logs import DebugCategories
 from coin.rpc.auth import AllowList, Authenticator, AuthThrottle, describe_peer
 from coin.rpc.errors import (
     HTTP_BAD_METHOD, HTTP_FORBIDDEN, HTTP_NOT_FOUND, HTTP_PAYLOAD_TOO_LARGE, HTTP_UNAUTHORIZED,
-    map_exception,
+    RPCError, map_exception,
 )
-from coin.rpc.jsonrpc import JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json
+from coin.rpc.jsonrpc import (
+    JSON_CONTENT_TYPE, DEFAULT_MAX_BODY, JSONRPCCore, Reply, encode_json, parse_json,
+)
 from coin.http.lifetime import cancel_when_gone
 
 #: Idle seconds before the server drops an HTTP connection, and the time a request's
@@ -206,7 +209,7 @@ class RPCSite(server.Site):
         #: The open connections, closed at shutdown.
         self._channels: set[LeanChannel] = set()
         #: Answers the channels keep for repeated requests (LeanRequest.keep_answer).
-        self.kept_answers: dict[bytes, Any] = {}
+        self.kept_answers = KeptAnswers()
 
     def protocol(self) -> LeanChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
@@ -255,6 +258,112 @@ class RPCSite(server.Site):
                         peer=describe_peer(request.getClientAddress()))
 
 
+class IdSplicing:
+    """A kept answer's check (``still(channel)``, see LeanRequest.keep_answer) for an answer
+    that fits the same call with any id: :class:`KeptAnswers` then answers those too."""
+
+    __slots__ = ("_still",)
+
+    def __init__(self, still: Callable[[LeanChannel], bool]) -> None:
+        self._still = still
+
+    def __call__(self, channel: LeanChannel) -> bool:
+        return self._still(channel)
+
+
+#: A request's id where its answer prints it byte for byte as written (JSONRPCCore prints
+#: the id it parsed): an integer without a sign or zero the parse would drop, or a string of
+#: printable ASCII without escapes. Other ids (and bodies without one) take the usual way.
+_ID_TOKEN = re.compile(rb'"id": ?(0|-?[1-9][0-9]{0,17}|"[\x20\x21\x23-\x5b\x5d-\x7e]*")')
+_LENGTH = b"\r\nContent-Length: "
+
+
+def _without_id(data: bytes) -> tuple[bytes, int, bytes] | None:
+    """One whole request (head and a body of its Content-Length) without its Content-Length
+    value and its id: ``(the rest, the id's offset in the body, the id)``; None if it has
+    no such id."""
+    head_end = data.find(b"\r\n\r\n") + 4
+    length = data.find(_LENGTH, 0, head_end)
+    if head_end < 4 or length < 0:
+        return None
+    value_start = length + len(_LENGTH)
+    value_end = data.find(b"\r\n", value_start)
+    match = _ID_TOKEN.search(data, head_end)
+    if match is None or data[value_start:value_end] != b"%d" % (len(data) - head_end):
+        return None
+    start, end = match.span(1)
+    return data[:value_start] + data[value_end:start] + data[end:], start - head_end, match[1]
+
+
+def _is_the_id(body: bytes, offset: int, token: bytes) -> bool:
+    """Whether ``token`` at ``offset`` of ``body`` is its call's id (not a parameter's text):
+    another value there changes the id and nothing else."""
+    probe = body[:offset] + b'"probe"' + body[offset + len(token):]
+    try:
+        original, probed = parse_json(body), parse_json(probe)
+    except RPCError:
+        return False
+    if type(original) is not dict or type(probed) is not dict or probed.pop("id", None) != "probe":
+        return False
+    original.pop("id", None)
+    return original == probed
+
+
+class KeptAnswers:
+    """The answers channels keep (LeanChannel.keep): by the request's bytes, and, for an
+    answer that fits any id (:class:`IdSplicing`), by the request's bytes without their id
+    and Content-Length value, each request's id then spliced into the answer (where the
+    general path prints it: before the closing ``}``), with its Content-Length.
+
+    Real clients send a new id with every request: this answers them as cheaply as the
+    repeats of one request's bytes.
+    """
+
+    def __init__(self) -> None:
+        self._exact: dict[bytes, tuple[Any, ...]] = {}
+        #: request without id -> (still, response up to Date, id offset, the head after the
+        #: Content-Length value, the body before the id)
+        self._by_call: dict[bytes, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._exact) + len(self._by_call)
+
+    def clear(self) -> None:
+        self._exact.clear()
+        self._by_call.clear()
+
+    def __setitem__(self, raw: bytes, kept: tuple[Any, bytes, bytes]) -> None:
+        still, before, after = kept
+        if type(still) is not IdSplicing:
+            self._exact[raw] = kept
+            return
+        split = _without_id(raw)
+        if split is None or not after.startswith(_LENGTH):
+            return
+        key, offset, token = split
+        value_end = after.find(b"\r\n", len(_LENGTH))
+        head_end = after.find(b"\r\n\r\n", value_end) + 4
+        body = after[head_end:]
+        if (head_end < 4 or not body.endswith(b'"id":%s}\n' % token)
+                or not _is_the_id(raw[raw.find(b"\r\n\r\n") + 4:], offset, token)):
+            return
+        self._by_call[key] = (still, before, offset, after[value_end:head_end],
+                              body[:len(body) - len(token) - 2])
+
+    def get(self, data: bytes) -> tuple[Any, bytes, bytes] | None:
+        """``(still, response up to its Date value, response after it)`` for ``data``."""
+        kept = self._exact.get(data)
+        if kept is not None or not self._by_call:
+            return kept
+        split = _without_id(data)
+        kept = self._by_call.get(split[0]) if split is not None else None
+        if kept is None or kept[2] != split[1]:
+            return None
+        still, before, _, head, body_before_id = kept
+        body = b"%s%s}\n" % (body_before_id, split[2])
+        return still, before, b"%s%d%s%s" % (_LENGTH, len(body), head, body)
+
+
 def _respond(request: server.Request, status: int, body: bytes = b"",
              content_type: bytes | None = None, headers: tuple[tuple[bytes, bytes], ...] = ()
              ) -> None:
@@ -289,6 +398,7 @@ class _JSONRPCEndpoint:
         self._keeps = getattr(core, "keeps", None) if hasattr(core, "answer_holds") else None
         self._answer_holds: Callable[[bytes, str, Reply], bool] = getattr(
             core, "answer_holds", lambda body, user, reply: False)
+        self._core = core
         self._authenticator = authenticator
         self._throttle = AuthThrottle(clock)
 
@@ -312,8 +422,8 @@ class _JSONRPCEndpoint:
             body = _body(request)
             answer = self._respond(body, user, wallet_name)
             if (type(answer) is Reply and wallet_name is None and self._keeps is not None
-                    and self._keeps(body) and hasattr(request, "keep_answer")):
-                request.keep_answer(partial(self._still_holds, authorization, user, body, answer))
+                    and hasattr(request, "keep_answer")):
+                self._keep(request, authorization, user, body, answer)
         else:
             answer = self._throttle.authenticate(
                 request.getClientAddress(), partial(self._authenticator.authenticate, authorization))
@@ -325,6 +435,26 @@ class _JSONRPCEndpoint:
         else:
             self._send_later(request, answer)
         return server.NOT_DONE_YET
+
+    def _keep(self, request: Any, authorization: bytes, user: str, body: bytes,
+              answer: Reply) -> None:
+        """Let the channel answer repeats of this request: of its very bytes if the core
+        keeps the answer by body, and of the same call with any id if the core answered
+        it from its answer cache (:class:`IdSplicing`)."""
+        if self._keeps(body):
+            request.keep_answer(partial(self._still_holds, authorization, user, body, answer))
+            return
+        kept = getattr(self._core, "last_kept", None)
+        if kept is not None:
+            request.keep_answer(IdSplicing(partial(
+                self._call_still_holds, authorization, user, *kept)))
+
+    def _call_still_holds(self, authorization: bytes, user: str, key: tuple[Any, ...],
+                          entry: tuple[str, Any], channel: LeanChannel) -> bool:
+        """:meth:`_still_holds` for an answer kept by call (JSONRPCCore.call_holds)."""
+        return (channel.authorized == authorization
+                and self._authenticator.proved(authorization) == user
+                and self._core.call_holds(key, user, entry))
 
     def _still_holds(self, authorization: bytes, user: str, body: bytes, reply: Reply,
                      channel: LeanChannel) -> bool:

@@ -37,7 +37,7 @@ from coin.rpc.auth import Authenticator, Whitelist
 from coin.rpc.registry import INT, Arg, rpc_method
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
 
-from tests.rpchelpers import FakeNode, Server, post, reference_wallets, split_response
+from tests.rpchelpers import FakeNode, Server, post, reference_wallets, reply_body, split_response
 
 
 class Chain:
@@ -306,6 +306,21 @@ class ChannelTests(KeptTestCase):
         self.assertEqual(len(self.server.site.kept_answers), 1)
         self.assertEqual(self.observed, [("getblockhash", 200)] * 4)
 
+    def test_fresh_ids_answered_by_the_channel_each_with_its_id(self) -> None:
+        connection = self.connect()
+        answers = [reply_body(self.exchange(connection, post(call("getblockhash", [2], n))))
+                   for n in (1, 2, 3, "x", 12345)]
+        self.assertEqual([(a["result"], a["id"]) for a in answers],
+                         [("%064x" % 2, n) for n in (1, 2, 3, "x", 12345)])
+        self.assertEqual(self.methods.calls, 2)  # from the third on: the channel's template
+        self.assertEqual(len(self.server.site.kept_answers), 1)
+        self.assertEqual(self.observed, [("getblockhash", 200)] * 5)
+        other = reply_body(self.exchange(connection, post(call("getblockhash", [3], 6))))
+        self.assertEqual((other["result"], other["id"]), ("%064x" % 3, 6))
+        self.chain.move(["ab" * 32] * 3)  # a reorg
+        moved = reply_body(self.exchange(connection, post(call("getblockhash", [2], 7))))
+        self.assertEqual((moved["result"], moved["id"]), ("ab" * 32, 7))
+
     def test_date_is_the_current_seconds(self) -> None:
         connection = self.connect()
         request = post(call("getbestblockhash", []))
@@ -426,6 +441,52 @@ class SameAsGeneralPathTests(KeptTestCase):
                 protocol.dataReceived(raw)
                 answers.append(_DATE.sub(b"Date: -", transport.value()))  # (a second may turn)
             self.assertEqual(answers[0], answers[1], body)
+
+
+#: Calls as clients write them (wrk, python-bitcoinrpc's spaces, bitcoin-core's id first),
+#: with ``%s`` for the id; ids the channel splices and others (taking the usual way).
+_TEMPLATES = st.sampled_from([
+    '{"method":"getblockhash","params":[1],"id":%s}', '{"method":"getblockhash","params":[6],"id":%s}',
+    '{"version": "1.1", "method": "getblockhash", "params": [2], "id": %s}',
+    '{"id":%s,"method":"getbestblockhash","params":[]}',
+    '{"method":"getbestblockhash","id":%s}',
+    '{"method":"getblockhash","params":["\\"id\\":1"],"id":%s}',
+    '{"id":%s,"id":3,"method":"getbestblockhash"}',
+    '{"method":"getmininginfo","params":[],"id":%s}', '[{"method":"getblockhash","params":[1],"id":%s}]'])
+_IDS = st.one_of(st.integers(-99, 9999).map(str), st.integers().map(str), st.text(
+    st.characters(max_codepoint=0x7e)).map(json.dumps), st.sampled_from([
+    "0", "-0", "01", "1.0", "1e3", "null", "true", '"x"', '""', '"a\\"b"', '"\\u00e9"', '"\u00e9"',
+    '"id"', "[1]", '{"a":1}', "12345678901234567890123"]))
+
+
+class FreshIdsChannelTests(KeptTestCase):
+    """Requests with any id (new ones, repeated ones, on two connections, some pipelined)
+    and chain moves: the node answering from the channel's templates sends the bytes the
+    general path sends."""
+
+    @settings(max_examples=150, deadline=None)
+    @given(steps=st.lists(st.one_of(
+        st.tuples(st.just("requests"), st.integers(0, 1), _TEMPLATES,
+                  st.lists(st.tuples(_IDS, st.booleans()), min_size=3, max_size=6)),
+        st.tuples(st.just("move"), _CHAINS)), min_size=1, max_size=8))
+    def test_spliced_answers_are_the_general_paths(self, steps: list[tuple[Any, ...]]) -> None:
+        self.chain = Chain()
+        kept = self.make_server(Methods(self.chain))
+        general = self.make_server(Methods(self.chain, chain_only=False))
+        connections = [(kept.connect(), general.connect()) for _ in range(2)]
+        for step in steps:
+            if step[0] == "move":
+                self.chain.move(step[1])
+                continue
+            _, which, template, requests = step
+            for request_id, twice in requests:  # twice: pipelined in one read
+                raw = post((template % request_id).encode("utf-8")) * (2 if twice else 1)
+                answers = []
+                for protocol, transport in connections[which]:
+                    transport.clear()
+                    protocol.dataReceived(raw)
+                    answers.append(_DATE.sub(b"Date: -", transport.value()))
+                self.assertEqual(answers[0], answers[1], raw)
 
 
 class FrontendTests(KeptTestCase):
