@@ -506,3 +506,23 @@ class FrontendTests(KeptTestCase):
         self.chain.move(self.chain.hashes + ["ee" * 32])
         waiting.pop().callback(None)
         self.assertEqual(self.result(answer)["result"], "ee" * 32)
+
+    def test_answer_kept_by_call_waits_for_the_writers_last_commit(self) -> None:
+        waiting: list[Deferred] = []
+        frontend = FrontendCore(self.server.core, writer=None, whitelist=Whitelist(),
+                                fresh=lambda: waiting[-1] if waiting else None)
+        for n in range(2):
+            self.assertEqual(self.result(frontend.respond(call("getbestblockhash", [], n), "u")),
+                             {"result": "%064x" % 4, "error": None, "id": n})
+        kept = frontend.last_kept
+        self.assertIsNotNone(kept)
+        self.assertTrue(frontend.call_holds(kept[0], "u", kept[1]))
+        waiting.append(Deferred())  # the writer committed: a reload is under way
+        self.assertFalse(frontend.call_holds(kept[0], "u", kept[1]))
+        answer = frontend.respond(call("getbestblockhash", [], 2), "u")
+        self.assertIsNone(frontend.last_kept)
+        self.assertNoResult(answer)
+        self.chain.move(self.chain.hashes + ["ee" * 32])
+        waiting.pop().callback(None)
+        self.assertEqual(self.result(answer)["result"], "ee" * 32)
+        self.assertFalse(frontend.call_holds(kept[0], "u", kept[1]))  # the chain moved
