@@ -182,6 +182,18 @@ class _Overloaded(Protocol):
             self._linger.cancel()
 
 
+class _NoDelayChannel(LeanChannel):
+    """The channel with Nagle's algorithm off: an answer is written whole at once, and a
+    large one (a batch's) must not have its last segment held back until the client
+    acknowledges the others (which it may delay)."""
+
+    def connectionMade(self) -> None:
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+        super().connectionMade()
+
+
 class RPCSite(server.Site):
     """The HTTP server for RPC and REST: Core's limits and access rules on every path."""
 
@@ -213,7 +225,7 @@ class RPCSite(server.Site):
 
     def protocol(self) -> LeanChannel:  # type: ignore[override]
         """Factory.buildProtocol calls ``self.protocol()``: our channel, plain TCP only."""
-        return LeanChannel(self)
+        return _NoDelayChannel(self)
 
     def buildProtocol(self, addr: IAddress | None) -> Protocol | None:
         if self.connections >= self.max_connections:

@@ -1,18 +1,20 @@
 """Kept answers of chain-only calls never outlive the chain they were computed from.
 
-A single call of ``getbestblockhash``, ``getblockcount``, ``getblockhash`` or
-``getdifficulty`` is answered from the core's answer cache once seen (the same body again),
-and a repeat of the very same request bytes on a kept-alive connection from the channel's
-kept answers, unparsed (doc/rpc.md, "Kept answers"). Both must give what the general path
-gives at every moment: after a new block, ``invalidateblock``, ``reconsiderblock`` and a
-reorg to another branch, on the node itself and on a front end right after the writer
-answered (its freshness rule, doc/frontend.md). Each repeat is compared with the same call
-under another id (a body never seen, so answered the general way).
+A call of ``getbestblockhash``, ``getblockcount``, ``getblockhash`` or ``getdifficulty`` is
+answered from the core's answer cache once seen (the same method and parameters, whatever
+the id), and a repeat on a kept-alive connection, of the very same request bytes or of the
+same call with a new id, from the channel's kept answers, unparsed (doc/rpc.md, "Kept
+answers"). They must give what the general path gives at every moment: after a new block,
+``invalidateblock``, ``reconsiderblock`` and a reorg to another branch, on the node itself
+and on a front end right after the writer answered (its freshness rule, doc/frontend.md).
+Each answer is compared with the same call with named parameters (never kept, so answered
+the general way).
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import socket
 from typing import Any, List, Tuple
@@ -68,11 +70,13 @@ class KeepAliveClient:
         self._buffer += data
 
 
-def body(method: str, params: List[Any], request_id: Any = 1) -> bytes:
+def body(method: str, params: Any, request_id: Any = 1) -> bytes:
     return json.dumps({"method": method, "params": params, "id": request_id}).encode()
 
 
 class KeptAnswerTestCase(SynchronousTestCase):
+    _ids = itertools.count(100)
+
     def start_writer(self) -> NodeProcess:
         writer = NodeProcess.start(self.mktemp(), ("-listen=0", "-servefrontends=1"))
         self.addCleanup(writer.kill)
@@ -87,7 +91,8 @@ class KeptAnswerTestCase(SynchronousTestCase):
     def assert_current(self, client: KeepAliveClient, other: KeepAliveClient,
                        heights: range, expected_tip: str) -> None:
         """Each chain-only call, sent three times with the same bytes (the first may be new
-        to the node; the others are repeats), answers what a never-seen body answers."""
+        to the node; the others are repeats), then three times with new ids, answers what
+        the same call with named parameters (the general path) answers."""
         calls = [(method, []) for method in CHAIN_ONLY] + [
             ("getblockhash", [height]) for height in heights]
         for method, params in calls:
@@ -95,11 +100,16 @@ class KeptAnswerTestCase(SynchronousTestCase):
             answers = {client.raw(request) for _ in range(3)}
             self.assertEqual(len(answers), 1, (method, params, answers))
             (head, answer), = answers
-            fresh_head, fresh = other.raw(body(method, params, "fresh-%s-%s" % (method, params)))
-            self.assertEqual(head, fresh_head)
-            reply, fresh_reply = json.loads(answer), json.loads(fresh)
-            self.assertEqual((reply["result"], reply["error"], reply["id"]),
-                             (fresh_reply["result"], fresh_reply["error"], 1), (method, params))
+            named = {"height": params[0]} if params else {}
+            general_head, general = other.raw(body(method, named, "general"))
+            self.assertEqual(head, general_head)
+            expected = json.loads(general)
+            self.assertEqual(json.loads(answer), {**expected, "id": 1}, (method, params))
+            for request_id in (next(self._ids), "new-%d" % next(self._ids), next(self._ids)):
+                new_head, new = client.raw(body(method, params, request_id))
+                self.assertEqual(new_head, head)
+                self.assertEqual(new, answer.replace(b'"id":1}', b'"id":%s}' % json.dumps(
+                    request_id).encode()), (method, params, request_id))
         tip = json.loads(client.raw(body("getbestblockhash", []))[1])["result"]
         self.assertEqual(tip, expected_tip)
 
