@@ -17,7 +17,7 @@ import base64
 import itertools
 import json
 import socket
-from typing import Any, List, Tuple
+from typing import Any, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
