@@ -23,7 +23,7 @@ import json
 import os
 import re
 import tempfile
-from typing import Any
+from typing import Any, Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,6 +108,27 @@ class KeptTestCase(SynchronousTestCase):
         if isinstance(reply, Deferred):
             reply = self.successResultOf(reply)
         return json.loads(reply.body)
+
+    def assert_same_as_general_path(self, steps: list[tuple[Any, ...]],
+                                    requests: Callable[[tuple[Any, ...]], list[bytes]]) -> None:
+        """Run ``steps``, chain moves (``("move", hashes)``) and request steps (``(kind,
+        connection 0 or 1, ...)``, sent as ``requests(step)``), on a node with kept answers
+        and on one without: each read is answered with the same bytes (but the Date)."""
+        self.chain = Chain()
+        kept = self.make_server(Methods(self.chain))
+        general = self.make_server(Methods(self.chain, chain_only=False))
+        connections = [(kept.connect(), general.connect()) for _ in range(2)]
+        for step in steps:
+            if step[0] == "move":
+                self.chain.move(step[1])
+                continue
+            for raw in requests(step):
+                answers = []
+                for protocol, transport in connections[step[1]]:
+                    transport.clear()
+                    protocol.dataReceived(raw)
+                    answers.append(_DATE.sub(b"Date: -", transport.value()))  # (a second may turn)
+                self.assertEqual(answers[0], answers[1], raw)
 
 
 class CoreTests(KeptTestCase):
@@ -425,22 +446,8 @@ class SameAsGeneralPathTests(KeptTestCase):
     @settings(max_examples=150, deadline=None)
     @given(steps=_STEPS)
     def test_kept_answers_are_the_general_paths(self, steps: list[tuple[Any, ...]]) -> None:
-        self.chain = Chain()
-        kept = self.make_server(Methods(self.chain))
-        general = self.make_server(Methods(self.chain, chain_only=False))
-        connections = [(kept.connect(), general.connect()) for _ in range(2)]
-        for step in steps:
-            if step[0] == "move":
-                self.chain.move(step[1])
-                continue
-            _, which, body, twice = step
-            raw = post(body) * (2 if twice else 1)  # twice: pipelined in one read
-            answers = []
-            for protocol, transport in connections[which]:
-                transport.clear()
-                protocol.dataReceived(raw)
-                answers.append(_DATE.sub(b"Date: -", transport.value()))  # (a second may turn)
-            self.assertEqual(answers[0], answers[1], body)
+        self.assert_same_as_general_path(
+            steps, lambda step: [post(step[2]) * (2 if step[3] else 1)])  # twice: pipelined
 
 
 #: Calls as clients write them (wrk, python-bitcoinrpc's spaces, bitcoin-core's id first),
@@ -470,23 +477,9 @@ class FreshIdsChannelTests(KeptTestCase):
                   st.lists(st.tuples(_IDS, st.booleans()), min_size=3, max_size=6)),
         st.tuples(st.just("move"), _CHAINS)), min_size=1, max_size=8))
     def test_spliced_answers_are_the_general_paths(self, steps: list[tuple[Any, ...]]) -> None:
-        self.chain = Chain()
-        kept = self.make_server(Methods(self.chain))
-        general = self.make_server(Methods(self.chain, chain_only=False))
-        connections = [(kept.connect(), general.connect()) for _ in range(2)]
-        for step in steps:
-            if step[0] == "move":
-                self.chain.move(step[1])
-                continue
-            _, which, template, requests = step
-            for request_id, twice in requests:  # twice: pipelined in one read
-                raw = post((template % request_id).encode("utf-8")) * (2 if twice else 1)
-                answers = []
-                for protocol, transport in connections[which]:
-                    transport.clear()
-                    protocol.dataReceived(raw)
-                    answers.append(_DATE.sub(b"Date: -", transport.value()))
-                self.assertEqual(answers[0], answers[1], raw)
+        self.assert_same_as_general_path(steps, lambda step: [
+            post((step[2] % request_id).encode("utf-8")) * (2 if twice else 1)  # twice: pipelined
+            for request_id, twice in step[3]])
 
 
 class FrontendTests(KeptTestCase):
