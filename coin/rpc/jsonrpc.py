@@ -487,7 +487,7 @@ class JSONRPCCore:
             return FORBIDDEN
         view = self._answers.view()
         answer = self._chain_call(key, request.get("id"), request.get("params") or [], user)
-        if type(answer) is not tuple:
+        if not isinstance(answer, tuple):
             return answer.addCallback(lambda call: Reply(call[0], call[1] + b"\n"))
         reply = Reply(answer[0], answer[1] + b"\n")
         entry = self._kept_entries.get(key)

@@ -368,7 +368,9 @@ class KeptAnswers:
         if kept is not None or not self._by_call:
             return kept
         split = _without_id(data)
-        kept = self._by_call.get(split[0]) if split is not None else None
+        if split is None:
+            return None
+        kept = self._by_call.get(split[0])
         if kept is None or kept[2] != split[1]:
             return None
         still, before, _, head, body_before_id = kept
@@ -453,7 +455,7 @@ class _JSONRPCEndpoint:
         """Let the channel answer repeats of this request: of its very bytes if the core
         keeps the answer by body, and of the same call with any id if the core answered
         it from its answer cache (:class:`IdSplicing`)."""
-        if self._keeps(body):
+        if self._keeps is not None and self._keeps(body):
             request.keep_answer(partial(self._still_holds, authorization, user, body, answer))
             return
         kept = getattr(self._core, "last_kept", None)
