@@ -140,27 +140,37 @@ class TipListener:
         self.tips.append(entry.hash)
 
 
+@inlineCallbacks
+def started_front_end(test: TestCase, interval: float) -> Any:
+    """``(writer, builder, store, service, listener)``: a writer with 2 blocks and a front
+    end's service over its database (looking every ``interval`` s), loaded."""
+    datadir = test.mktemp()
+    writer = open_chain(datadir)
+    test.addCleanup(writer.close)
+    builder = ChainBuilder(writer)
+    builder.mine(2)
+    writer.flush()
+    store = ChainStore(datadir, REGTEST)
+    store.open_read_only()
+    test.addCleanup(store.close)
+    service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
+                             interval=interval)
+    listener = TipListener()
+    service.subscribe(listener)
+    service.startService()
+    test.addCleanup(service.stopService)
+    yield service.ready
+    return writer, builder, store, service, listener
+
+
 class CommittedChainTests(TestCase):
     """The front end's service: a full load at start, then in-place loads of each commit."""
 
     @inlineCallbacks
     def test_reloads_apply_changes_to_the_loaded_chain_state(self) -> Any:
-        datadir = self.mktemp()
-        writer = open_chain(datadir)
-        self.addCleanup(writer.close)
-        builder = ChainBuilder(writer)
-        builder.mine(2)
-        writer.flush()
-        store = ChainStore(datadir, REGTEST)
-        store.open_read_only()
-        self.addCleanup(store.close)
-        service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
-                                 interval=3600)  # only fresh() looks
-        listener = TipListener()
-        service.subscribe(listener)
-        service.startService()
-        self.addCleanup(service.stopService)
-        loaded = yield service.ready
+        writer, builder, _, service, listener = yield started_front_end(
+            self, 3600)  # only fresh() looks (and the commits' wake-ups, which find them seen)
+        loaded = service.chainstate
         self.assertEqual(loaded.tip.hash, writer.tip.hash)
         for _ in range(2):
             builder.mine(1)
@@ -178,29 +188,6 @@ class CommitWakeupTests(TestCase):
     delayed the request that came meanwhile (1 in 100: the p99)."""
 
     @inlineCallbacks
-    def started(self, interval: float) -> Any:
-        """``(writer, builder, service, listener)``: a writer with 2 blocks, its front end loaded
-        (``service.store`` its store)."""
-        datadir = self.mktemp()
-        writer = open_chain(datadir)
-        self.addCleanup(writer.close)
-        builder = ChainBuilder(writer)
-        builder.mine(2)
-        writer.flush()
-        store = ChainStore(datadir, REGTEST)
-        store.open_read_only()
-        self.addCleanup(store.close)
-        service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
-                                 interval=interval)
-        service.store = store
-        listener = TipListener()
-        service.subscribe(listener)
-        service.startService()
-        self.addCleanup(service.stopService)
-        yield service.ready
-        return writer, builder, service, listener
-
-    @inlineCallbacks
     def tip_seen(self, listener: TipListener, tip: bytes) -> Any:
         """Waits (up to 20 s of reactor turns) for ``listener`` to be told of ``tip``."""
         for _ in range(2000):
@@ -211,13 +198,13 @@ class CommitWakeupTests(TestCase):
 
     @inlineCallbacks
     def test_the_timer_looks_once_a_second_while_commits_wake_the_process(self) -> Any:
-        _, _, service, _ = yield self.started(POLL_INTERVAL)
+        _, _, _, service, _ = yield started_front_end(self, POLL_INTERVAL)
         self.assertEqual(service.poll_interval, WATCHED_POLL_INTERVAL)
         self.assertEqual(service._loop.interval, WATCHED_POLL_INTERVAL)
 
     @inlineCallbacks
     def test_a_commit_is_noticed_without_a_request_or_the_timer(self) -> Any:
-        writer, builder, service, listener = yield self.started(3600)
+        writer, builder, _, service, listener = yield started_front_end(self, 3600)
         builder.mine(1)
         writer.flush()
         yield self.tip_seen(listener, writer.tip.hash)
@@ -225,8 +212,8 @@ class CommitWakeupTests(TestCase):
 
     @inlineCallbacks
     def test_the_timer_looks_every_few_ms_again_once_the_log_is_moved(self) -> Any:
-        writer, builder, service, listener = yield self.started(POLL_INTERVAL)
-        wal = service.store.db_path + "-wal"
+        writer, builder, store, service, listener = yield started_front_end(self, POLL_INTERVAL)
+        wal = store.db_path + "-wal"
         os.rename(wal, wal + ".moved")
         try:
             for _ in range(2000):  # the move's event comes through the reactor
