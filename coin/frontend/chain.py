@@ -61,7 +61,7 @@ class CommittedChain(service.Service):
 
     def __init__(self, params: ChainParams, store: ChainStore, reactor: Any, clock: NodeClock,
                  in_thread: ThreadRunner, prune_mode: bool = False,
-                 interval: float = POLL_INTERVAL, watch_commits: bool = True) -> None:
+                 interval: float = POLL_INTERVAL) -> None:
         self._params = params
         self._store = store
         self._reactor = reactor
@@ -82,9 +82,7 @@ class CommittedChain(service.Service):
         self._watch: Optional[CommitWatch] = None
         self._loop = LoopingCall(self._poll)
         self._loop.clock = reactor
-        #: Whether to watch the write-ahead log, and the watch while it stands
-        #: (see _start_watching).
-        self._watch_commits = watch_commits
+        #: The watch of the write-ahead log while it stands (see _start_watching).
         self._notifier: Optional[inotify.INotify] = None
         #: Polls the watch for events not read yet (a write of the log not looked at).
         self._written: Optional[select.poll] = None
@@ -118,8 +116,7 @@ class CommittedChain(service.Service):
         d.addCallbacks(self._first_loaded, self._first_failed)
 
     def _first_loaded(self, _: object) -> None:
-        if self._watch_commits:
-            self._start_watching()
+        self._start_watching()
         self._loop.start(self.poll_interval, now=False)
         self.ready.callback(self.chainstate)
 
