@@ -13,6 +13,7 @@ from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.internet.testing import StringTransport
 
+from coin.http import channel
 from coin.logs import DebugCategories
 from coin.primitives.hashes import hash_to_hex
 from coin.rest.resource import endpoint_label
@@ -103,3 +104,18 @@ class KeptRESTTests(RESTTestCase):
         self.warmup.message = "Loading block index..."
         answer = yield self.ask(connection, path)
         self.assertIn(b"503 Service Unavailable", answer)
+
+    @inlineCallbacks
+    def test_long_answers_are_not_kept(self):
+        """A block's answer can be megabytes: only answers up to MAX_KEPT_RESPONSE are kept."""
+        self.patch(channel, "MAX_KEPT_RESPONSE", 400)
+        rendered: List[bytes] = []
+        render = self.rest.render
+        self.patch(self.rest, "render", lambda request: rendered.append(request.uri) or render(request))
+        connection = self.connect()
+        short, long = "/rest/blockhashbyheight/1.json", "/rest/block/%s.hex" % self.tip_hash()
+        for path in (short, long):
+            for _ in range(3):
+                answer = yield self.ask(connection, path)
+            self.assertEqual(len(answer) > 400, path == long)
+        self.assertEqual(rendered, [short.encode()] + [long.encode()] * 3)
