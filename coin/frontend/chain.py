@@ -15,7 +15,6 @@ chain than it committed; and the tip only moves back when the writer committed a
 
 from __future__ import annotations
 
-import select
 from typing import Any, Callable, List, Optional
 
 from twisted.application import service
@@ -84,8 +83,6 @@ class CommittedChain(service.Service):
         self._loop.clock = reactor
         #: The watch of the write-ahead log while it stands (see _start_watching).
         self._notifier: Optional[inotify.INotify] = None
-        #: Polls the watch for events not read yet (a write of the log not looked at).
-        self._written: Optional[select.poll] = None
         #: The reload under way, if any; a commit seen meanwhile sets ``_stale`` (one more).
         self._loading: Optional[Deferred] = None
         self._stale = False
@@ -147,15 +144,12 @@ class CommittedChain(service.Service):
             return
         notifier.startReading()
         self._notifier = notifier
-        self._written = select.poll()
-        self._written.register(notifier.fileno(), select.POLLIN)
 
     def _not_watching(self, error: Exception) -> None:
         log.info("Commits are looked for every {ms:g} ms (no inotify watch: {error})",
                  ms=self._interval * 1000, error=error)
 
     def _stop_watching(self) -> None:
-        self._written = None
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             notifier.loseConnection()
@@ -224,16 +218,8 @@ class CommittedChain(service.Service):
         """None when the loaded chain is the writer's last commit; else a Deferred that fires
         once it is.  Called for each request (one ``PRAGMA data_version``), so a client that
         saw the writer answer (after its commit) never gets an older chain from here.  Fails
-        with :class:`DatabaseUnavailable` while the database cannot be read.
-
-        While the write-ahead log is watched, the look is made only if the log was written
-        since the events were last read (a poll of the watch, no query): the kernel queues
-        the event within the writer's write, before its commit returns and so before it
-        answers anyone."""
-        notifier, written = self._notifier, self._written
-        if (notifier is None or written is None or not notifier.connected or not self.reachable
-                or written.poll(0)):
-            self._look()
+        with :class:`DatabaseUnavailable` while the database cannot be read."""
+        self._look()
         if not self.reachable:
             return fail(DatabaseUnavailable())
         if self._loading is None:

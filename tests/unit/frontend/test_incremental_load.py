@@ -226,22 +226,3 @@ class CommitWakeupTests(TestCase):
         builder.mine(1)
         writer.flush()
         yield self.tip_seen(listener, writer.tip.hash)
-
-    @inlineCallbacks
-    def test_a_request_looks_only_once_the_log_was_written_and_sees_the_commit(self) -> Any:
-        writer, builder, _, service, listener = yield started_front_end(self, 3600)
-        for _ in range(5):  # the events of the first load's commits read
-            yield deferLater(reactor, 0.02, lambda: None)
-        looks: List[bool] = []
-        changed = service._watch.changed
-        self.patch(service._watch, "changed", lambda: looks.append(True) or changed())
-        for _ in range(5):
-            self.assertIsNone(service.fresh())
-        self.assertEqual(looks, [])  # no query while nothing was written
-        builder.mine(1)
-        writer.flush()
-        waiting = service.fresh()  # at once, the reactor has not read the event yet
-        self.assertEqual(len(looks), 1)
-        self.assertIsNotNone(waiting)
-        yield waiting
-        self.assertEqual(service.chainstate.published.tip.hash, writer.tip.hash)
