@@ -44,6 +44,8 @@ POLL_INTERVAL = 0.005
 #: timer is a safety net only. At 5 ms its 200 wake-ups a second, each a look of 40-70 µs on
 #: a busy machine, delayed 1 in 100 requests at 1 connection (the p99; doc/frontend.md).
 WATCHED_POLL_INTERVAL = 1.0
+#: Looks at most after one write of the log, POLL_INTERVAL apart, until a commit is seen.
+FOLLOW_UP_LOOKS = 20
 #: Seconds between measures of a PostgreSQL replica's lag (``frontend_lag``).
 LAG_INTERVAL = 1.0
 
@@ -83,6 +85,8 @@ class CommittedChain(service.Service):
         self._loop.clock = reactor
         #: The watch of the write-ahead log while it stands (see _start_watching).
         self._notifier: Optional[inotify.INotify] = None
+        #: The next look after a write of the log that showed no commit yet.
+        self._follow_up: Optional[Any] = None
         #: The reload under way, if any; a commit seen meanwhile sets ``_stale`` (one more).
         self._loading: Optional[Deferred] = None
         self._stale = False
@@ -150,6 +154,9 @@ class CommittedChain(service.Service):
                  ms=self._interval * 1000, error=error)
 
     def _stop_watching(self) -> None:
+        if self._follow_up is not None and self._follow_up.active():
+            self._follow_up.cancel()
+        self._follow_up = None
         notifier, self._notifier = self._notifier, None
         if notifier is not None:
             notifier.loseConnection()
@@ -162,7 +169,18 @@ class CommittedChain(service.Service):
             if self._loop.running:
                 self._loop.stop()
                 self._loop.start(self.poll_interval, now=False)
-        self._look()
+        self._look_until_seen(FOLLOW_UP_LOOKS)
+
+    def _look_until_seen(self, left: int) -> None:
+        """Look, and while no new commit is seen, again every few ms, ``left`` looks in all:
+        SQLite makes a commit visible in the ``-shm`` index (a mapped page: no event) just
+        after its last write of the log, so the look on that write's event can come first."""
+        if self._follow_up is not None and self._follow_up.active():
+            self._follow_up.cancel()
+        self._follow_up = None
+        if not self._look() and left > 1 and self._notifier is not None:
+            self._follow_up = self._reactor.callLater(POLL_INTERVAL, self._look_until_seen,
+                                                      left - 1)
 
     def _first_failed(self, failure: Any) -> None:
         log.failure("Loading the committed chain failed", failure)
@@ -183,18 +201,20 @@ class CommittedChain(service.Service):
     def _run(self, f: Callable, *args: Any) -> Deferred:
         return deferToThreadPool(self._reactor, self._pool, f, *args)
 
-    def _look(self) -> None:
-        """Start a reload if the writer committed since the last look (and none runs)."""
+    def _look(self) -> bool:
+        """Start a reload if the writer committed since the last look (and none runs); True
+        if it had."""
         if self._watch is None:
-            return
+            return False
         try:
-            if self._watch.changed():
-                self._stale = True
+            changed = self._watch.changed()
         except Exception:
             if self.reachable:
                 log.failure("Checking the chain database for commits failed")
             self.reachable = False
-            return
+            return False
+        if changed:
+            self._stale = True
         if not self.reachable:
             log.info("The chain database is reachable again")
             self.reachable = True
@@ -204,6 +224,7 @@ class CommittedChain(service.Service):
             self.lag = self._measure_lag()
         if self._stale and self._loading is None:
             self._reload()
+        return changed
 
     _poll = _look
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, List
 
-from twisted.internet import reactor
+from twisted.internet import inotify, reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -15,7 +15,9 @@ from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.index import BLOCK_FAILED_MASK
 from coin.chainparams import REGTEST
-from coin.frontend.chain import POLL_INTERVAL, WATCHED_POLL_INTERVAL, CommittedChain
+from coin.frontend.chain import (
+    FOLLOW_UP_LOOKS, POLL_INTERVAL, WATCHED_POLL_INTERVAL, CommittedChain,
+)
 from coin.storage.chainstore import ChainStore, CommittedIndex
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 from coin.threads import ThreadRunner
@@ -188,6 +190,15 @@ class CommitWakeupTests(TestCase):
     delayed the request that came meanwhile (1 in 100: the p99)."""
 
     @inlineCallbacks
+    def settled(self, looks: List[bool], count: int) -> Any:
+        """Waits (up to 20 s) for ``count`` looks, then 0.1 s (20 look intervals) more."""
+        for _ in range(2000):
+            if len(looks) >= count:
+                break
+            yield deferLater(reactor, 0.01, lambda: None)
+        yield deferLater(reactor, 0.1, lambda: None)
+
+    @inlineCallbacks
     def tip_seen(self, listener: TipListener, tip: bytes) -> Any:
         """Waits (up to 20 s of reactor turns) for ``listener`` to be told of ``tip``."""
         for _ in range(2000):
@@ -226,3 +237,21 @@ class CommitWakeupTests(TestCase):
         builder.mine(1)
         writer.flush()
         yield self.tip_seen(listener, writer.tip.hash)
+
+    @inlineCallbacks
+    def test_a_write_whose_commit_is_not_visible_yet_is_looked_at_again(self) -> Any:
+        """SQLite publishes a commit in the -shm index (no event) after its last write of the
+        log: a look on that write's event may see nothing yet, and no other event comes."""
+        _, _, _, service, _ = yield started_front_end(self, 3600)
+        for _ in range(5):  # the events of the set-up's own writes read
+            yield deferLater(reactor, 0.02, lambda: None)
+        looks: List[bool] = []
+        self.patch(service._watch, "changed", lambda: looks.append(len(looks) == 3) or looks[-1])
+        service._log_written(None, None, inotify.IN_MODIFY)
+        yield self.settled(looks, 4)
+        self.assertEqual(looks, [False, False, False, True])  # until a commit is seen
+        del looks[:]
+        self.patch(service._watch, "changed", lambda: looks.append(False) or False)
+        service._log_written(None, None, inotify.IN_MODIFY)
+        yield self.settled(looks, FOLLOW_UP_LOOKS)
+        self.assertEqual(len(looks), FOLLOW_UP_LOOKS)  # a write that was no commit: bounded
