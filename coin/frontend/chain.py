@@ -85,8 +85,11 @@ class CommittedChain(service.Service):
         self._loop.clock = reactor
         #: The watch of the write-ahead log while it stands (see _start_watching).
         self._notifier: Optional[inotify.INotify] = None
-        #: The next look after a write of the log that showed no commit yet.
+        #: The next look after a write of the log (see _log_written), the looks left for it,
+        #: and when the last one was made.
         self._follow_up: Optional[Any] = None
+        self._looks_left = 0
+        self._last_written_look = float("-inf")
         #: The reload under way, if any; a commit seen meanwhile sets ``_stale`` (one more).
         self._loading: Optional[Deferred] = None
         self._stale = False
@@ -162,25 +165,35 @@ class CommittedChain(service.Service):
             notifier.loseConnection()
 
     def _log_written(self, _watch: object, _path: object, mask: int) -> None:
-        """The writer wrote the log: a commit, or part of one (the look tells)."""
+        """The writer wrote the log: a commit, or part of one (the look tells). Looked at
+        now, or, within POLL_INTERVAL of the last such look, then: a writer writing without
+        pause (a sync) costs at most the looks the 5 ms timer made."""
         if not mask & inotify.IN_MODIFY and self._notifier is not None:
             # The log was removed or replaced: the timer looks every few ms again.
             self._stop_watching()
             if self._loop.running:
                 self._loop.stop()
                 self._loop.start(self.poll_interval, now=False)
-        self._look_until_seen(FOLLOW_UP_LOOKS)
+            self._look()
+            return
+        self._looks_left = FOLLOW_UP_LOOKS
+        if self._follow_up is None or not self._follow_up.active():
+            wait = self._last_written_look + POLL_INTERVAL - self._reactor.seconds()
+            if wait > 0:
+                self._follow_up = self._reactor.callLater(wait, self._look_until_seen)
+            else:
+                self._look_until_seen()
 
-    def _look_until_seen(self, left: int) -> None:
-        """Look, and while no new commit is seen, again every few ms, ``left`` looks in all:
-        SQLite makes a commit visible in the ``-shm`` index (a mapped page: no event) just
-        after its last write of the log, so the look on that write's event can come first."""
-        if self._follow_up is not None and self._follow_up.active():
-            self._follow_up.cancel()
+    def _look_until_seen(self) -> None:
+        """Look, and while no new commit is seen, again every POLL_INTERVAL, FOLLOW_UP_LOOKS
+        looks in all after the last write: SQLite makes a commit visible in the ``-shm`` index
+        (a mapped page: no event) just after its last write of the log, so the look on that
+        write's event can come first."""
         self._follow_up = None
-        if not self._look() and left > 1 and self._notifier is not None:
-            self._follow_up = self._reactor.callLater(POLL_INTERVAL, self._look_until_seen,
-                                                      left - 1)
+        self._last_written_look = self._reactor.seconds()
+        self._looks_left -= 1
+        if not self._look() and self._looks_left > 0 and self._notifier is not None:
+            self._follow_up = self._reactor.callLater(POLL_INTERVAL, self._look_until_seen)
 
     def _first_failed(self, failure: Any) -> None:
         log.failure("Loading the committed chain failed", failure)

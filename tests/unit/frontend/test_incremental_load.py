@@ -255,3 +255,17 @@ class CommitWakeupTests(TestCase):
         service._log_written(None, None, inotify.IN_MODIFY)
         yield self.settled(looks, FOLLOW_UP_LOOKS)
         self.assertEqual(len(looks), FOLLOW_UP_LOOKS)  # a write that was no commit: bounded
+
+    @inlineCallbacks
+    def test_a_burst_of_writes_is_looked_at_once_per_poll_interval(self) -> Any:
+        """A writer writing without pause (a sync) must not make its front ends look more
+        often than the 5 ms timer did."""
+        _, _, _, service, _ = yield started_front_end(self, 3600)
+        yield self.settled([], 0)  # the events of the set-up's own writes read
+        looks: List[bool] = []
+        self.patch(service._watch, "changed", lambda: looks.append(True) or True)
+        for _ in range(50):
+            service._log_written(None, None, inotify.IN_MODIFY)
+        self.assertEqual(len(looks), 1)  # at once; the others wait for one more look
+        yield self.settled(looks, 2)
+        self.assertEqual(len(looks), 2)
