@@ -45,9 +45,11 @@ MAX_HEADER_COUNT = 500
 #: Parsed requests waiting for their turn before the channel stops reading.
 MAX_PIPELINED = 32
 #: Answers kept by the bytes of their request (:meth:`LeanRequest.keep_answer`): entries at
-#: most (all dropped when full), and the longest request kept.
+#: most (all dropped when full), the longest request kept, and the longest answer kept (a
+#: REST block can be megabytes: 4,096 answers of at most 8 KiB hold 32 MiB at most).
 MAX_KEPT_ANSWERS = 4096
 MAX_KEPT_REQUEST = 2048
+MAX_KEPT_RESPONSE = 8192
 BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\n\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Methods llhttp does not know are answered like twisted.web did (405, not 400): the
@@ -446,7 +448,8 @@ class LeanChannel(Protocol):
         ``Expect``, so that a repeat of its bytes is parsed and answered the same way."""
         kept = self._kept
         raw = message.raw
-        if (kept is None or raw is None or len(raw) > MAX_KEPT_REQUEST or not message.persistent
+        if (kept is None or raw is None or len(raw) > MAX_KEPT_REQUEST
+                or len(response) > MAX_KEPT_RESPONSE or not message.persistent
                 or message.version != b"HTTP/1.1" or b"expect" in message.headers):
             return
         date = response.find(b"\r\nDate: ") + 8

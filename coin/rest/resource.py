@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import string
 import threading
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from twisted.internet.defer import (
@@ -708,6 +708,8 @@ class RESTResource(resource.Resource):
             answer = Deferred()
             answer.errback(Failure())
         if not isinstance(answer, Deferred):
+            if not posted and hasattr(request, "keep_answer"):
+                request.keep_answer(partial(self._still_answers, path, raw, answer))
             self._reply(request, 200, answer[0], answer[1])
             return server.NOT_DONE_YET
         lost = cancel_when_gone(request, answer)
@@ -738,6 +740,27 @@ class RESTResource(resource.Resource):
 
         answer.addCallbacks(send, failed)
         return server.NOT_DONE_YET
+
+    def _still_answers(self, path: str, uri: bytes, body: Body, channel: Any) -> bool:
+        """Whether a repeat of a GET or HEAD answered ``body`` at once would be answered it
+        again now (the channel then sends the kept answer, unparsed: doc/rest.md, "Kept
+        answers"): the path is routed again and must give, at once, an equal body; so every
+        check of the general path (a front end's look for a newer commit, pruning, the
+        caches' tip) is made as it would be. Counted as a reply when it holds."""
+        if self._warmup is not None and self._warmup.message is not None:
+            return False
+        try:
+            answer = self.route(path)
+        except Exception:
+            return False
+        if isinstance(answer, Deferred):
+            answer.addErrback(lambda _: None)  # the request is routed again, the usual way
+            return False
+        if answer != body:
+            return False
+        if self._observe is not None:
+            self._observe(endpoint_label(uri), 200)
+        return True
 
     def _reply(self, request: server.Request, status: int, content_type: Optional[bytes],
                body: bytes) -> None:

@@ -3,17 +3,21 @@ a change sequence, ``ChainState.apply_committed``) gives exactly what a full loa
 
 from __future__ import annotations
 
+import os
 from typing import Any, List
 
-from twisted.internet import reactor
+from twisted.internet import inotify, reactor
 from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import deferLater
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from coin.chain.chainstate import ChainState
 from coin.chain.clock import NodeClock
 from coin.chain.index import BLOCK_FAILED_MASK
 from coin.chainparams import REGTEST
-from coin.frontend.chain import CommittedChain
+from coin.frontend.chain import (
+    FOLLOW_UP_LOOKS, POLL_INTERVAL, WATCHED_POLL_INTERVAL, CommittedChain,
+)
 from coin.storage.chainstore import ChainStore, CommittedIndex
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 from coin.threads import ThreadRunner
@@ -138,27 +142,37 @@ class TipListener:
         self.tips.append(entry.hash)
 
 
+@inlineCallbacks
+def started_front_end(test: TestCase, interval: float) -> Any:
+    """``(writer, builder, store, service, listener)``: a writer with 2 blocks and a front
+    end's service over its database (looking every ``interval`` s), loaded."""
+    datadir = test.mktemp()
+    writer = open_chain(datadir)
+    test.addCleanup(writer.close)
+    builder = ChainBuilder(writer)
+    builder.mine(2)
+    writer.flush()
+    store = ChainStore(datadir, REGTEST)
+    store.open_read_only()
+    test.addCleanup(store.close)
+    service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
+                             interval=interval)
+    listener = TipListener()
+    service.subscribe(listener)
+    service.startService()
+    test.addCleanup(service.stopService)
+    yield service.ready
+    return writer, builder, store, service, listener
+
+
 class CommittedChainTests(TestCase):
     """The front end's service: a full load at start, then in-place loads of each commit."""
 
     @inlineCallbacks
     def test_reloads_apply_changes_to_the_loaded_chain_state(self) -> Any:
-        datadir = self.mktemp()
-        writer = open_chain(datadir)
-        self.addCleanup(writer.close)
-        builder = ChainBuilder(writer)
-        builder.mine(2)
-        writer.flush()
-        store = ChainStore(datadir, REGTEST)
-        store.open_read_only()
-        self.addCleanup(store.close)
-        service = CommittedChain(REGTEST, store, reactor, NodeClock(), ThreadRunner(),
-                                 interval=3600)  # only fresh() looks
-        listener = TipListener()
-        service.subscribe(listener)
-        service.startService()
-        self.addCleanup(service.stopService)
-        loaded = yield service.ready
+        writer, builder, _, service, listener = yield started_front_end(
+            self, 3600)  # only fresh() looks (and the commits' wake-ups, which find them seen)
+        loaded = service.chainstate
         self.assertEqual(loaded.tip.hash, writer.tip.hash)
         for _ in range(2):
             builder.mine(1)
@@ -168,3 +182,90 @@ class CommittedChainTests(TestCase):
             self.assertEqual(loaded.published.tip.hash, writer.tip.hash)
         self.assertEqual(listener.tips[-2:], [e.hash for e in writer.chain[-2:]])
         self.assertEqual(service.reloads, 3)
+
+
+class CommitWakeupTests(TestCase):
+    """A front end is woken by the writer's commits (inotify on the write-ahead log) instead of
+    looking every 5 ms: an idle worker woke 200 times a second, and each look at 1 connection
+    delayed the request that came meanwhile (1 in 100: the p99)."""
+
+    @inlineCallbacks
+    def settled(self, looks: List[bool], count: int) -> Any:
+        """Waits (up to 20 s) for ``count`` looks, then 0.1 s (20 look intervals) more."""
+        for _ in range(2000):
+            if len(looks) >= count:
+                break
+            yield deferLater(reactor, 0.01, lambda: None)
+        yield deferLater(reactor, 0.1, lambda: None)
+
+    @inlineCallbacks
+    def tip_seen(self, listener: TipListener, tip: bytes) -> Any:
+        """Waits (up to 20 s of reactor turns) for ``listener`` to be told of ``tip``."""
+        for _ in range(2000):
+            if listener.tips and listener.tips[-1] == tip:
+                return
+            yield deferLater(reactor, 0.01, lambda: None)
+        self.fail("the front end never saw the commit")
+
+    @inlineCallbacks
+    def test_the_timer_looks_once_a_second_while_commits_wake_the_process(self) -> Any:
+        _, _, _, service, _ = yield started_front_end(self, POLL_INTERVAL)
+        self.assertEqual(service.poll_interval, WATCHED_POLL_INTERVAL)
+        self.assertEqual(service._loop.interval, WATCHED_POLL_INTERVAL)
+
+    @inlineCallbacks
+    def test_a_commit_is_noticed_without_a_request_or_the_timer(self) -> Any:
+        writer, builder, _, service, listener = yield started_front_end(self, 3600)
+        builder.mine(1)
+        writer.flush()
+        yield self.tip_seen(listener, writer.tip.hash)
+        self.assertEqual(service.chainstate.published.tip.hash, writer.tip.hash)
+
+    @inlineCallbacks
+    def test_the_timer_looks_every_few_ms_again_once_the_log_is_moved(self) -> Any:
+        writer, builder, store, service, listener = yield started_front_end(self, POLL_INTERVAL)
+        wal = store.db_path + "-wal"
+        os.rename(wal, wal + ".moved")
+        try:
+            for _ in range(2000):  # the move's event comes through the reactor
+                if service.poll_interval == POLL_INTERVAL:
+                    break
+                yield deferLater(reactor, 0.01, lambda: None)
+        finally:
+            os.rename(wal + ".moved", wal)
+        self.assertEqual(service._loop.interval, POLL_INTERVAL)
+        builder.mine(1)
+        writer.flush()
+        yield self.tip_seen(listener, writer.tip.hash)
+
+    @inlineCallbacks
+    def test_a_write_whose_commit_is_not_visible_yet_is_looked_at_again(self) -> Any:
+        """SQLite publishes a commit in the -shm index (no event) after its last write of the
+        log: a look on that write's event may see nothing yet, and no other event comes."""
+        _, _, _, service, _ = yield started_front_end(self, 3600)
+        for _ in range(5):  # the events of the set-up's own writes read
+            yield deferLater(reactor, 0.02, lambda: None)
+        looks: List[bool] = []
+        self.patch(service._watch, "changed", lambda: looks.append(len(looks) == 3) or looks[-1])
+        service._log_written(None, None, inotify.IN_MODIFY)
+        yield self.settled(looks, 4)
+        self.assertEqual(looks, [False, False, False, True])  # until a commit is seen
+        del looks[:]
+        self.patch(service._watch, "changed", lambda: looks.append(False) or False)
+        service._log_written(None, None, inotify.IN_MODIFY)
+        yield self.settled(looks, FOLLOW_UP_LOOKS)
+        self.assertEqual(len(looks), FOLLOW_UP_LOOKS)  # a write that was no commit: bounded
+
+    @inlineCallbacks
+    def test_a_burst_of_writes_is_looked_at_once_per_poll_interval(self) -> Any:
+        """A writer writing without pause (a sync) must not make its front ends look more
+        often than the 5 ms timer did."""
+        _, _, _, service, _ = yield started_front_end(self, 3600)
+        yield self.settled([], 0)  # the events of the set-up's own writes read
+        looks: List[bool] = []
+        self.patch(service._watch, "changed", lambda: looks.append(True) or True)
+        for _ in range(50):
+            service._log_written(None, None, inotify.IN_MODIFY)
+        self.assertEqual(len(looks), 1)  # at once; the others wait for one more look
+        yield self.settled(looks, 2)
+        self.assertEqual(len(looks), 2)

@@ -1,0 +1,121 @@
+"""Kept REST answers: a repeat of the very same GET bytes on a kept-alive connection is written
+again unparsed and unrendered while routing the path again gives, at once, an equal body; so
+it never outlives what the general path would answer (a new tip, a block's confirmations)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Tuple
+
+from twisted.internet import reactor
+from twisted.internet.address import IPv4Address
+from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import deferLater
+from twisted.internet.testing import StringTransport
+
+from coin.http import channel
+from coin.logs import DebugCategories
+from coin.primitives.hashes import hash_to_hex
+from coin.rest.resource import endpoint_label
+from coin.rpc.resource import RPCSite
+from tests.unit.rest.test_rest import RESTTestCase
+
+DATE = re.compile(rb"Date: [^\r]*\r\n")
+
+
+class KeptRESTTests(RESTTestCase):
+    def make_site(self, pruned=None) -> None:
+        """As a node's: requests not logged (-debug=http off), so answers are kept."""
+        super().make_site(pruned)
+        self.site = RPCSite(self.site.resource, allow=self.site.allow, reactor=reactor,
+                            timeout=None, categories=DebugCategories())
+
+    def connect(self) -> Tuple[Any, StringTransport]:
+        address = IPv4Address("TCP", "127.0.0.1", 40000)
+        protocol = self.site.buildProtocol(address)
+        transport = StringTransport(peerAddress=address)
+        protocol.makeConnection(transport)
+        self.addCleanup(protocol.connectionLost, None)
+        return protocol, transport
+
+    @inlineCallbacks
+    def ask(self, connection: Tuple[Any, StringTransport], path: str, extra: bytes = b""):
+        """The whole answer (Date blanked) to a GET of ``path`` on ``connection``."""
+        protocol, transport = connection
+        transport.clear()
+        protocol.dataReceived(b"GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path.encode(), extra))
+        for _ in range(2000):
+            head, sep, body = transport.value().partition(b"\r\n\r\n")
+            length = re.search(rb"Content-Length: (\d+)", head)
+            if sep and length and len(body) >= int(length.group(1)):
+                return DATE.sub(b"Date: -\r\n", transport.value())
+            yield deferLater(reactor, 0.002, lambda: None)
+        self.fail("no answer for %s" % path)
+
+    def paths(self) -> List[str]:
+        tip = self.tip_hash()
+        return ["/rest/chaininfo.json", "/rest/block/%s.json" % tip, "/rest/block/%s.hex" % tip,
+                "/rest/block/notxdetails/%s.json" % tip, "/rest/tx/%s.hex" % self.spend.txid_hex,
+                "/rest/tx/%s.json" % self.spend.txid_hex, "/rest/blockhashbyheight/1.json"]
+
+    @inlineCallbacks
+    def test_repeats_are_answered_unrendered_and_counted(self):
+        rendered: List[bytes] = []
+        render = self.rest.render
+        self.patch(self.rest, "render", lambda request: rendered.append(request.uri) or render(request))
+        observed: List[Tuple[str, int]] = []
+        self.rest._observe = lambda label, status: observed.append((label, status))
+        connection = self.connect()
+        for path in self.paths():
+            # The first asking may be answered later (a block read, a JSON rendered in the
+            # thread pool): kept from the first answer given at once.
+            answers = {(yield self.ask(connection, path)), (yield self.ask(connection, path))}
+            del rendered[:], observed[:]
+            for _ in range(3):
+                answers.add((yield self.ask(connection, path)))
+            self.assertEqual((rendered, observed), ([], [(endpoint_label(path.encode()), 200)] * 3),
+                             path)
+            fresh = yield self.ask(self.connect(), path, b"X-Other: bytes\r\n")
+            self.assertEqual(answers, {fresh}, path)
+
+    @inlineCallbacks
+    def test_a_kept_answer_follows_the_chain(self):
+        connection = self.connect()
+        paths = self.paths()
+        before = {}
+        for path in paths:
+            yield self.ask(connection, path)
+            before[path] = yield self.ask(connection, path)
+        yield self.mine(1)
+        changed = 0
+        for path in paths:
+            again = yield self.ask(connection, path)
+            fresh = yield self.ask(self.connect(), path, b"X-Other: bytes\r\n")
+            self.assertEqual(again, fresh, path)
+            changed += again != before[path]
+        # chaininfo, the block's JSON (confirmations, next block), the transaction's JSON.
+        self.assertEqual(changed, 4)
+
+    @inlineCallbacks
+    def test_not_kept_during_warmup(self):
+        connection = self.connect()
+        path = "/rest/block/%s.hex" % hash_to_hex(self.tip.hash)
+        yield self.ask(connection, path)
+        self.warmup.message = "Loading block index..."
+        answer = yield self.ask(connection, path)
+        self.assertIn(b"503 Service Unavailable", answer)
+
+    @inlineCallbacks
+    def test_long_answers_are_not_kept(self):
+        """A block's answer can be megabytes: only answers up to MAX_KEPT_RESPONSE are kept."""
+        self.patch(channel, "MAX_KEPT_RESPONSE", 400)
+        rendered: List[bytes] = []
+        render = self.rest.render
+        self.patch(self.rest, "render", lambda request: rendered.append(request.uri) or render(request))
+        connection = self.connect()
+        short, long = "/rest/blockhashbyheight/1.json", "/rest/block/%s.hex" % self.tip_hash()
+        for path in (short, long):
+            for _ in range(3):
+                answer = yield self.ask(connection, path)
+            self.assertEqual(len(answer) > 400, path == long)
+        self.assertEqual(rendered, [short.encode()] + [long.encode()] * 3)
