@@ -928,15 +928,21 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
-        if checks is not None:
-            # Collected last: the workers had every batch while the rest was checked.
-            checks.raise_failure()
-
-        for key in spent_keys:
-            if created.pop(key, None) is None:
-                coins.spend(key)
+        spent_here = [(key, coins.spend(key)) for key in spent_keys
+                      if created.pop(key, None) is None]
         for key, coin in created.items():
             coins.add(key, coin)
+        if checks is not None:
+            # Collected last, after the coins changed: the workers verified meanwhile.  A
+            # script failure puts the coins back as they were.
+            try:
+                checks.raise_failure()
+            except BaseException:
+                for key in created:
+                    coins.spend(key)
+                for key, coin in spent_here:
+                    coins.add(key, coin)
+                raise
         return undo.record()
 
     # ----------------------------------------------------------- disconnect

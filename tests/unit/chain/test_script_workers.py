@@ -133,6 +133,23 @@ class WorkerCheckTest(WideBlockCase):
                          (alone.reason, alone.debug, alone.dos))
         self.assertIn(txs[-1].txid_hex, parallel.debug)
 
+    def test_coins_put_back_after_a_late_script_failure(self) -> None:
+        """The parallel path changes the coins before the workers' last answers and puts
+        them back when a script fails: the same transactions, validly signed, then connect
+        (nothing left spent, nothing left created) and leave the coins the node alone has."""
+        txs = self.spends()
+        forged = txs[:-1] + [forge(txs[-1], 0)]
+        self.rejections(self.builder.build(txs=forged))
+        block = self.builder.build(txs=txs)
+        for chain in (self.alone, self.parallel):
+            self.assertEqual(chain.process_block(block).hash, block.hash)
+            chain.flush()
+        keys = [out.outpoint.key() for out in self.outputs]
+        keys += [(tx.txid, 0) for tx in txs] + [(forged[-1].txid, 0)]
+        self.assertEqual([self.parallel.store.coins.get(k) for k in keys],
+                         [self.alone.store.coins.get(k) for k in keys])
+        self.assertIsNone(self.parallel.store.coins.get((forged[-1].txid, 0)))
+
     def test_lowest_failure_wins(self) -> None:
         txs = self.spends()
         txs[3] = forge(txs[3], 0)
