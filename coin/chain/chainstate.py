@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time as _time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from twisted.logger import Logger
 
@@ -73,6 +73,8 @@ from coin.chain.snapshot import (
 )
 from coin.storage.blockindex import IndexRow
 from coin.storage.chainstore import ChainStore, CommittedIndex
+from coin.storage.coins import CoinsCache
+from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
 from coin.threads import ThreadRunner
@@ -87,6 +89,9 @@ HELD_BLOCKS_BYTES = 8 << 20
 #: -reindex activates the chain read back so far every this many blocks (and before a block
 #: that would push the held ones past HELD_BLOCKS_BYTES, so none is dropped unconnected).
 REINDEX_ACTIVATE_BLOCKS = 1000
+#: Block connect looks up the coins its inputs spend this many at a time (one database
+#: query), just before it needs them.
+FETCH_INPUTS = MAX_FETCH_BATCH
 
 
 class ChainState:
@@ -854,15 +859,11 @@ class ChainState:
         txs = block.txs
 
         block_txids = {tx.txid for tx in txs}
-        wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
-                  if i.prevout.txid not in block_txids]
-        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.  Its
-        # outputs are looked up with the inputs: one batched lookup for the block.
-        out_keys = ([] if bip34_in_force(prev, params) else
-                    [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])
-        found = coins.fetch(out_keys + wanted)
-        if any(c is not None for c in found[:len(out_keys)]):
+        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
+        if not bip34_in_force(prev, params) and any(c is not None for c in coins.fetch(
+                [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])):
             raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
+        earlier = _earlier_coins(coins, txs, block_txids)
 
         created: Dict[Tuple[bytes, int], Coin] = {}
         spent_keys: Set[Tuple[bytes, int]] = set()
@@ -885,12 +886,15 @@ class ChainState:
                     if key in spent_keys:
                         raise ValidationError("bad-txns-inputs-missingorspent",
                                               "input spent twice in block", dos=100)
-                    coin = created.get(key)
-                    if coin is None:
-                        coin = coins.get(key)
+                    if prevout.txid in block_txids:
+                        coin = created.get(key)
                         if coin is None:
-                            raise ValidationError("bad-txns-inputs-missingorspent",
-                                                  "inputs missing/spent", dos=100)
+                            coin = coins.get(key)
+                    else:
+                        coin = next(earlier)
+                    if coin is None:
+                        raise ValidationError("bad-txns-inputs-missingorspent",
+                                              "inputs missing/spent", dos=100)
                     spent.append(coin)
                     spent_keys.add(key)
                 fees += check_tx_inputs(tx, spent, height)
@@ -1083,3 +1087,21 @@ def deliver(listeners: Iterable[object], events: Iterable[ChainEvent]) -> None:
             except Exception:
                 log.failure("Chain listener {listener!r} failed on {event!r}",
                             listener=listener, event=event)
+
+
+def _earlier_coins(coins: CoinsCache, txs: Sequence[Transaction],
+                   block_txids: Set[bytes]) -> Iterator[Optional[Coin]]:
+    """The coins (None: missing) that the block's inputs spend from earlier blocks, in
+    block order, looked up :data:`FETCH_INPUTS` at a time as the connect loop comes to
+    them: it starts on the first transactions (and the workers on their scripts) while
+    the rest of the block is not looked up yet."""
+    keys: List[Tuple[bytes, int]] = []
+    for tx in txs[1:]:
+        for txin in tx.vin:
+            prevout = txin.prevout
+            if prevout.txid not in block_txids:
+                keys.append((prevout.txid, prevout.n))
+        while len(keys) >= FETCH_INPUTS:
+            yield from coins.fetch(keys[:FETCH_INPUTS])
+            del keys[:FETCH_INPUTS]
+    yield from coins.fetch(keys)
