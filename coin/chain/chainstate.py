@@ -714,6 +714,27 @@ class ChainState:
         events: List[ChainEvent] = []
         self.connect_failures = []
         old_tip = self.tip
+        # The blocks accepted since the last activation are fsync'd while they connect (the
+        # scripts verify meanwhile); the sync before the events then only has their undo data.
+        early_sync = (_InThread(self.store.sync) if self._best_candidate() not in (None, old_tip)
+                      else None)
+        try:
+            self._activate(events)
+        finally:
+            if early_sync is not None:
+                early_sync.join()
+        if early_sync is not None:
+            early_sync.result()  # a failed fsync may not fail again: report this one
+        if self.tip is not old_tip and self.tip is not None:
+            events.append(TipChanged(self.tip))
+        self._publish_snapshot()
+        if events:
+            self.store.sync()
+            self._publish(events)
+        return events
+
+    def _activate(self, events: List[ChainEvent]) -> None:
+        """activate_best_chain's reorganisation: its events go to ``events``."""
         while True:
             best = self._best_candidate()
             tip = self.tip
@@ -749,13 +770,6 @@ class ChainState:
                 if self.store.needs_flush() or self._prune_due():
                     self.flush()
             self._prune_candidates()
-        if self.tip is not old_tip and self.tip is not None:
-            events.append(TipChanged(self.tip))
-        self._publish_snapshot()
-        if events:
-            self.store.sync()
-            self._publish(events)
-        return events
 
     def _prune_candidates(self) -> None:
         tip = self.tip
@@ -1105,3 +1119,27 @@ def _earlier_coins(coins: CoinsCache, txs: Sequence[Transaction],
             yield from coins.fetch(keys[:FETCH_INPUTS])
             del keys[:FETCH_INPUTS]
     yield from coins.fetch(keys)
+
+
+class _InThread:
+    """``f()`` run on a thread of its own (a blocking call that releases the GIL)."""
+
+    def __init__(self, f: Callable[[], object]) -> None:
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(f,), daemon=True)
+        self._thread.start()
+
+    def _run(self, f: Callable[[], object]) -> None:
+        try:
+            f()
+        except BaseException as e:  # handed to the caller by result()
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> None:
+        """Wait for the call; raise what it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import List, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -15,6 +16,7 @@ from coin.primitives.coin import Coin, deserialize_block_undo
 from coin.primitives.serialize import compact_size
 from coin.primitives.transaction import Transaction
 from coin.storage.chainstore import ChainStore
+from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 
@@ -213,3 +215,40 @@ class BatchedLookupTests(SynchronousTestCase):
         kinds = [kind for kind, _ in events]
         self.assertLess(kinds.index("script"), len(kinds) - 1 - kinds[::-1].index("query"))
         self.assertEqual(sum(size for kind, size in events if kind == "script"), len(spent))
+
+
+class EarlySyncTests(SynchronousTestCase):
+    """The block files are fsync'd on another thread while the blocks connect, and once more
+    (for the undo data) before any event goes out."""
+
+    def setUp(self) -> None:
+        self.chain = open_chain(self.mktemp())
+        self.addCleanup(self.chain.close)
+        self.builder = ChainBuilder(self.chain)
+        self.builder.mine(1)
+        self.calls: List[str] = []
+        self.real_sync = self.chain.store.sync
+
+    def sync(self, fail_early: bool = False) -> None:
+        early = threading.current_thread() is not threading.main_thread()
+        self.calls.append("early sync" if early else "sync")
+        if early and fail_early:
+            raise StorageError("fsync failed")
+        self.real_sync()
+
+    def test_synced_while_connecting_then_before_the_events(self) -> None:
+        self.patch(self.chain.store, "sync", self.sync)
+        self.chain.subscribe(self)
+        self.builder.mine(1)
+        self.assertEqual(self.calls, ["early sync", "sync", "event"])
+
+    def block_connected(self, *args: object) -> None:
+        self.calls.append("event")
+
+    def test_a_failed_early_sync_is_reported(self) -> None:
+        """An fsync error may not come back at the next fsync (the kernel may have dropped
+        the pages): the early one's is raised, and no event claims the block is stored."""
+        self.patch(self.chain.store, "sync", lambda: self.sync(fail_early=True))
+        self.chain.subscribe(self)
+        self.assertRaises(StorageError, self.builder.mine, 1)
+        self.assertEqual(self.calls, ["early sync"])
