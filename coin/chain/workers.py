@@ -56,8 +56,8 @@ WORKER_DEPTH = 8
 #: about four batches), so that the node seldom waits to write a batch.
 PIPE_BYTES = 1 << 20
 #: While the node checks a batch itself, it collects answers and refills the workers'
-#: pipes this often (in inputs).
-PUMP_INPUTS = 20
+#: pipes this often (in inputs): a batch's time, well within a worker's backlog.
+PUMP_INPUTS = BATCH_INPUTS
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: The interpreter arguments that run a worker (bench/connect.py --profile runs it under
