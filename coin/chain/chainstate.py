@@ -74,9 +74,9 @@ from coin.chain.snapshot import (
 from coin.storage.blockindex import IndexRow
 from coin.storage.chainstore import ChainStore, CommittedIndex
 from coin.storage.coins import CoinsCache
-from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
+from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.threads import ThreadRunner
 
 log = Logger()
@@ -722,9 +722,7 @@ class ChainState:
             self._activate(events)
         finally:
             if early_sync is not None:
-                early_sync.join()
-        if early_sync is not None:
-            early_sync.result()  # a failed fsync may not fail again: report this one
+                early_sync.result()  # a failed fsync may not fail again: report this one
         if self.tip is not old_tip and self.tip is not None:
             events.append(TipChanged(self.tip))
         self._publish_snapshot()
@@ -1134,9 +1132,6 @@ class _InThread:
             f()
         except BaseException as e:  # handed to the caller by result()
             self._error = e
-
-    def join(self) -> None:
-        self._thread.join()
 
     def result(self) -> None:
         """Wait for the call; raise what it raised."""
