@@ -944,8 +944,12 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
-        spent_here = [(key, coins.spend(key)) for key in spent_keys
-                      if created.pop(key, None) is None]
+        spent_here: List[Tuple[Tuple[bytes, int], Coin]] = []
+        for key in spent_keys:
+            if created.pop(key, None) is None:
+                coin = coins.spend(key)
+                assert coin is not None  # the loop found it unspent
+                spent_here.append((key, coin))
         for key, coin in created.items():
             coins.add(key, coin)
         if checks is not None:
