@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time as _time
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from twisted.logger import Logger
 
@@ -73,8 +73,10 @@ from coin.chain.snapshot import (
 )
 from coin.storage.blockindex import IndexRow
 from coin.storage.chainstore import ChainStore, CommittedIndex
+from coin.storage.coins import CoinsCache
 from coin.storage.errors import CorruptionError
 from coin.storage.flatfile import WouldBlock
+from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.threads import ThreadRunner
 
 log = Logger()
@@ -87,6 +89,9 @@ HELD_BLOCKS_BYTES = 8 << 20
 #: -reindex activates the chain read back so far every this many blocks (and before a block
 #: that would push the held ones past HELD_BLOCKS_BYTES, so none is dropped unconnected).
 REINDEX_ACTIVATE_BLOCKS = 1000
+#: Block connect looks up the coins its inputs spend this many at a time (one database
+#: query), just before it needs them.
+FETCH_INPUTS = MAX_FETCH_BATCH
 
 
 class ChainState:
@@ -709,6 +714,25 @@ class ChainState:
         events: List[ChainEvent] = []
         self.connect_failures = []
         old_tip = self.tip
+        # The blocks accepted since the last activation are fsync'd while they connect (the
+        # scripts verify meanwhile); the sync before the events then only has their undo data.
+        early_sync = (_InThread(self.store.sync) if self._best_candidate() not in (None, old_tip)
+                      else None)
+        try:
+            self._activate(events)
+        finally:
+            if early_sync is not None:
+                early_sync.result()  # a failed fsync may not fail again: report this one
+        if self.tip is not old_tip and self.tip is not None:
+            events.append(TipChanged(self.tip))
+        self._publish_snapshot()
+        if events:
+            self.store.sync()
+            self._publish(events)
+        return events
+
+    def _activate(self, events: List[ChainEvent]) -> None:
+        """activate_best_chain's reorganisation: its events go to ``events``."""
         while True:
             best = self._best_candidate()
             tip = self.tip
@@ -744,13 +768,6 @@ class ChainState:
                 if self.store.needs_flush() or self._prune_due():
                     self.flush()
             self._prune_candidates()
-        if self.tip is not old_tip and self.tip is not None:
-            events.append(TipChanged(self.tip))
-        self._publish_snapshot()
-        if events:
-            self.store.sync()
-            self._publish(events)
-        return events
 
     def _prune_candidates(self) -> None:
         tip = self.tip
@@ -854,15 +871,11 @@ class ChainState:
         txs = block.txs
 
         block_txids = {tx.txid for tx in txs}
-        wanted = [(i.prevout.txid, i.prevout.n) for tx in txs[1:] for i in tx.vin
-                  if i.prevout.txid not in block_txids]
-        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.  Its
-        # outputs are looked up with the inputs: one batched lookup for the block.
-        out_keys = ([] if bip34_in_force(prev, params) else
-                    [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])
-        found = coins.fetch(out_keys + wanted)
-        if any(c is not None for c in found[:len(out_keys)]):
+        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
+        if not bip34_in_force(prev, params) and any(c is not None for c in coins.fetch(
+                [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])):
             raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
+        earlier = _earlier_coins(coins, txs, block_txids)
 
         created: Dict[Tuple[bytes, int], Coin] = {}
         spent_keys: Set[Tuple[bytes, int]] = set()
@@ -885,12 +898,15 @@ class ChainState:
                     if key in spent_keys:
                         raise ValidationError("bad-txns-inputs-missingorspent",
                                               "input spent twice in block", dos=100)
-                    coin = created.get(key)
-                    if coin is None:
-                        coin = coins.get(key)
+                    if prevout.txid in block_txids:
+                        coin = created.get(key)
                         if coin is None:
-                            raise ValidationError("bad-txns-inputs-missingorspent",
-                                                  "inputs missing/spent", dos=100)
+                            coin = coins.get(key)
+                    else:
+                        coin = next(earlier)
+                    if coin is None:
+                        raise ValidationError("bad-txns-inputs-missingorspent",
+                                              "inputs missing/spent", dos=100)
                     spent.append(coin)
                     spent_keys.add(key)
                 fees += check_tx_inputs(tx, spent, height)
@@ -928,15 +944,25 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
-        if checks is not None:
-            # Collected last: the workers had every batch while the rest was checked.
-            checks.raise_failure()
-
+        spent_here: List[Tuple[Tuple[bytes, int], Coin]] = []
         for key in spent_keys:
             if created.pop(key, None) is None:
-                coins.spend(key)
+                coin = coins.spend(key)
+                assert coin is not None  # the loop found it unspent
+                spent_here.append((key, coin))
         for key, coin in created.items():
             coins.add(key, coin)
+        if checks is not None:
+            # Collected last, after the coins changed: the workers verified meanwhile.  A
+            # script failure puts the coins back as they were.
+            try:
+                checks.raise_failure()
+            except BaseException:
+                for key in created:
+                    coins.spend(key)
+                for key, coin in spent_here:
+                    coins.add(key, coin)
+                raise
         return undo.record()
 
     # ----------------------------------------------------------- disconnect
@@ -1077,3 +1103,42 @@ def deliver(listeners: Iterable[object], events: Iterable[ChainEvent]) -> None:
             except Exception:
                 log.failure("Chain listener {listener!r} failed on {event!r}",
                             listener=listener, event=event)
+
+
+def _earlier_coins(coins: CoinsCache, txs: Sequence[Transaction],
+                   block_txids: Set[bytes]) -> Iterator[Optional[Coin]]:
+    """The coins (None: missing) that the block's inputs spend from earlier blocks, in
+    block order, looked up :data:`FETCH_INPUTS` at a time as the connect loop comes to
+    them: it starts on the first transactions (and the workers on their scripts) while
+    the rest of the block is not looked up yet."""
+    keys: List[Tuple[bytes, int]] = []
+    for tx in txs[1:]:
+        for txin in tx.vin:
+            prevout = txin.prevout
+            if prevout.txid not in block_txids:
+                keys.append((prevout.txid, prevout.n))
+        while len(keys) >= FETCH_INPUTS:
+            yield from coins.fetch(keys[:FETCH_INPUTS])
+            del keys[:FETCH_INPUTS]
+    yield from coins.fetch(keys)
+
+
+class _InThread:
+    """``f()`` run on a thread of its own (a blocking call that releases the GIL)."""
+
+    def __init__(self, f: Callable[[], object]) -> None:
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(f,), daemon=True)
+        self._thread.start()
+
+    def _run(self, f: Callable[[], object]) -> None:
+        try:
+            f()
+        except BaseException as e:  # handed to the caller by result()
+            self._error = e
+
+    def result(self) -> None:
+        """Wait for the call; raise what it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error

@@ -20,6 +20,7 @@ again.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import select
@@ -47,12 +48,16 @@ MAX_SCRIPTCHECK_THREADS = 16
 #: signature checks.
 BATCH_INPUTS = 50
 #: Batches a worker holds at once: one running, the rest waiting in its pipe, enough
-#: that it does not run dry while the node is busy elsewhere (or descheduled on a
-#: loaded machine); the node steals back the waiting ones at the end of the block.
-WORKER_DEPTH = 4
+#: that it does not run dry while the node is busy elsewhere (applying the block's coins,
+#: or descheduled on a loaded machine); the node steals back the waiting ones at the end
+#: of the block.
+WORKER_DEPTH = 8
+#: A worker's stdin pipe is grown to this (Linux: F_SETPIPE_SZ; the default 64 KiB holds
+#: about four batches), so that the node seldom waits to write a batch.
+PIPE_BYTES = 1 << 20
 #: While the node checks a batch itself, it collects answers and refills the workers'
-#: pipes this often (in inputs).
-PUMP_INPUTS = 20
+#: pipes this often (in inputs): a batch's time, well within a worker's backlog.
+PUMP_INPUTS = BATCH_INPUTS
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: The interpreter arguments that run a worker (bench/connect.py --profile runs it under
@@ -110,6 +115,11 @@ class _Worker:
             os.close(steal_read)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both PIPE
         self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
+        if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
+            try:
+                fcntl.fcntl(self._stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass  # above /proc/sys/fs/pipe-max-size: the default pipe works, if slower
         self.outstanding: Deque[_Sent] = deque()
         self._next_id = 0
 

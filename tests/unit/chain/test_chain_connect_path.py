@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import List, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -15,6 +16,7 @@ from coin.primitives.coin import Coin, deserialize_block_undo
 from coin.primitives.serialize import compact_size
 from coin.primitives.transaction import Transaction
 from coin.storage.chainstore import ChainStore
+from coin.storage.errors import StorageError
 from coin.storage.utxodb import MAX_FETCH_BATCH
 from coin.testing.chainbuilder import ChainBuilder, open_chain
 
@@ -48,6 +50,11 @@ def many_spends_chain(datadir: str) -> Tuple[ChainState, Block, List[Tuple[bytes
     (block,) = builder.mine(1, txs=txs)
     spent = [(i.prevout.txid, i.prevout.n) for tx in block.txs[1:] for i in tx.vin]
     return chain, block, spent
+
+
+def chunk_sizes(keys: int) -> List[int]:
+    """The sizes of the queries that look ``keys`` keys up, MAX_FETCH_BATCH at most each."""
+    return [min(MAX_FETCH_BATCH, keys - start) for start in range(0, keys, MAX_FETCH_BATCH)]
 
 
 class UndoRecordTests(SynchronousTestCase):
@@ -170,9 +177,10 @@ class HeldBlocksTests(SynchronousTestCase):
 
 
 class BatchedLookupTests(SynchronousTestCase):
-    """A block's inputs are looked up in one query per chunk, before any script is checked."""
+    """A block's inputs are looked up in one query per chunk, each as the connect loop comes
+    to it: the first scripts are checked before the last chunk is looked up."""
 
-    def test_inputs_looked_up_in_chunks_before_the_scripts(self) -> None:
+    def test_inputs_looked_up_in_chunks_as_the_loop_reaches_them(self) -> None:
         source, block, spent = many_spends_chain(self.mktemp())
         earlier = [source.read_block(source.at_height(h)) for h in range(1, source.height)]
         source.close()
@@ -200,11 +208,47 @@ class BatchedLookupTests(SynchronousTestCase):
         chain.process_block(block)
         self.assertEqual(chain.tip.hash, block.hash)
         queries = [size for kind, size in events if kind == "query"]
-        # Regtest never reaches BIP34, so BIP30 looks the block's own outputs up too.
+        # Regtest never reaches BIP34, so BIP30 looks the block's own outputs up first.
         created = [(tx.txid, n) for tx in block.txs for n in range(len(tx.vout))]
-        keys = len(set(spent)) + len(created)
-        chunks = -(-keys // MAX_FETCH_BATCH)
-        self.assertEqual(queries, [MAX_FETCH_BATCH] * (chunks - 1)
-                         + [keys - MAX_FETCH_BATCH * (chunks - 1)])
-        self.assertEqual([kind for kind, _ in events[:chunks]], ["query"] * chunks)
+        self.assertEqual(len(set(spent)), len(spent))
+        self.assertEqual(queries, chunk_sizes(len(created)) + chunk_sizes(len(spent)))
+        kinds = [kind for kind, _ in events]
+        self.assertLess(kinds.index("script"), len(kinds) - 1 - kinds[::-1].index("query"))
         self.assertEqual(sum(size for kind, size in events if kind == "script"), len(spent))
+
+
+class EarlySyncTests(SynchronousTestCase):
+    """The block files are fsync'd on another thread while the blocks connect, and once more
+    (for the undo data) before any event goes out."""
+
+    def setUp(self) -> None:
+        self.chain = open_chain(self.mktemp())
+        self.addCleanup(self.chain.close)
+        self.builder = ChainBuilder(self.chain)
+        self.builder.mine(1)
+        self.calls: List[str] = []
+        self.real_sync = self.chain.store.sync
+
+    def sync(self, fail_early: bool = False) -> None:
+        early = threading.current_thread() is not threading.main_thread()
+        self.calls.append("early sync" if early else "sync")
+        if early and fail_early:
+            raise StorageError("fsync failed")
+        self.real_sync()
+
+    def test_synced_while_connecting_then_before_the_events(self) -> None:
+        self.patch(self.chain.store, "sync", self.sync)
+        self.chain.subscribe(self)
+        self.builder.mine(1)
+        self.assertEqual(self.calls, ["early sync", "sync", "event"])
+
+    def block_connected(self, *args: object) -> None:
+        self.calls.append("event")
+
+    def test_a_failed_early_sync_is_reported(self) -> None:
+        """An fsync error may not come back at the next fsync (the kernel may have dropped
+        the pages): the early one's is raised, and no event claims the block is stored."""
+        self.patch(self.chain.store, "sync", lambda: self.sync(fail_early=True))
+        self.chain.subscribe(self)
+        self.assertRaises(StorageError, self.builder.mine, 1)
+        self.assertEqual(self.calls, ["early sync"])

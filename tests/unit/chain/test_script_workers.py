@@ -13,7 +13,7 @@ from typing import Deque, List, Optional
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from coin.chain.chainstate import ChainState
+from coin.chain.chainstate import FETCH_INPUTS, ChainState
 from coin.chain.scriptcheck import first_script_failure, script_failure_error
 from coin.chain.workers import (
     BATCH_INPUTS, WORKER_DEPTH, Batch, ScriptCheckPool, ScriptChecks, script_check_threads,
@@ -132,6 +132,42 @@ class WorkerCheckTest(WideBlockCase):
         self.assertEqual((parallel.reason, parallel.debug, parallel.dos),
                          (alone.reason, alone.debug, alone.dos))
         self.assertIn(txs[-1].txid_hex, parallel.debug)
+
+    def test_coins_put_back_after_a_late_script_failure(self) -> None:
+        """The parallel path changes the coins before the workers' last answers and puts
+        them back when a script fails: the same transactions, validly signed, then connect
+        (nothing left spent, nothing left created) and leave the coins the node alone has."""
+        txs = self.spends()
+        forged = txs[:-1] + [forge(txs[-1], 0)]
+        self.rejections(self.builder.build(txs=forged))
+        block = self.builder.build(txs=txs)
+        for chain in (self.alone, self.parallel):
+            self.assertEqual(chain.process_block(block).hash, block.hash)
+            chain.flush()
+        keys = [out.outpoint.key() for out in self.outputs]
+        keys += [(tx.txid, 0) for tx in txs] + [(forged[-1].txid, 0)]
+        self.assertEqual([self.parallel.store.coins.get(k) for k in keys],
+                         [self.alone.store.coins.get(k) for k in keys])
+        self.assertIsNone(self.parallel.store.coins.get((forged[-1].txid, 0)))
+
+    def test_input_errors_past_the_first_lookup_chunk(self) -> None:
+        """Inputs are looked up FETCH_INPUTS at a time as the loop reaches them: a missing
+        coin, and a coin spent twice across chunks, are found at the same transaction
+        with or without workers."""
+        missing = Spendable(OutPoint(b"\x42" * 32, 0), 2_000_000, self.builder.script_pubkey)
+        txs = self.spends()
+        txs[FETCH_INPUTS + 200] = self.builder.spend(missing, fee=1000)
+        block = self.builder.build(txs=txs, fees=0)
+        alone, parallel = self.rejections(block)
+        self.assertEqual((alone.reason, alone.debug),
+                         ("bad-txns-inputs-missingorspent", "inputs missing/spent"))
+        self.assertEqual(str(parallel), str(alone))
+        txs = self.spends()
+        txs[2 * FETCH_INPUTS + 7] = self.builder.spend(self.outputs[3], fee=2000)
+        alone, parallel = self.rejections(self.builder.build(txs=txs))
+        self.assertEqual((alone.reason, alone.debug),
+                         ("bad-txns-inputs-missingorspent", "input spent twice in block"))
+        self.assertEqual(str(parallel), str(alone))
 
     def test_lowest_failure_wins(self) -> None:
         txs = self.spends()
