@@ -36,10 +36,12 @@ Block download
     its block files once per block) -- results, ban scores and rejects stay per block.
     A peer with more than ``max_validating_per_peer`` (256) blocks waiting for the worker,
     or any peer while more than ``max_validating_bytes`` (32 MB) are queued or validating
-    in all, is held: its handler returns a Deferred that fires when the worker takes the
-    block, and the peer is not read until then.  So a peer keeps downloading the next
-    batch while the worker validates the current one, and memory stays bounded whatever
-    peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
+    in all, is held: its handler returns a Deferred, and the peer is not read until the
+    worker takes a batch that leaves it at most that many blocks waiting (and at most
+    that many bytes queued in all).  So a peer keeps downloading the next batch while the
+    worker validates the current one -- released as the worker takes a batch, not when
+    its own last block is taken, which a full batch may leave behind for the whole of
+    its validation -- and memory stays bounded whatever peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
     its transactions are parsed once, on the validation thread as the batch is processed
     (a payload that does not parse is the peer's malformed message, as at decode time).
     Blocks that arrive together are answered with one ``getdata`` for the peer's free
@@ -197,7 +199,8 @@ class PeerSync:
     __slots__ = ("sync_started", "headers_sync_timeout", "gave_up_sync", "best_known",
                  "last_unknown", "last_common", "best_header_sent", "unconnecting_headers",
                  "stalling_since", "downloading_since", "to_announce", "validating",
-                 "waiting", "hash_continue", "not_found", "next_fetch", "fetch_epoch")
+                 "waiting", "held", "hash_continue", "not_found", "next_fetch",
+                 "fetch_epoch")
 
     def __init__(self) -> None:
         self.sync_started = False
@@ -225,6 +228,8 @@ class PeerSync:
         self.validating = 0
         #: Those of them still queued, not yet handed to the worker.
         self.waiting = 0
+        #: While it is held for the validation backlog: fires when it is read again.
+        self.held: Optional[Deferred] = None
         #: getblocks' hashContinue: when this block is fetched, inv our tip.
         self.hash_continue: Optional[bytes] = None
         #: Blocks it answered ``notfound`` for: not asked of it again.
@@ -232,26 +237,15 @@ class PeerSync:
 
 
 class _Queued:
-    """A received block waiting for the validation worker.
+    """A received block waiting for the validation worker."""
 
-    ``taken`` (when set) fires as the block is handed to the worker: it holds the peer
-    that delivered the block over its queue limit until then.
-    """
-
-    __slots__ = ("block", "deferred", "peer_state", "taken")
+    __slots__ = ("block", "deferred", "peer_state")
 
     def __init__(self, block: "ReceivedBlock", deferred: Deferred,
                  peer_state: PeerSync) -> None:
         self.block = block
         self.deferred = deferred
         self.peer_state = peer_state
-        self.taken: Optional[Deferred] = None
-
-    def hand_over(self) -> None:
-        """The block leaves the queue (to the worker, or dropped at shutdown)."""
-        self.peer_state.waiting -= 1
-        if self.taken is not None:
-            self.taken.callback(None)
 
 
 #: A block as the download hands it to validation: parsed, or as received (parsed by
@@ -336,6 +330,9 @@ class BlockSync:
         self.validating: Set[bytes] = set()
         self.validating_bytes = 0
         self._to_validate: List[_Queued] = []
+        #: Bytes of the blocks in ``_to_validate``, and the peers held for the backlog.
+        self._waiting_bytes = 0
+        self._held: List[PeerSync] = []
         self._worker_busy = False
         self.sync_started_count = 0
         self.tx_source: TxSource = TxSource()
@@ -818,16 +815,16 @@ class BlockSync:
         d.addCallbacks(self._block_accepted, self._block_failed,
                        callbackArgs=(peer, block_hash), errbackArgs=(peer, block))
         d.addBoth(self._block_done, peer, block_hash, block.size)
-        if st.waiting > self.max_validating_per_peer \
-                or self.validating_bytes > self.max_validating_bytes:
-            # Hold this peer until the worker takes this block: the peer keeps
-            # downloading the next batch while the worker validates this one.
-            queued.taken = Deferred()
+        if st.held is None and (st.waiting > self.max_validating_per_peer
+                                or self.validating_bytes > self.max_validating_bytes):
+            # Hold this peer until the worker takes a batch (see _release_held).
+            st.held = Deferred()
+            self._held.append(st)
         self._run_worker()
         # Its queue is topped up once this reactor turn's messages are handled: one
         # getdata for the blocks that arrived together.
         self._schedule_requests()
-        return queued.taken
+        return st.held
 
     def _queue(self, block: ReceivedBlock, peer_state: PeerSync) -> _Queued:
         """Queue a block for the worker; its ``deferred`` fires with its entry or fails
@@ -835,7 +832,31 @@ class BlockSync:
         queued = _Queued(block, Deferred(), peer_state)
         self._to_validate.append(queued)
         self.validating_bytes += block.size
+        self._waiting_bytes += block.size
         return queued
+
+    def _hand_over(self, batch: List[_Queued]) -> None:
+        """Blocks leave the queue (to the worker, or dropped at shutdown)."""
+        for queued in batch:
+            queued.peer_state.waiting -= 1
+            self._waiting_bytes -= queued.block.size
+        self._release_held()
+
+    def _release_held(self) -> None:
+        """Read again every held peer the backlog has room for.
+
+        Checked whenever the worker takes a batch: a peer whose over-limit block is left
+        behind by a full batch is released at once, and keeps downloading the next batch
+        while the worker validates this one.
+        """
+        ready = [st for st in self._held if st.waiting <= self.max_validating_per_peer
+                 and self._waiting_bytes <= self.max_validating_bytes]
+        if not ready:
+            return
+        self._held = [st for st in self._held if st not in ready]
+        for st in ready:
+            held, st.held = st.held, None
+            held.callback(None)  # may read the peer's next blocks, and queue them, at once
 
     def _run_worker(self) -> None:
         """Hand the queued blocks to the worker, as one batch, when it is free.
@@ -850,8 +871,8 @@ class BlockSync:
             # Shutting down: the chain closes after the P2P service stops; nothing may
             # reach the worker behind its close.
             dropped, self._to_validate = self._to_validate, []
+            self._hand_over(dropped)
             for queued in dropped:
-                queued.hand_over()
                 queued.deferred.errback(Failure(CancelledError("shutting down")))
             return
         count, size = 0, 0
@@ -884,8 +905,7 @@ class BlockSync:
         d.addErrback(lambda f: log.failure("block validation callback failed", f))
         d.addBoth(next_batch)
         # Last: releasing a held peer may deliver its next blocks, and queue them, at once.
-        for queued in batch:
-            queued.hand_over()
+        self._hand_over(batch)
 
     def _unrequested_block(self, peer: "PeerProtocol", block_hash: bytes, why: str) -> None:
         log.info("unrequested block {hash} from peer={id} ignored: {why}",

@@ -509,6 +509,40 @@ class DownloadTests(SyncTestCase):
         self.assertEqual([len(blocks) for blocks, _ in calls], [2])
         self.assertEqual((st.validating, st.waiting), (2, 0))
 
+    def test_held_peer_is_read_while_a_full_batch_validates(self) -> None:
+        calls: List[Tuple[List[Any], Deferred]] = []
+
+        handed: List[Any] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            handed.extend(blocks)
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        self.node.chain.call = call
+        # The per-peer backlog is one full batch, as by default (256 and 256).
+        self.node.sync.max_validating_per_peer = self.node.sync.max_validation_batch = 4
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:8]])
+        # Block 1 validates alone, 2..5 wait, 6 is one too many: the peer is held.
+        st = self.node.sync.peer_state(p)
+        self.assertEqual(([len(blocks) for blocks, _ in calls], st.waiting), ([1], 5))
+        blocks, d = calls.pop()
+        d.callback(process_blocks(self.node.state, blocks))
+        # The worker takes a full batch (2..5) and leaves block 6 behind; the peer has
+        # room again and is read at once: 7 and 8 queue while the batch validates.
+        self.assertEqual([len(blocks) for blocks, _ in calls], [4])
+        self.assertEqual([q.block.hash for q in self.node.sync._to_validate],
+                         [b.hash for b in self.blocks[5:8]])
+        while calls:
+            blocks, d = calls.pop()
+            d.callback(process_blocks(self.node.state, blocks))
+        # Every block went to the worker once, in order.
+        self.assertEqual([b.hash for b in handed], [b.hash for b in self.blocks[:8]])
+        self.assertEqual((self.node.state.height, st.validating, st.waiting), (8, 0, 0))
+
     def test_batches_are_bounded_in_bytes(self) -> None:
         calls: List[Tuple[List[Any], Deferred]] = []
 
