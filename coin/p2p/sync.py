@@ -54,9 +54,10 @@ Serving
     ``getheaders`` (up to 2000 headers after the locator's fork, through ``hash_stop``;
     ignored while we are in initial block download, as Core), ``getblocks`` (an inv of up
     to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- the stored bytes,
-    read by the thread pool, one at a time, each only once the peer's send buffer has
-    drained -- and for transactions (through the transaction relay); what we lack is
-    answered by ``notfound``.
+    read by the thread pool, consecutive ones together (up to ``serve_read_bytes``, 1 MB,
+    at least one block per read), each read only once the peer's send buffer has drained
+    -- and for transactions (through the transaction relay); what we lack is answered by
+    ``notfound``.
 
 Announcements
     On a new tip (outside initial block download) every peer gets the new blocks (at most
@@ -173,6 +174,9 @@ UNREQUESTED_BLOCK_BAN_SCORE = 10
 MAX_ANNOUNCE_QUEUE = 2 * MAX_BLOCKS_TO_ANNOUNCE
 #: Blocks remembered per peer as not found there.
 MAX_NOT_FOUND = 1024
+#: Bytes of stored blocks read for a peer in one trip to the thread pool (at least one
+#: block): a run of small blocks asked for together is read at once.
+SERVE_READ_BYTES = 1000 * 1000
 
 
 class TxSource:
@@ -311,6 +315,7 @@ class BlockSync:
     max_validating_bytes = MAX_VALIDATING_BYTES
     max_validation_batch = MAX_VALIDATION_BATCH
     max_validation_batch_bytes = MAX_VALIDATION_BATCH_BYTES
+    serve_read_bytes = SERVE_READ_BYTES
     headers_sync_timeout_base = HEADERS_DOWNLOAD_TIMEOUT_BASE
     headers_sync_timeout_per_header = HEADERS_DOWNLOAD_TIMEOUT_PER_HEADER
     max_tip_age = DEFAULT_MAX_TIP_AGE
@@ -1075,45 +1080,76 @@ class BlockSync:
 
     @inlineCallbacks
     def _serve(self, peer: "PeerProtocol", items: List[InvItem]):
-        """Serve a getdata in order; one block read at a time, after the buffer drained."""
+        """Serve a getdata in order (blocks, transactions; what we lack in ``notfound``)."""
         state = self._state
         missing: List[InvItem] = []
+        run: List[Tuple[InvItem, BlockIndexEntry]] = []
         for item in items:
             if not peer.is_open:
                 return
-            if item.type != MSG_BLOCK:
-                if not self._serve_tx(peer, item):
+            if item.type == MSG_BLOCK:
+                entry = state.lookup(item.hash)
+                if entry is None or not entry.have_data() or not self._servable(entry):
                     missing.append(item)
+                    continue
+                if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE \
+                        and not self.p2p.serves_historical_blocks(peer):
+                    yield self._send_blocks(peer, run, missing)
+                    log.debug("historical block serving limit reached, disconnect peer={id}",
+                              id=peer.id)
+                    peer.disconnect("historical block serving limit reached")
+                    return
+                run.append((item, entry))
                 continue
-            entry = state.lookup(item.hash)
-            if entry is None or not entry.have_data() or not self._servable(entry):
+            yield self._send_blocks(peer, run, missing)  # the blocks asked for before it
+            run = []
+            if not self._serve_tx(peer, item):
                 missing.append(item)
-                continue
-            if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE \
-                    and not self.p2p.serves_historical_blocks(peer):
-                log.debug("historical block serving limit reached, disconnect peer={id}",
-                          id=peer.id)
-                peer.disconnect("historical block serving limit reached")
-                return
-            yield peer.when_drained()
-            try:
-                block = yield self.chain.in_thread(self._stored_block, entry)
-            except CancelledError:
-                raise
-            except Exception as e:
-                log.info("cannot serve block {hash} to peer={id}: {error}",
-                         hash=_short(item.hash), id=peer.id, error=e)
-                missing.append(item)
-                continue
-            if not peer.is_open:
-                return
-            peer.send(block)
-            st = self.peer_state(peer)
-            if st.hash_continue == item.hash and state.tip is not None:
-                peer.send(InvMessage([InvItem(MSG_BLOCK, state.tip.hash)]))
-                st.hash_continue = None
+        yield self._send_blocks(peer, run, missing)
         for start in range(0, len(missing), MAX_INV_SZ):
             peer.send(NotFoundMessage(missing[start:start + MAX_INV_SZ]))
+
+    @inlineCallbacks
+    def _send_blocks(self, peer: "PeerProtocol", run: List[Tuple[InvItem, BlockIndexEntry]],
+                     missing: List[InvItem]):
+        """Send stored blocks in order: each read (:meth:`_stored_blocks`) once the peer's
+        send buffer has drained, so at most ``serve_read_bytes`` and one block are held
+        for a peer beyond its buffer; blocks that cannot be read join ``missing``."""
+        while run and peer.is_open:
+            yield peer.when_drained()
+            read = yield self.chain.in_thread(self._stored_blocks, [e for _, e in run])
+            for (item, _), block in zip(run, read):
+                if isinstance(block, Exception):
+                    log.info("cannot serve block {hash} to peer={id}: {error}",
+                             hash=_short(item.hash), id=peer.id, error=block)
+                    missing.append(item)
+                    continue
+                if not peer.is_open:
+                    return
+                peer.send(block)
+                st = self.peer_state(peer)
+                if st.hash_continue == item.hash and self._state.tip is not None:
+                    peer.send(InvMessage([InvItem(MSG_BLOCK, self._state.tip.hash)]))
+                    st.hash_continue = None
+            run = run[len(read):]
+
+    def _stored_blocks(self, entries: List[BlockIndexEntry]) -> List[Any]:
+        """The first of ``entries``' ``block`` messages, up to ``serve_read_bytes`` (at
+        least one), read in one trip to the thread pool: a syncing peer asks for blocks
+        in runs, and small blocks cost more in hops between threads than in reads.  A
+        block that cannot be read is its exception, in its place."""
+        read: List[Any] = []
+        size = 0
+        for entry in entries:
+            try:
+                block = self._stored_block(entry)
+                size += block.size
+            except Exception as error:  # handed back for the reactor to log
+                block = error
+            read.append(block)
+            if size >= self.serve_read_bytes:
+                break
+        return read
 
     def _stored_block(self, entry: BlockIndexEntry) -> RawBlockMessage:
         """A ``block`` message of the bytes stored for ``entry`` (thread pool).

@@ -766,8 +766,8 @@ class ServingTests(SyncTestCase):
     def test_getdata_waits_for_the_send_buffer(self) -> None:
         reads: List[Tuple[Any, Deferred]] = []
 
-        def in_thread(f: Any, entry: Any) -> Deferred:
-            reads.append((lambda: f(entry), Deferred()))
+        def in_thread(f: Any, entries: Any) -> Deferred:
+            reads.append((lambda: f(entries), Deferred()))
             return reads[-1][1]
 
         def finish(index: int) -> None:
@@ -775,6 +775,7 @@ class ServingTests(SyncTestCase):
             d.callback(read())
 
         self.node.chain.in_thread = in_thread
+        self.node.sync.serve_read_bytes = 1  # one block per read
         peer, transport = self.node.connect()
         sent(transport)
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
@@ -789,6 +790,22 @@ class ServingTests(SyncTestCase):
         finish(2)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[2:4])
 
+    def test_a_run_of_blocks_is_read_together_up_to_the_bound(self) -> None:
+        state = self.node.state
+        sizes = [len(state.read_raw_block(state.at_height(h))) for h in range(1, 6)]
+        # Blocks 3 and 4 together reach the bound.
+        self.node.sync.serve_read_bytes = sizes[2] + sizes[3]
+        peer, transport = self.node.connect()
+        sent(transport)
+        items = [InvItem(MSG_BLOCK, h) for h in self.hashes[1:6]]
+        feed(peer, GetDataMessage(items[:2] + [InvItem(MSG_TX, b"\x01" * 32)] + items[2:]))
+        # In the order asked for: the unknown transaction is answered last, by notfound.
+        messages = sent(transport)
+        self.assertEqual([m.block.hash for m in messages[:5]], self.hashes[1:6])
+        self.assertEqual(messages[5].items, (InvItem(MSG_TX, b"\x01" * 32),))
+        # Three reads: 1..2 (before the transaction), then 3..4 (the bound), then 5.
+        self.assertEqual(self.node.chain.pooled, ["_stored_blocks"] * 3)
+
     def test_blocks_served_as_stored(self) -> None:
         state = self.node.state
         peer, transport = self.node.connect()
@@ -796,7 +813,7 @@ class ServingTests(SyncTestCase):
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
         (block,) = sent(transport, "block")
         self.assertEqual(block.block.serialize(), state.read_raw_block(state.at_height(4)))
-        self.assertEqual(self.node.chain.pooled, ["_stored_block"])
+        self.assertEqual(self.node.chain.pooled, ["_stored_blocks"])
         # A record that is not the block asked for (a misplaced read) is not sent.
         state.read_raw_block = lambda entry: self.node.state.store.read_block(
             state.at_height(3).file_no, state.at_height(3).data_pos)
