@@ -41,9 +41,10 @@ Block download
     that many bytes queued in all).  So a peer keeps downloading the next batch while the
     worker validates the current one -- released as the worker takes a batch, not when
     its own last block is taken, which a full batch may leave behind for the whole of
-    its validation -- and memory stays bounded whatever peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
-    its transactions are parsed once, on the validation thread as the batch is processed
-    (a payload that does not parse is the peer's malformed message, as at decode time).
+    its validation -- and memory stays bounded whatever peers send.  The reactor reads
+    only a received block's header (``RawBlockMessage``); its transactions are parsed
+    once, on the validation thread as the batch is processed (a payload that does not
+    parse is the peer's malformed message, as at decode time).
     Blocks that arrive together are answered with one ``getdata`` for the peer's free
     slots, once per reactor turn.  An unrequested block is processed only if it would
     become our new tip (more work than the tip, parent known, not absurdly far ahead:
