@@ -543,6 +543,34 @@ class DownloadTests(SyncTestCase):
         self.assertEqual([b.hash for b in handed], [b.hash for b in self.blocks[:8]])
         self.assertEqual((self.node.state.height, st.validating, st.waiting), (8, 0, 0))
 
+    def test_peers_held_while_too_many_bytes_are_queued_or_validating(self) -> None:
+        calls: List[Tuple[List[Any], Deferred]] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        def queued() -> List[bytes]:
+            return [q.block.hash for q in self.node.sync._to_validate]
+
+        self.node.chain.call = call
+        self.node.sync.max_validating_bytes = max(b.size for b in self.blocks[:6]) * 2
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
+        # Block 1 validates, 2 waits, 3 makes three blocks' bytes: the peer is held.
+        self.assertEqual(queued(), [b.hash for b in self.blocks[1:3]])
+        blocks, d = calls.pop()
+        d.callback(process_blocks(self.node.state, blocks))
+        # The worker takes 2 and 3, nothing is queued: the peer is read again, and its
+        # block 4 (three blocks' bytes again, two of them validating) holds it once more.
+        self.assertEqual(queued(), [self.blocks[3].hash])
+        while calls:
+            blocks, d = calls.pop()
+            d.callback(process_blocks(self.node.state, blocks))
+        self.assertEqual((self.node.state.height, self.node.sync.validating_bytes), (6, 0))
+
     def test_batches_are_bounded_in_bytes(self) -> None:
         calls: List[Tuple[List[Any], Deferred]] = []
 
