@@ -1093,13 +1093,18 @@ class BlockSync:
                 if entry is None or not entry.have_data() or not self._servable(entry):
                     missing.append(item)
                     continue
-                if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE \
-                        and not self.p2p.serves_historical_blocks(peer):
-                    yield self._send_blocks(peer, run, missing)
-                    log.debug("historical block serving limit reached, disconnect peer={id}",
-                              id=peer.id)
-                    peer.disconnect("historical block serving limit reached")
-                    return
+                if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE:
+                    if self.p2p.upload.target:
+                        # The -maxuploadtarget budget counts what was sent: the blocks
+                        # asked for before this one go first (Core checks as it sends).
+                        yield self._send_blocks(peer, run, missing)
+                        run = []
+                    if not self.p2p.serves_historical_blocks(peer):
+                        yield self._send_blocks(peer, run, missing)
+                        log.debug("historical block serving limit reached, disconnect "
+                                  "peer={id}", id=peer.id)
+                        peer.disconnect("historical block serving limit reached")
+                        return
                 run.append((item, entry))
                 continue
             yield self._send_blocks(peer, run, missing)  # the blocks asked for before it

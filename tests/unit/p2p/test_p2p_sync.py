@@ -43,6 +43,7 @@ from coin.p2p.messages import (
 from coin.p2p.netaddr import NetAddress
 from coin.p2p.peer import MALFORMED_BAN_SCORE, PeerProtocol
 from coin.p2p.relay import OrphanPool, TxRelay
+from coin.p2p import sync as sync_module
 from coin.p2p.sync import BlockSync, header_of, process_blocks
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
@@ -833,6 +834,19 @@ class ServingTests(SyncTestCase):
         self.assertEqual(messages[5].items, (InvItem(MSG_TX, b"\x01" * 32),))
         # Three reads: 1..2 (before the transaction), then 3..4 (the bound), then 5.
         self.assertEqual(self.node.chain.pooled, ["_stored_blocks"] * 3)
+
+    def test_upload_budget_counts_the_blocks_sent_before(self) -> None:
+        # Every block is historical; the -maxuploadtarget budget allows one block.
+        self.patch(sync_module, "HISTORICAL_BLOCK_AGE", -1)
+        self.node.p2p.upload.target = 1
+        peer, transport = self.node.connect()
+        sent(transport)
+        self.node.p2p.serves_historical_blocks = lambda p: p.bytes_sent_per_msg.get(
+            "block", 0) == 0
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
+        # The first block spends it (as sent, not when read): the next one disconnects.
+        self.assertEqual([m.block.hash for m in sent(transport, "block")], self.hashes[1:2])
+        self.assertTrue(transport.disconnecting)
 
     def test_blocks_served_as_stored(self) -> None:
         state = self.node.state
