@@ -375,6 +375,29 @@ class DownloadTests(SyncTestCase):
         self.node.flush()
         return p, pt, q, qt
 
+    def slow_worker(self) -> List[Tuple[List[Any], Deferred]]:
+        """Validation calls wait for :meth:`finish_calls`: the calls waiting (and every
+        block handed to the worker, in ``self.handed``)."""
+        calls: List[Tuple[List[Any], Deferred]] = []
+        self.handed: List[Any] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            self.handed.extend(blocks)
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        self.node.chain.call = call
+        return calls
+
+    def finish_calls(self, calls: List[Tuple[List[Any], Deferred]]) -> List[int]:
+        """Validate the waiting calls, and those they lead to; their sizes."""
+        sizes = []
+        while calls:
+            blocks, d = calls.pop()
+            sizes.append(len(blocks))
+            d.callback(process_blocks(self.node.state, blocks))
+        return sizes
+
     def test_parallel_download_from_two_peers(self) -> None:
         p, pt, q, qt = self.two_peers()
         self.assertEqual(sorted(p.inflight.values()), list(range(1, 17)))
@@ -511,16 +534,7 @@ class DownloadTests(SyncTestCase):
         self.assertEqual((st.validating, st.waiting), (2, 0))
 
     def test_held_peer_is_read_while_a_full_batch_validates(self) -> None:
-        calls: List[Tuple[List[Any], Deferred]] = []
-
-        handed: List[Any] = []
-
-        def call(f: Any, blocks: List[Any]) -> Deferred:
-            handed.extend(blocks)
-            calls.append((blocks, Deferred()))
-            return calls[-1][1]
-
-        self.node.chain.call = call
+        calls = self.slow_worker()
         # The per-peer backlog is one full batch, as by default (256 and 256).
         self.node.sync.max_validating_per_peer = self.node.sync.max_validation_batch = 4
         p, pt = self.node.connect(start_height=40)
@@ -537,24 +551,17 @@ class DownloadTests(SyncTestCase):
         self.assertEqual([len(blocks) for blocks, _ in calls], [4])
         self.assertEqual([q.block.hash for q in self.node.sync._to_validate],
                          [b.hash for b in self.blocks[5:8]])
-        while calls:
-            blocks, d = calls.pop()
-            d.callback(process_blocks(self.node.state, blocks))
+        self.finish_calls(calls)
         # Every block went to the worker once, in order.
-        self.assertEqual([b.hash for b in handed], [b.hash for b in self.blocks[:8]])
+        self.assertEqual([b.hash for b in self.handed], [b.hash for b in self.blocks[:8]])
         self.assertEqual((self.node.state.height, st.validating, st.waiting), (8, 0, 0))
 
     def test_peers_held_while_too_many_bytes_are_queued_or_validating(self) -> None:
-        calls: List[Tuple[List[Any], Deferred]] = []
-
-        def call(f: Any, blocks: List[Any]) -> Deferred:
-            calls.append((blocks, Deferred()))
-            return calls[-1][1]
+        calls = self.slow_worker()
 
         def queued() -> List[bytes]:
             return [q.block.hash for q in self.node.sync._to_validate]
 
-        self.node.chain.call = call
         self.node.sync.max_validating_bytes = max(b.size for b in self.blocks[:6]) * 2
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
@@ -567,39 +574,22 @@ class DownloadTests(SyncTestCase):
         # The worker takes 2 and 3, nothing is queued: the peer is read again, and its
         # block 4 (three blocks' bytes again, two of them validating) holds it once more.
         self.assertEqual(queued(), [self.blocks[3].hash])
-        while calls:
-            blocks, d = calls.pop()
-            d.callback(process_blocks(self.node.state, blocks))
+        self.finish_calls(calls)
         self.assertEqual((self.node.state.height, self.node.sync.validating_bytes), (6, 0))
 
     def test_batches_are_bounded_in_bytes(self) -> None:
-        calls: List[Tuple[List[Any], Deferred]] = []
-
-        def call(f: Any, blocks: List[Any]) -> Deferred:
-            calls.append((blocks, Deferred()))
-            return calls[-1][1]
-
-        def batch_sizes() -> List[int]:
-            """Validate the calls as they come; their sizes."""
-            sizes = []
-            while calls:
-                blocks, d = calls.pop()
-                sizes.append(len(blocks))
-                d.callback(process_blocks(self.node.state, blocks))
-            return sizes
-
-        self.node.chain.call = call
+        calls = self.slow_worker()
         # Two of these blocks fit in a batch, never a third.
         self.node.sync.max_validation_batch_bytes = self.blocks[9].size * 2 + 2
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
         self.node.flush()
         feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
-        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 2, 2, 1], 6))
+        self.assertEqual((self.finish_calls(calls), self.node.state.height), ([1, 2, 2, 1], 6))
         # A block larger than the bound still goes, alone.
         self.node.sync.max_validation_batch_bytes = 1
         feed(p, *[BlockMessage(b) for b in self.blocks[6:9]])
-        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 1, 1], 9))
+        self.assertEqual((self.finish_calls(calls), self.node.state.height), ([1, 1, 1], 9))
 
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
