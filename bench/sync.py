@@ -273,6 +273,7 @@ def main() -> None:
         args.blocks, args.txs_per_block = 600, 4
     if args.blocks <= COINBASE_MATURITY:
         parser.error("--blocks must exceed %d" % COINBASE_MATURITY)
+    own_workdir = not os.environ.get("COIN_BENCH_DIR")
     workdir = os.environ.get("COIN_BENCH_DIR") or tempfile.mkdtemp(prefix="coin-bench-sync-")
     source_dir = tempfile.mkdtemp(prefix="source-", dir=workdir)
     sinks: List[str] = []
@@ -292,7 +293,7 @@ def main() -> None:
             timeline = timeline_sync(source_dir, workdir, shape)
     finally:
         if not args.keep:
-            for path in [source_dir] + sinks:
+            for path in [source_dir] + sinks + ([workdir] if own_workdir else []):
                 shutil.rmtree(path, ignore_errors=True)
     sync, parallel = medians(syncs), medians(reindexes["parallel"])
     result: Dict[str, Any] = {
