@@ -1,7 +1,7 @@
 """Headers-first sync throughput over loopback, against the same node's -reindex.
 
     python bench/sync.py [--blocks 2000] [--txs-per-block 10] [--runs 3] [--profile]
-                         [--quick] [--keep]
+                         [--timeline] [--quick] [--keep]
 
 1. Builds a regtest chain in-process with ChainBuilder straight into a data directory
    (block times end shortly before now, so the node serving it is out of initial block
@@ -23,9 +23,12 @@
 Steps 2 and 3 run ``--runs`` times, interleaved, each sync into a new data directory.
 Prints one JSON object: chain shape, build time, per run and as medians the sync
 (headers time, blocks/s, tx/s, RPC round trips) and both reindexes (blocks/s, tx/s),
-and ``targets``: issue #20's sync targets with the medians they are judged on.
+and ``targets``: issue #20's sync targets with the medians they are judged on, and each
+run's sync / parallel -reindex ratio (their median and minimum).
 ``--profile`` adds one more sync with the fresh node under ``bench.profiled`` (every
-thread's CPU time): the top functions by own time.  ``--quick`` builds 600 blocks with
+thread's CPU time): the top functions by own time.  ``--timeline`` adds one more with both
+nodes under ``bench.timeline``: per validation batch, its start, length and blocks, and the
+blocks that arrived, were requested and were served meanwhile.  ``--quick`` builds 600 blocks with
 4 spends each and finishes in well under a minute.
 """
 
@@ -42,12 +45,13 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.connect import process_cpu, top_functions  # noqa: E402
 from bench.reindex import timed_reindex  # noqa: E402
+from bench.timeline import batches  # noqa: E402
 from coin.chainparams import COINBASE_MATURITY  # noqa: E402
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain  # noqa: E402
 from tests.nodeharness import NodeProcess, free_port  # noqa: E402
@@ -118,18 +122,26 @@ def wait_for_height(node: NodeProcess, height: int, deadline: float,
         outcome.append(error)
 
 
+def wrapped_node(tool: Optional[str], out: str) -> type:
+    """NodeProcess, or one whose coind runs under ``bench.<tool>`` writing to ``out``."""
+    if tool is None:
+        return NodeProcess
+    return type("WrappedNode", (NodeProcess,), {
+        "launcher": ("-m", "bench." + tool, out, "coin.tap")})
+
+
 def measure_sync(source_dir: str, sink_dir: str, shape: Dict[str, Any],
-                 profile: Optional[str] = None) -> Dict[str, Any]:
-    """Sync a fresh node in ``sink_dir`` from a node on ``source_dir``; with ``profile``,
-    the fresh node runs under bench.profiled, writing its stats there."""
+                 tool: Optional[str] = None, outputs: Tuple[str, str] = ("", "")
+                 ) -> Dict[str, Any]:
+    """Sync a fresh node in ``sink_dir`` from a node on ``source_dir``; with ``tool``
+    ("profiled": the fresh node; "timeline": both), the nodes run under that bench
+    module, writing to ``outputs`` (the fresh node's, the source's)."""
     port = free_port()
-    source = NodeProcess.start(source_dir, ["-port=%d" % port, "-listen=1", "-connect=0",
-                                            "-disablewallet"])
+    source_class = wrapped_node(tool if tool == "timeline" else None, outputs[1])
+    source = source_class.start(source_dir, ["-port=%d" % port, "-listen=1", "-connect=0",
+                                             "-disablewallet"])
     sink = None
-    node_class = NodeProcess
-    if profile is not None:
-        node_class = type("ProfiledNode", (NodeProcess,), {
-            "launcher": ("-m", "bench.profiled", profile, "coin.tap")})
+    node_class = wrapped_node(tool, outputs[0])
     try:
         if source.rpc("getblockcount") != shape["blocks"]:
             raise RuntimeError("the source node did not load the benchmark chain")
@@ -194,14 +206,21 @@ def medians(runs: List[Dict[str, Any]]) -> Dict[str, float]:
             for key, value in runs[0].items() if isinstance(value, (int, float))}
 
 
-def targets(sync: Dict[str, float], parallel: Dict[str, float]) -> Dict[str, Any]:
-    """Issue #20's sync targets with the medians they are judged on."""
+def targets(sync: Dict[str, float], parallel: Dict[str, float],
+            per_run: List[float]) -> Dict[str, Any]:
+    """Issue #20's sync targets with the medians they are judged on; ``per_run`` is each
+    run's sync / parallel -reindex rate (the sync and the reindex of its own blocks,
+    measured one after the other: less exposed to the machine's load changing between runs
+    than the ratio of the medians)."""
     ratio = round(sync["blocks_per_s"] / parallel["blocks_per_s"], 3)
     cpu_ratio = round(parallel["node_cpu_seconds"] / sync["node_cpu_seconds"], 3)
     return {"sync_blocks_per_s": sync["blocks_per_s"],
             "sync_blocks_per_s_met": sync["blocks_per_s"] >= TARGET_BLOCKS_PER_S,
             "sync_vs_parallel_reindex": ratio,
             "sync_vs_parallel_reindex_met": ratio >= TARGET_VS_REINDEX,
+            "sync_vs_parallel_reindex_per_run": per_run,
+            "sync_vs_parallel_reindex_per_run_median": round(statistics.median(per_run), 3),
+            "sync_vs_parallel_reindex_per_run_min": min(per_run),
             # The node process's CPU seconds, reindex over sync: the same ratio on a
             # loaded machine, as long as the node process is the busiest.
             "sync_vs_parallel_reindex_cpu": cpu_ratio,
@@ -213,10 +232,28 @@ def profile_sync(source_dir: str, workdir: str, shape: Dict[str, Any]) -> List[D
     sink_dir = tempfile.mkdtemp(prefix="sink-profiled-", dir=workdir)
     path = os.path.join(sink_dir, "profile.pstats")
     try:
-        measure_sync(source_dir, sink_dir, shape, profile=path)
+        measure_sync(source_dir, sink_dir, shape, "profiled", (path, ""))
         return top_functions(pstats.Stats(path))
     finally:
         shutil.rmtree(sink_dir, ignore_errors=True)
+
+
+def timeline_sync(source_dir: str, workdir: str, shape: Dict[str, Any]) -> Dict[str, Any]:
+    """One more sync with both nodes under bench.timeline: its validation batches."""
+    sink_dir = tempfile.mkdtemp(prefix="sink-timeline-", dir=workdir)
+    paths = (os.path.join(sink_dir, "sink-events.json"),
+             os.path.join(workdir, "source-events.json"))
+    try:
+        result = measure_sync(source_dir, sink_dir, shape, "timeline", paths)
+        loaded = []
+        for path in paths:
+            with open(path) as f:
+                loaded.append(json.load(f))
+        return {"sync": result} | batches(*loaded)
+    finally:
+        shutil.rmtree(sink_dir, ignore_errors=True)
+        if os.path.exists(paths[1]):
+            os.remove(paths[1])
 
 
 def main() -> None:
@@ -226,6 +263,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--profile", action="store_true",
                         help="profile one more sync (the fresh node, every thread)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="one more sync, both nodes timed per step (bench/timeline.py)")
     parser.add_argument("--quick", action="store_true",
                         help="600 blocks with 4 spends each (under a minute)")
     parser.add_argument("--keep", action="store_true", help="keep the data directories")
@@ -234,12 +273,13 @@ def main() -> None:
         args.blocks, args.txs_per_block = 600, 4
     if args.blocks <= COINBASE_MATURITY:
         parser.error("--blocks must exceed %d" % COINBASE_MATURITY)
+    own_workdir = not os.environ.get("COIN_BENCH_DIR")
     workdir = os.environ.get("COIN_BENCH_DIR") or tempfile.mkdtemp(prefix="coin-bench-sync-")
     source_dir = tempfile.mkdtemp(prefix="source-", dir=workdir)
     sinks: List[str] = []
     syncs: List[Dict[str, Any]] = []
     reindexes: Dict[str, List[Dict[str, Any]]] = {"parallel": [], "par1": []}
-    profile = None
+    profile = timeline = None
     try:
         shape = build_chain(source_dir, args.blocks, args.txs_per_block)
         for _ in range(args.runs):
@@ -249,9 +289,11 @@ def main() -> None:
             reindexes["par1"].append(measure_reindex(sinks[-1], shape, 1))
         if args.profile:
             profile = profile_sync(source_dir, workdir, shape)
+        if args.timeline:
+            timeline = timeline_sync(source_dir, workdir, shape)
     finally:
         if not args.keep:
-            for path in [source_dir] + sinks:
+            for path in [source_dir] + sinks + ([workdir] if own_workdir else []):
                 shutil.rmtree(path, ignore_errors=True)
     sync, parallel = medians(syncs), medians(reindexes["parallel"])
     result: Dict[str, Any] = {
@@ -264,12 +306,16 @@ def main() -> None:
                  "reindex_par1": reindexes["par1"]},
         "medians": {"sync": sync, "reindex_parallel": parallel,
                     "reindex_par1": medians(reindexes["par1"])},
-        "targets": targets(sync, parallel),
+        "targets": targets(sync, parallel, [
+            round(run["blocks_per_s"] / reindex["blocks_per_s"], 3)
+            for run, reindex in zip(syncs, reindexes["parallel"])]),
         "peak_rss_mib_bench_process": round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     if profile is not None:
         result["profile_top_own_cpu_time"] = profile
+    if timeline is not None:
+        result["timeline"] = timeline
     print(json.dumps(result, indent=2))
 
 

@@ -36,12 +36,15 @@ Block download
     its block files once per block) -- results, ban scores and rejects stay per block.
     A peer with more than ``max_validating_per_peer`` (256) blocks waiting for the worker,
     or any peer while more than ``max_validating_bytes`` (32 MB) are queued or validating
-    in all, is held: its handler returns a Deferred that fires when the worker takes the
-    block, and the peer is not read until then.  So a peer keeps downloading the next
-    batch while the worker validates the current one, and memory stays bounded whatever
-    peers send.  The reactor reads only a received block's header (``RawBlockMessage``);
-    its transactions are parsed once, on the validation thread as the batch is processed
-    (a payload that does not parse is the peer's malformed message, as at decode time).
+    in all, is held: its handler returns a Deferred, and the peer is not read until the
+    worker takes a batch that leaves it at most that many blocks waiting (and at most
+    that many bytes queued in all).  So a peer keeps downloading the next batch while the
+    worker validates the current one -- released as the worker takes a batch, not when
+    its own last block is taken, which a full batch may leave behind for the whole of
+    its validation -- and memory stays bounded whatever peers send.  The reactor reads
+    only a received block's header (``RawBlockMessage``); its transactions are parsed
+    once, on the validation thread as the batch is processed (a payload that does not
+    parse is the peer's malformed message, as at decode time).
     Blocks that arrive together are answered with one ``getdata`` for the peer's free
     slots, once per reactor turn.  An unrequested block is processed only if it would
     become our new tip (more work than the tip, parent known, not absurdly far ahead:
@@ -52,9 +55,10 @@ Serving
     ``getheaders`` (up to 2000 headers after the locator's fork, through ``hash_stop``;
     ignored while we are in initial block download, as Core), ``getblocks`` (an inv of up
     to 500 hashes, with Core's hashContinue), ``getdata`` for blocks -- the stored bytes,
-    read by the thread pool, one at a time, each only once the peer's send buffer has
-    drained -- and for transactions (through the transaction relay); what we lack is
-    answered by ``notfound``.
+    read by the thread pool, consecutive ones together (up to ``serve_read_bytes``, 1 MB,
+    at least one block per read), each read only once the peer's send buffer has drained
+    -- and for transactions (through the transaction relay); what we lack is answered by
+    ``notfound``.
 
 Announcements
     On a new tip (outside initial block download) every peer gets the new blocks (at most
@@ -171,6 +175,9 @@ UNREQUESTED_BLOCK_BAN_SCORE = 10
 MAX_ANNOUNCE_QUEUE = 2 * MAX_BLOCKS_TO_ANNOUNCE
 #: Blocks remembered per peer as not found there.
 MAX_NOT_FOUND = 1024
+#: Bytes of stored blocks read for a peer in one trip to the thread pool (at least one
+#: block): a run of small blocks asked for together is read at once.
+SERVE_READ_BYTES = 1000 * 1000
 
 
 class TxSource:
@@ -197,7 +204,8 @@ class PeerSync:
     __slots__ = ("sync_started", "headers_sync_timeout", "gave_up_sync", "best_known",
                  "last_unknown", "last_common", "best_header_sent", "unconnecting_headers",
                  "stalling_since", "downloading_since", "to_announce", "validating",
-                 "waiting", "hash_continue", "not_found", "next_fetch", "fetch_epoch")
+                 "waiting", "held", "hash_continue", "not_found", "next_fetch",
+                 "fetch_epoch")
 
     def __init__(self) -> None:
         self.sync_started = False
@@ -225,6 +233,8 @@ class PeerSync:
         self.validating = 0
         #: Those of them still queued, not yet handed to the worker.
         self.waiting = 0
+        #: While it is held for the validation backlog: fires when it is read again.
+        self.held: Optional[Deferred] = None
         #: getblocks' hashContinue: when this block is fetched, inv our tip.
         self.hash_continue: Optional[bytes] = None
         #: Blocks it answered ``notfound`` for: not asked of it again.
@@ -232,26 +242,15 @@ class PeerSync:
 
 
 class _Queued:
-    """A received block waiting for the validation worker.
+    """A received block waiting for the validation worker."""
 
-    ``taken`` (when set) fires as the block is handed to the worker: it holds the peer
-    that delivered the block over its queue limit until then.
-    """
-
-    __slots__ = ("block", "deferred", "peer_state", "taken")
+    __slots__ = ("block", "deferred", "peer_state")
 
     def __init__(self, block: "ReceivedBlock", deferred: Deferred,
                  peer_state: PeerSync) -> None:
         self.block = block
         self.deferred = deferred
         self.peer_state = peer_state
-        self.taken: Optional[Deferred] = None
-
-    def hand_over(self) -> None:
-        """The block leaves the queue (to the worker, or dropped at shutdown)."""
-        self.peer_state.waiting -= 1
-        if self.taken is not None:
-            self.taken.callback(None)
 
 
 #: A block as the download hands it to validation: parsed, or as received (parsed by
@@ -317,6 +316,7 @@ class BlockSync:
     max_validating_bytes = MAX_VALIDATING_BYTES
     max_validation_batch = MAX_VALIDATION_BATCH
     max_validation_batch_bytes = MAX_VALIDATION_BATCH_BYTES
+    serve_read_bytes = SERVE_READ_BYTES
     headers_sync_timeout_base = HEADERS_DOWNLOAD_TIMEOUT_BASE
     headers_sync_timeout_per_header = HEADERS_DOWNLOAD_TIMEOUT_PER_HEADER
     max_tip_age = DEFAULT_MAX_TIP_AGE
@@ -336,6 +336,9 @@ class BlockSync:
         self.validating: Set[bytes] = set()
         self.validating_bytes = 0
         self._to_validate: List[_Queued] = []
+        #: Bytes of the blocks in ``_to_validate``, and the peers held for the backlog.
+        self._waiting_bytes = 0
+        self._held: List[PeerSync] = []
         self._worker_busy = False
         self.sync_started_count = 0
         self.tx_source: TxSource = TxSource()
@@ -818,16 +821,16 @@ class BlockSync:
         d.addCallbacks(self._block_accepted, self._block_failed,
                        callbackArgs=(peer, block_hash), errbackArgs=(peer, block))
         d.addBoth(self._block_done, peer, block_hash, block.size)
-        if st.waiting > self.max_validating_per_peer \
-                or self.validating_bytes > self.max_validating_bytes:
-            # Hold this peer until the worker takes this block: the peer keeps
-            # downloading the next batch while the worker validates this one.
-            queued.taken = Deferred()
+        if st.held is None and (st.waiting > self.max_validating_per_peer
+                                or self.validating_bytes > self.max_validating_bytes):
+            # Hold this peer until the worker takes a batch (see _release_held).
+            st.held = Deferred()
+            self._held.append(st)
         self._run_worker()
         # Its queue is topped up once this reactor turn's messages are handled: one
         # getdata for the blocks that arrived together.
         self._schedule_requests()
-        return queued.taken
+        return st.held
 
     def _queue(self, block: ReceivedBlock, peer_state: PeerSync) -> _Queued:
         """Queue a block for the worker; its ``deferred`` fires with its entry or fails
@@ -835,7 +838,31 @@ class BlockSync:
         queued = _Queued(block, Deferred(), peer_state)
         self._to_validate.append(queued)
         self.validating_bytes += block.size
+        self._waiting_bytes += block.size
         return queued
+
+    def _hand_over(self, batch: List[_Queued]) -> None:
+        """Blocks leave the queue (to the worker, or dropped at shutdown)."""
+        for queued in batch:
+            queued.peer_state.waiting -= 1
+            self._waiting_bytes -= queued.block.size
+        self._release_held()
+
+    def _release_held(self) -> None:
+        """Read again every held peer the backlog has room for.
+
+        Checked whenever the worker takes a batch: a peer whose over-limit block is left
+        behind by a full batch is released at once, and keeps downloading the next batch
+        while the worker validates this one.
+        """
+        ready = [st for st in self._held if st.waiting <= self.max_validating_per_peer
+                 and self._waiting_bytes <= self.max_validating_bytes]
+        if not ready:
+            return
+        self._held = [st for st in self._held if st not in ready]
+        for st in ready:
+            held, st.held = st.held, None
+            held.callback(None)  # may read the peer's next blocks, and queue them, at once
 
     def _run_worker(self) -> None:
         """Hand the queued blocks to the worker, as one batch, when it is free.
@@ -850,8 +877,8 @@ class BlockSync:
             # Shutting down: the chain closes after the P2P service stops; nothing may
             # reach the worker behind its close.
             dropped, self._to_validate = self._to_validate, []
+            self._hand_over(dropped)
             for queued in dropped:
-                queued.hand_over()
                 queued.deferred.errback(Failure(CancelledError("shutting down")))
             return
         count, size = 0, 0
@@ -884,8 +911,7 @@ class BlockSync:
         d.addErrback(lambda f: log.failure("block validation callback failed", f))
         d.addBoth(next_batch)
         # Last: releasing a held peer may deliver its next blocks, and queue them, at once.
-        for queued in batch:
-            queued.hand_over()
+        self._hand_over(batch)
 
     def _unrequested_block(self, peer: "PeerProtocol", block_hash: bytes, why: str) -> None:
         log.info("unrequested block {hash} from peer={id} ignored: {why}",
@@ -1055,45 +1081,81 @@ class BlockSync:
 
     @inlineCallbacks
     def _serve(self, peer: "PeerProtocol", items: List[InvItem]):
-        """Serve a getdata in order; one block read at a time, after the buffer drained."""
+        """Serve a getdata in order (blocks, transactions; what we lack in ``notfound``)."""
         state = self._state
         missing: List[InvItem] = []
+        run: List[Tuple[InvItem, BlockIndexEntry]] = []
         for item in items:
             if not peer.is_open:
                 return
-            if item.type != MSG_BLOCK:
-                if not self._serve_tx(peer, item):
+            if item.type == MSG_BLOCK:
+                entry = state.lookup(item.hash)
+                if entry is None or not entry.have_data() or not self._servable(entry):
                     missing.append(item)
+                    continue
+                if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE:
+                    if self.p2p.upload.target:
+                        # The -maxuploadtarget budget counts what was sent: the blocks
+                        # asked for before this one go first (Core checks as it sends).
+                        yield self._send_blocks(peer, run, missing)
+                        run = []
+                    if not self.p2p.serves_historical_blocks(peer):
+                        yield self._send_blocks(peer, run, missing)
+                        log.debug("historical block serving limit reached, disconnect "
+                                  "peer={id}", id=peer.id)
+                        peer.disconnect("historical block serving limit reached")
+                        return
+                run.append((item, entry))
                 continue
-            entry = state.lookup(item.hash)
-            if entry is None or not entry.have_data() or not self._servable(entry):
+            yield self._send_blocks(peer, run, missing)  # the blocks asked for before it
+            run = []
+            if not self._serve_tx(peer, item):
                 missing.append(item)
-                continue
-            if self._best_header().time - entry.time > HISTORICAL_BLOCK_AGE \
-                    and not self.p2p.serves_historical_blocks(peer):
-                log.debug("historical block serving limit reached, disconnect peer={id}",
-                          id=peer.id)
-                peer.disconnect("historical block serving limit reached")
-                return
-            yield peer.when_drained()
-            try:
-                block = yield self.chain.in_thread(self._stored_block, entry)
-            except CancelledError:
-                raise
-            except Exception as e:
-                log.info("cannot serve block {hash} to peer={id}: {error}",
-                         hash=_short(item.hash), id=peer.id, error=e)
-                missing.append(item)
-                continue
-            if not peer.is_open:
-                return
-            peer.send(block)
-            st = self.peer_state(peer)
-            if st.hash_continue == item.hash and state.tip is not None:
-                peer.send(InvMessage([InvItem(MSG_BLOCK, state.tip.hash)]))
-                st.hash_continue = None
+        yield self._send_blocks(peer, run, missing)
         for start in range(0, len(missing), MAX_INV_SZ):
             peer.send(NotFoundMessage(missing[start:start + MAX_INV_SZ]))
+
+    @inlineCallbacks
+    def _send_blocks(self, peer: "PeerProtocol", run: List[Tuple[InvItem, BlockIndexEntry]],
+                     missing: List[InvItem]):
+        """Send stored blocks in order: each read (:meth:`_stored_blocks`) once the peer's
+        send buffer has drained, so at most ``serve_read_bytes`` and one block are held
+        for a peer beyond its buffer; blocks that cannot be read join ``missing``."""
+        while run and peer.is_open:
+            yield peer.when_drained()
+            read = yield self.chain.in_thread(self._stored_blocks, [e for _, e in run])
+            for (item, _), block in zip(run, read):
+                if isinstance(block, Exception):
+                    log.info("cannot serve block {hash} to peer={id}: {error}",
+                             hash=_short(item.hash), id=peer.id, error=block)
+                    missing.append(item)
+                    continue
+                if not peer.is_open:
+                    return
+                peer.send(block)
+                st = self.peer_state(peer)
+                if st.hash_continue == item.hash and self._state.tip is not None:
+                    peer.send(InvMessage([InvItem(MSG_BLOCK, self._state.tip.hash)]))
+                    st.hash_continue = None
+            run = run[len(read):]
+
+    def _stored_blocks(self, entries: List[BlockIndexEntry]) -> List[Any]:
+        """The first of ``entries``' ``block`` messages, up to ``serve_read_bytes`` (at
+        least one), read in one trip to the thread pool: a syncing peer asks for blocks
+        in runs, and small blocks cost more in hops between threads than in reads.  A
+        block that cannot be read is its exception, in its place."""
+        read: List[Any] = []
+        size = 0
+        for entry in entries:
+            try:
+                block = self._stored_block(entry)
+                size += block.size
+            except Exception as error:  # handed back for the reactor to log
+                block = error
+            read.append(block)
+            if size >= self.serve_read_bytes:
+                break
+        return read
 
     def _stored_block(self, entry: BlockIndexEntry) -> RawBlockMessage:
         """A ``block`` message of the bytes stored for ``entry`` (thread pool).

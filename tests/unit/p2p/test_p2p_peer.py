@@ -6,8 +6,10 @@ from typing import Any, List, Optional, Tuple
 
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import ITCPTransport
 from twisted.internet.testing import MemoryReactorClock, StringTransport
 from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
 
 from coin.consensus.errors import REJECT_DUPLICATE, REJECT_MALFORMED, REJECT_OBSOLETE
 from coin.chainparams import REGTEST
@@ -105,11 +107,33 @@ def handshake(h: Harness, inbound: bool = True, ip: str = "8.8.8.8", **kwargs: A
     return peer, transport
 
 
+@implementer(ITCPTransport)
+class TCPStringTransport(StringTransport):
+    """A string transport with a TCP socket's no-delay option."""
+
+    no_delay = False
+
+    def setTcpNoDelay(self, enabled: bool) -> None:
+        self.no_delay = enabled
+
+    def getTcpNoDelay(self) -> bool:
+        return self.no_delay
+
+
 class HandshakeTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.h = Harness()
         self.handshakes: List[PeerProtocol] = []
         self.h.connman.on_handshake.append(self.handshakes.append)
+
+    def test_nagle_is_disabled(self) -> None:
+        # Core's TCP_NODELAY: a small message is not held for the other side's ACK.
+        for inbound in (True, False):
+            transport = TCPStringTransport(
+                hostAddress=IPv4Address("TCP", "10.0.0.1", 31932),
+                peerAddress=IPv4Address("TCP", "8.8.8.8", 8333 + inbound))
+            PeerProtocol(self.h.connman, inbound).makeConnection(transport)
+            self.assertTrue(transport.getTcpNoDelay())
 
     def test_inbound(self) -> None:
         peer, transport = self.h.connect()

@@ -43,6 +43,7 @@ from coin.p2p.messages import (
 from coin.p2p.netaddr import NetAddress
 from coin.p2p.peer import MALFORMED_BAN_SCORE, PeerProtocol
 from coin.p2p.relay import OrphanPool, TxRelay
+from coin.p2p import sync as sync_module
 from coin.p2p.sync import BlockSync, header_of, process_blocks
 from coin.primitives.block import Block, BlockHeader
 from coin.primitives.transaction import OutPoint, Transaction, TxIn, TxOut
@@ -374,6 +375,29 @@ class DownloadTests(SyncTestCase):
         self.node.flush()
         return p, pt, q, qt
 
+    def slow_worker(self) -> List[Tuple[List[Any], Deferred]]:
+        """Validation calls wait for :meth:`finish_calls`: the calls waiting (and every
+        block handed to the worker, in ``self.handed``)."""
+        calls: List[Tuple[List[Any], Deferred]] = []
+        self.handed: List[Any] = []
+
+        def call(f: Any, blocks: List[Any]) -> Deferred:
+            self.handed.extend(blocks)
+            calls.append((blocks, Deferred()))
+            return calls[-1][1]
+
+        self.node.chain.call = call
+        return calls
+
+    def finish_calls(self, calls: List[Tuple[List[Any], Deferred]]) -> List[int]:
+        """Validate the waiting calls, and those they lead to; their sizes."""
+        sizes = []
+        while calls:
+            blocks, d = calls.pop()
+            sizes.append(len(blocks))
+            d.callback(process_blocks(self.node.state, blocks))
+        return sizes
+
     def test_parallel_download_from_two_peers(self) -> None:
         p, pt, q, qt = self.two_peers()
         self.assertEqual(sorted(p.inflight.values()), list(range(1, 17)))
@@ -509,34 +533,63 @@ class DownloadTests(SyncTestCase):
         self.assertEqual([len(blocks) for blocks, _ in calls], [2])
         self.assertEqual((st.validating, st.waiting), (2, 0))
 
+    def test_held_peer_is_read_while_a_full_batch_validates(self) -> None:
+        calls = self.slow_worker()
+        # The per-peer backlog is one full batch, as by default (256 and 256).
+        self.node.sync.max_validating_per_peer = self.node.sync.max_validation_batch = 4
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:8]])
+        # Block 1 validates alone, 2..5 wait, 6 is one too many: the peer is held.
+        st = self.node.sync.peer_state(p)
+        self.assertEqual(([len(blocks) for blocks, _ in calls], st.waiting), ([1], 5))
+        blocks, d = calls.pop()
+        d.callback(process_blocks(self.node.state, blocks))
+        # The worker takes a full batch (2..5) and leaves block 6 behind; the peer has
+        # room again and is read at once: 7 and 8 queue while the batch validates.
+        self.assertEqual([len(blocks) for blocks, _ in calls], [4])
+        self.assertEqual([q.block.hash for q in self.node.sync._to_validate],
+                         [b.hash for b in self.blocks[5:8]])
+        self.finish_calls(calls)
+        # Every block went to the worker once, in order.
+        self.assertEqual([b.hash for b in self.handed], [b.hash for b in self.blocks[:8]])
+        self.assertEqual((self.node.state.height, st.validating, st.waiting), (8, 0, 0))
+
+    def test_peers_held_while_too_many_bytes_are_queued_or_validating(self) -> None:
+        calls = self.slow_worker()
+
+        def queued() -> List[bytes]:
+            return [q.block.hash for q in self.node.sync._to_validate]
+
+        self.node.sync.max_validating_bytes = max(b.size for b in self.blocks[:6]) * 2
+        p, pt = self.node.connect(start_height=40)
+        feed(p, self.headers)
+        self.node.flush()
+        feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
+        # Block 1 validates, 2 waits, 3 makes three blocks' bytes: the peer is held.
+        self.assertEqual(queued(), [b.hash for b in self.blocks[1:3]])
+        blocks, d = calls.pop()
+        d.callback(process_blocks(self.node.state, blocks))
+        # The worker takes 2 and 3, nothing is queued: the peer is read again, and its
+        # block 4 (three blocks' bytes again, two of them validating) holds it once more.
+        self.assertEqual(queued(), [self.blocks[3].hash])
+        self.finish_calls(calls)
+        self.assertEqual((self.node.state.height, self.node.sync.validating_bytes), (6, 0))
+
     def test_batches_are_bounded_in_bytes(self) -> None:
-        calls: List[Tuple[List[Any], Deferred]] = []
-
-        def call(f: Any, blocks: List[Any]) -> Deferred:
-            calls.append((blocks, Deferred()))
-            return calls[-1][1]
-
-        def batch_sizes() -> List[int]:
-            """Validate the calls as they come; their sizes."""
-            sizes = []
-            while calls:
-                blocks, d = calls.pop()
-                sizes.append(len(blocks))
-                d.callback(process_blocks(self.node.state, blocks))
-            return sizes
-
-        self.node.chain.call = call
+        calls = self.slow_worker()
         # Two of these blocks fit in a batch, never a third.
         self.node.sync.max_validation_batch_bytes = self.blocks[9].size * 2 + 2
         p, pt = self.node.connect(start_height=40)
         feed(p, self.headers)
         self.node.flush()
         feed(p, *[BlockMessage(b) for b in self.blocks[:6]])
-        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 2, 2, 1], 6))
+        self.assertEqual((self.finish_calls(calls), self.node.state.height), ([1, 2, 2, 1], 6))
         # A block larger than the bound still goes, alone.
         self.node.sync.max_validation_batch_bytes = 1
         feed(p, *[BlockMessage(b) for b in self.blocks[6:9]])
-        self.assertEqual((batch_sizes(), self.node.state.height), ([1, 1, 1], 9))
+        self.assertEqual((self.finish_calls(calls), self.node.state.height), ([1, 1, 1], 9))
 
     def test_nothing_reaches_the_worker_after_shutdown(self) -> None:
         p, pt = self.node.connect(start_height=40)
@@ -732,8 +785,8 @@ class ServingTests(SyncTestCase):
     def test_getdata_waits_for_the_send_buffer(self) -> None:
         reads: List[Tuple[Any, Deferred]] = []
 
-        def in_thread(f: Any, entry: Any) -> Deferred:
-            reads.append((lambda: f(entry), Deferred()))
+        def in_thread(f: Any, entries: Any) -> Deferred:
+            reads.append((lambda: f(entries), Deferred()))
             return reads[-1][1]
 
         def finish(index: int) -> None:
@@ -741,6 +794,7 @@ class ServingTests(SyncTestCase):
             d.callback(read())
 
         self.node.chain.in_thread = in_thread
+        self.node.sync.serve_read_bytes = 1  # one block per read
         peer, transport = self.node.connect()
         sent(transport)
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
@@ -755,6 +809,35 @@ class ServingTests(SyncTestCase):
         finish(2)
         self.assertEqual([m.block.hash for m in sent(transport)], self.hashes[2:4])
 
+    def test_a_run_of_blocks_is_read_together_up_to_the_bound(self) -> None:
+        state = self.node.state
+        sizes = [len(state.read_raw_block(state.at_height(h))) for h in range(1, 6)]
+        # Blocks 3 and 4 together reach the bound.
+        self.node.sync.serve_read_bytes = sizes[2] + sizes[3]
+        peer, transport = self.node.connect()
+        sent(transport)
+        items = [InvItem(MSG_BLOCK, h) for h in self.hashes[1:6]]
+        feed(peer, GetDataMessage(items[:2] + [InvItem(MSG_TX, b"\x01" * 32)] + items[2:]))
+        # In the order asked for: the unknown transaction is answered last, by notfound.
+        messages = sent(transport)
+        self.assertEqual([m.block.hash for m in messages[:5]], self.hashes[1:6])
+        self.assertEqual(messages[5].items, (InvItem(MSG_TX, b"\x01" * 32),))
+        # Three reads: 1..2 (before the transaction), then 3..4 (the bound), then 5.
+        self.assertEqual(self.node.chain.pooled, ["_stored_blocks"] * 3)
+
+    def test_upload_budget_counts_the_blocks_sent_before(self) -> None:
+        # Every block is historical; the -maxuploadtarget budget allows one block.
+        self.patch(sync_module, "HISTORICAL_BLOCK_AGE", -1)
+        self.node.p2p.upload.target = 1
+        peer, transport = self.node.connect()
+        sent(transport)
+        self.node.p2p.serves_historical_blocks = lambda p: p.bytes_sent_per_msg.get(
+            "block", 0) == 0
+        feed(peer, GetDataMessage([InvItem(MSG_BLOCK, h) for h in self.hashes[1:4]]))
+        # The first block spends it (as sent, not when read): the next one disconnects.
+        self.assertEqual([m.block.hash for m in sent(transport, "block")], self.hashes[1:2])
+        self.assertTrue(transport.disconnecting)
+
     def test_blocks_served_as_stored(self) -> None:
         state = self.node.state
         peer, transport = self.node.connect()
@@ -762,7 +845,7 @@ class ServingTests(SyncTestCase):
         feed(peer, GetDataMessage([InvItem(MSG_BLOCK, self.hashes[4])]))
         (block,) = sent(transport, "block")
         self.assertEqual(block.block.serialize(), state.read_raw_block(state.at_height(4)))
-        self.assertEqual(self.node.chain.pooled, ["_stored_block"])
+        self.assertEqual(self.node.chain.pooled, ["_stored_blocks"])
         # A record that is not the block asked for (a misplaced read) is not sent.
         state.read_raw_block = lambda entry: self.node.state.store.read_block(
             state.at_height(3).file_no, state.at_height(3).data_pos)
