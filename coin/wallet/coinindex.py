@@ -126,11 +126,17 @@ class CoinIndex:
         self.by_value = SortedList()
         self.selectable: Dict[Outpoint, ValueKey] = {}
         self.generation = self.wallet.keys.generation
+        #: While the wallet's settled history is in the file (coin.wallet.txstore): every
+        #: transaction placed above this height is here; those at or below it may not be.
+        self.horizon: Optional[int] = None
 
     # ------------------------------------------------------------------ building
 
     def rebuild(self) -> None:
         """Everything from the wallet's transactions (load, key imports, reordering)."""
+        if self.wallet.txs.settled is not None:
+            self.wallet.hydrate()  # which rebuilds the index once every transaction is read
+            return
         self.clear()
         wallet = self.wallet
         outpoints = []
@@ -152,21 +158,76 @@ class CoinIndex:
             keys.extend(self._place(wtx, bulk=True))
         self.by_value = SortedList(keys)
 
-    def state(self) -> tuple:
-        """What :meth:`restore` takes back: the index in plain containers (for the wallet's
-        load snapshot; the sorted lists are made again from ``outputs`` and ``selectable``)."""
-        return (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid,
-                tuple(lane.state() for lane in self.lanes), self.other, self.selectable)
+    def live_txids(self, horizon: int) -> Set[bytes]:
+        """Transactions the index needs in memory: with an indexed output, in ``other``,
+        placed above ``horizon``, or paying change the address book could affect."""
+        live = set(self.by_tx) | self.other
+        for lane in self.lanes:
+            for height, txids in lane.by_height.items():
+                if height > horizon:
+                    live.update(txids)
+        for paid in self.change_paid.values():
+            live.update(paid)
+        return live
 
-    def restore(self, state: tuple) -> None:
-        """The index as :meth:`state` gave it, for the wallet's current keys."""
+    def state(self, live: Set[bytes]) -> tuple:
+        """What :meth:`restore` takes back: the index in plain containers, the placements of
+        the ``live`` transactions only (for the wallet's load snapshot; the sorted lists
+        are made again from ``outputs`` and ``by_value``'s keys, already in order)."""
+        placed = {txid: placement for txid, placement in self.placed.items() if txid in live}
+        lanes = []
+        for lane in self.lanes:
+            by_height: Dict[int, Set[bytes]] = {}
+            for height, txids in lane.by_height.items():
+                kept = txids & live
+                if kept:
+                    by_height[height] = kept
+            lanes.append((by_height, lane.height_sums, lane.totals))
+        return (self.outputs, self.uncertain, self.by_tx, placed, self.change_paid,
+                tuple(lanes), self.other, list(self.by_value))
+
+    def restore(self, state: tuple, horizon: Optional[int]) -> None:
+        """The index as :meth:`state` gave it, for the wallet's current keys; placements at
+        ``horizon`` or below may be missing (None: none is)."""
         (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid, lanes,
-         self.other, self.selectable) = state
+         self.other, by_value) = state
         for lane, saved in zip(self.lanes, lanes):
             lane.restore(saved)
         self.by_outpoint = SortedList(self.outputs)
-        self.by_value = SortedList(self.selectable.values())
+        self.by_value = SortedList(by_value)
+        self.selectable = {(key[3], key[2]): key for key in by_value}
         self.generation = self.wallet.keys.generation
+        self.horizon = horizon
+
+    def _lazy(self) -> bool:
+        return self.horizon is not None and self.wallet.txs.settled is not None
+
+    def _reach(self, floor: int) -> None:
+        """Placements above ``floor`` are about to be read: all must be here."""
+        if self._lazy() and floor < self.horizon:
+            self.wallet.hydrate()
+
+    def promote(self, wtx: "WalletTx") -> None:
+        """Before a settled transaction left in the file at load changes (or what spends its
+        outputs does): put it back among the live ones, placed as it is (a settled
+        transaction has no indexed output, so its placement adds nothing to the spendable
+        sums, and its legacy share is what its inputs and outputs give: both are in the
+        running totals already), with the ``spends`` entries of its inputs.  When entries
+        of its outputs' spenders were left in the file, the whole history is read instead."""
+        wallet = self.wallet
+        txid = wtx.txid
+        if not wallet.txs.is_settled(txid):
+            return
+        if txid in wallet.history_spent:
+            wallet.hydrate()
+            return
+        lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY
+        debits = wallet.debits_by_mine(wtx.tx)
+        sums = (0, 0) + tuple(wallet.legacy_amounts(wtx.tx, LEGACY_SLOTS, True, debits))
+        self.placed[txid] = (lane, wtx.block.height, sums, set())
+        self.lanes[lane].by_height.setdefault(wtx.block.height, set()).add(txid)
+        wallet.txs.promoted.add(txid)
+        wallet._index_spends(wtx)
 
     def _state(self, wtx: "WalletTx", n: int) -> Optional[Tuple[int, bool]]:
         """``(is_mine, clean)`` of an own output not spent by a settled spender, else None."""
@@ -189,14 +250,29 @@ class CoinIndex:
         the transactions whose outputs it spends are indexed again."""
         self.refresh(wtx.txid, len(wtx.tx.vout))
         if not wtx.tx.is_coinbase():
-            for txid in {txin.prevout.txid for txin in wtx.tx.vin}:
-                if txid != wtx.txid:
+            spent: Dict[bytes, List[int]] = {}
+            for txin in wtx.tx.vin:
+                spent.setdefault(txin.prevout.txid, []).append(txin.prevout.n)
+            for txid, ns in spent.items():
+                if txid != wtx.txid and not self._unaffected(txid, ns):
                     self.refresh(txid)
+
+    def _unaffected(self, txid: bytes, ns: List[int]) -> bool:
+        """``txid`` is settled and left in the file, and none of its outputs ``ns`` is the
+        wallet's: a spend of them changes nothing of it (so it need not be read)."""
+        wallet = self.wallet
+        if not wallet.txs.is_settled(txid):
+            return False
+        vout = wallet.txs[txid].tx.vout
+        return all(n >= len(vout) or wallet.is_mine(vout[n].script_pubkey) == ISMINE_NO
+                   for n in ns)
 
     def refresh(self, txid: bytes, outputs: int = 0) -> None:
         """Index ``txid``'s outputs and placement again (or drop it when it is gone: then
         its spenders, of its ``outputs`` first outputs, are placed again)."""
         wtx = self.wallet.txs.get(txid)
+        if wtx is not None:
+            self.promote(wtx)
         known = txid in self.placed or txid in self.other
         old = self.by_tx.pop(txid, set())
         kept: Set[int] = set()
@@ -231,7 +307,11 @@ class CoinIndex:
     def _children_changed(self, txid: bytes, outputs: Iterable[int]) -> None:
         """``txid`` came or went: what its spenders debit changed (their legacy share)."""
         wallet = self.wallet
+        if self._lazy() and txid in wallet.history_spent:
+            wallet.hydrate()  # spenders of its outputs may be in the file only
         children = {child for n in outputs for child in wallet.spends.get((txid, n), ())}
+        if self._lazy() and any(wallet.txs.is_settled(child) for child in children):
+            wallet.hydrate()  # their placements are to change from what the totals hold
         for child in children - {txid}:
             wtx = wallet.txs.get(child)
             if wtx is not None:
@@ -339,6 +419,7 @@ class CoinIndex:
 
     def height_changed(self, height: int) -> None:
         """A block at ``height`` left the chain: what is placed there or above is placed again."""
+        self._reach(height - 1)
         for lane in self.lanes:
             for txid in list(lane.txids_above(height - 1, max(lane.by_height, default=0))):
                 self.refresh(txid)
@@ -376,6 +457,8 @@ class CoinIndex:
 
     def recent(self, floors: Tuple[int, int]) -> List["WalletTx"]:
         """Every wallet transaction :meth:`deep_sum` leaves out (above its floor, or other)."""
+        for floor in floors:
+            self._reach(floor)
         tip = self.wallet.chain.tip.height
         txs = self.wallet.txs
         found = [txs[txid] for lane, floor in zip(self.lanes, floors)
@@ -392,6 +475,7 @@ class CoinIndex:
         """The value-sorted coins, those of them a selection tier could refuse, and the
         transactions whose coins are to be checked in full (those and ``other``)."""
         tip = self.wallet.chain.tip.height
+        self._reach(tip - max(SELECTION_DEPTH, self.mature))
         txs = self.wallet.txs
         doubtful = [txs[txid] for txid in self.lanes[ORDINARY].txids_above(
             tip - SELECTION_DEPTH + 1, tip) if not txs[txid].from_me]
@@ -404,6 +488,7 @@ class CoinIndex:
 
     def check(self) -> None:
         """Raise AssertionError unless the index equals one rebuilt from scratch (tests)."""
+        self.wallet.hydrate()
         if self.generation != self.wallet.keys.generation:
             self.rebuild()  # as any query would
         fresh = CoinIndex(self.wallet)
