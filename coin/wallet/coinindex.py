@@ -32,6 +32,7 @@ chain (its best block is the tip) and no key was imported since it was built.
 
 from __future__ import annotations
 
+import marshal
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from sortedcontainers import SortedList
@@ -101,8 +102,31 @@ class Lane:
         self.by_height, self.height_sums, self.totals = state
 
 
+class _PerCoin:
+    """An attribute of the index's per-coin part, which a load from the wallet's snapshot
+    decodes when first used (:meth:`CoinIndex.restore`)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, index: "CoinIndex", owner: type) -> object:
+        if index._pending is not None:
+            index._decode()
+        return getattr(index, self.slot)
+
+    def __set__(self, index: "CoinIndex", value: object) -> None:
+        setattr(index, self.slot, value)
+
+
 class CoinIndex:
     """Unspent outputs and running balances of one wallet (guarded by the wallet's lock)."""
+
+    outputs = _PerCoin()
+    uncertain = _PerCoin()
+    by_tx = _PerCoin()
+    by_outpoint = _PerCoin()
+    by_value = _PerCoin()
+    selectable = _PerCoin()
 
     def __init__(self, wallet: "Wallet") -> None:
         self.wallet = wallet
@@ -111,6 +135,8 @@ class CoinIndex:
         self.clear()
 
     def clear(self) -> None:
+        #: The per-coin part of a restored index, not decoded yet (see :meth:`restore`).
+        self._pending: Optional[bytes] = None
         #: Own outpoint -> is_mine value, for outputs without a settled spender.
         self.outputs: Dict[Outpoint, int] = {}
         self.uncertain: Set[Outpoint] = set()
@@ -183,21 +209,28 @@ class CoinIndex:
                 if kept:
                     by_height[height] = kept
             lanes.append((by_height, lane.height_sums, lane.totals))
-        return (self.outputs, self.uncertain, self.by_tx, placed, self.change_paid,
-                tuple(lanes), self.other, list(self.by_value))
+        per_coin = marshal.dumps((self.outputs, self.uncertain, self.by_tx,
+                                  list(self.by_outpoint), list(self.by_value)))
+        return placed, self.change_paid, tuple(lanes), self.other, per_coin
 
     def restore(self, state: tuple, horizon: Optional[int]) -> None:
         """The index as :meth:`state` gave it, for the wallet's current keys; placements at
-        ``horizon`` or below may be missing (None: none is)."""
-        (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid, lanes,
-         self.other, by_value) = state
+        ``horizon`` or below may be missing (None: none is).  The per-coin part (outputs and
+        the sorted lists, in proportion to the coins) is decoded when a call first needs it:
+        the balances do not (they read the running totals and the live transactions)."""
+        self.placed, self.change_paid, lanes, self.other, self._pending = state
         for lane, saved in zip(self.lanes, lanes):
             lane.restore(saved)
-        self.by_outpoint = SortedList(self.outputs)
-        self.by_value = SortedList(by_value)
-        self.selectable = {(key[3], key[2]): key for key in by_value}
         self.generation = self.wallet.keys.generation
         self.horizon = horizon
+
+    def _decode(self) -> None:
+        outputs, uncertain, by_tx, by_outpoint, by_value = marshal.loads(self._pending)
+        self._pending = None
+        self.outputs, self.uncertain, self.by_tx = outputs, uncertain, by_tx
+        self.by_outpoint = SortedList(by_outpoint)
+        self.by_value = SortedList(by_value)
+        self.selectable = {(key[3], key[2]): key for key in by_value}
 
     def _lazy(self) -> bool:
         return self.horizon is not None and self.wallet.txs.settled is not None
@@ -218,7 +251,7 @@ class CoinIndex:
         txid = wtx.txid
         if not wallet.txs.is_settled(txid):
             return
-        if txid in wallet.history_spent:
+        if wallet.txs.settled.marked(txid):
             wallet.hydrate()
             return
         lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY
@@ -307,8 +340,12 @@ class CoinIndex:
     def _children_changed(self, txid: bytes, outputs: Iterable[int]) -> None:
         """``txid`` came or went: what its spenders debit changed (their legacy share)."""
         wallet = self.wallet
-        if self._lazy() and txid in wallet.history_spent:
-            wallet.hydrate()  # spenders of its outputs may be in the file only
+        wtx = wallet.txs.get(txid)
+        if (self._lazy() and wtx is not None and wtx.block is not None
+                and wtx.block.height <= self.horizon):
+            # New and mined deep: settled transactions may spend its outputs (their spends
+            # entries are in the file only). Newer or unconfirmed, none can.
+            wallet.hydrate()
         children = {child for n in outputs for child in wallet.spends.get((txid, n), ())}
         if self._lazy() and any(wallet.txs.is_settled(child) for child in children):
             wallet.hydrate()  # their placements are to change from what the totals hold

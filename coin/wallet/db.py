@@ -393,12 +393,14 @@ class WalletDB:
         """One more than the highest order_pos stored (0 without transactions)."""
         return self._query("SELECT coalesce(max(order_pos) + 1, 0) FROM txs")[0][0]
 
-    def snapshot(self) -> Optional[bytes]:
-        """The load snapshot when it was written in the file's current write epoch, else None."""
+    def snapshot(self) -> Optional[memoryview]:
+        """The load snapshot when it was written in the file's current write epoch, else None
+        (a view: it is megabytes for a large wallet, not copied)."""
         value = self._meta_value(SNAPSHOT_NAME)
-        if value is None or not value.startswith(b"%d:" % self.epoch):
+        prefix = b"%d:" % self.epoch
+        if value is None or not value.startswith(prefix):
             return None
-        return value.partition(b":")[2]
+        return memoryview(value)[len(prefix):]
 
     def put_snapshot(self, data: bytes) -> None:
         """Record ``data`` as valid for the file as it is now (the file becomes format 2)."""

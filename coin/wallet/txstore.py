@@ -4,7 +4,8 @@ A wallet with a long history mostly holds *settled* transactions: mined deep on 
 chain, with no unspent output of the wallet, no conflict and nothing in the pool; no answer
 about balances or coins changes with them any more.  A load from the snapshot
 (coin.wallet.wallet) keeps only the live transactions in memory and the settled ones'
-txids as one packed, sorted byte string (:class:`PackedSet`): a settled transaction is read
+txids as one packed, sorted byte string (:class:`PackedSet`, marking those with outputs whose
+spenders' entries were left in the file too): a settled transaction is read
 from the file when it is asked for by txid (then kept), listtransactions walks the
 file's order_pos index, and whatever iterates every transaction first has the wallet read
 its whole history (``hydrate``: then everything is in memory, as after a full load).
@@ -24,20 +25,32 @@ NEWEST_CHUNK = 64
 
 
 class PackedSet:
-    """A fixed set of 32-byte keys as one sorted byte string (no object per key)."""
+    """A fixed set of txids as one sorted byte string of their first WIDTH bytes (no object
+    per key; 16 bytes: no two txids share them in practice), each with a mark bit."""
 
-    WIDTH = 32
+    WIDTH = 16
 
-    def __init__(self, data: bytes = b"") -> None:
+    def __init__(self, data: bytes = b"", marks: bytes = b"") -> None:
         self.data = data
+        self.marks = marks
         self.count = len(data) // self.WIDTH
 
     @classmethod
-    def of(cls, keys: Iterable[bytes]) -> "PackedSet":
-        return cls(b"".join(sorted(set(keys))))
+    def of(cls, keys: Iterable[bytes], marked: Iterable[bytes] = ()) -> "PackedSet":
+        """The set of ``keys``, those also in ``marked`` marked (txids or their prefixes)."""
+        width = cls.WIDTH
+        prefixes = sorted({key[:width] for key in keys})
+        position = {prefix: i for i, prefix in enumerate(prefixes)}
+        marks = bytearray((len(prefixes) + 7) // 8)
+        for key in marked:
+            i = position.get(key[:width])
+            if i is not None:
+                marks[i >> 3] |= 1 << (i & 7)
+        return cls(b"".join(prefixes), bytes(marks))
 
-    def __contains__(self, key: bytes) -> bool:
+    def position(self, key: bytes) -> Optional[int]:
         data, width = self.data, self.WIDTH
+        key = key[:width]
         lo, hi = 0, self.count
         while lo < hi:
             mid = (lo + hi) // 2
@@ -47,12 +60,23 @@ class PackedSet:
             elif found > key:
                 hi = mid
             else:
-                return True
-        return False
+                return mid
+        return None
+
+    def __contains__(self, key: bytes) -> bool:
+        return self.position(key) is not None
+
+    def marked(self, key: bytes) -> bool:
+        i = self.position(key)
+        return i is not None and bool(self.marks[i >> 3] & (1 << (i & 7)))
 
     def __iter__(self) -> Iterator[bytes]:
+        """The keys' prefixes, in order."""
         data, width = self.data, self.WIDTH
         return (data[i * width:(i + 1) * width] for i in range(self.count))
+
+    def marked_keys(self) -> Iterator[bytes]:
+        return (prefix for i, prefix in enumerate(self) if self.marks[i >> 3] & (1 << (i & 7)))
 
     def __len__(self) -> int:
         return self.count
@@ -81,9 +105,14 @@ class TxStore:
         self.promoted = set()
 
     def fill(self, rows: List[Tuple[Any, ...]]) -> None:
-        """Every transaction, from all rows by order_pos (those in memory are kept)."""
+        """Every transaction, from all rows by order_pos (those in memory are kept, also one
+        not written yet)."""
         mem = self._mem
-        self._mem = {row[0]: mem.get(row[0]) or self._make(row) for row in rows}
+        filled = {row[0]: mem.get(row[0]) or self._make(row) for row in rows}
+        if any(txid not in filled for txid in mem):
+            filled.update(mem)
+            filled = dict(sorted(filled.items(), key=lambda item: item[1].order_pos))
+        self._mem = filled
         self.settled = None
         self._unread = 0
         self.promoted = set()
@@ -99,7 +128,10 @@ class TxStore:
             return wtx
         if self.settled is None or txid not in self.settled:
             return default
-        wtx = self._mem[txid] = self._make(self._db.fetch_txs([txid])[0])
+        rows = self._db.fetch_txs([txid])
+        if not rows:
+            return default  # another txid with the same prefix
+        wtx = self._mem[txid] = self._make(rows[0])
         self._unread -= 1
         return wtx
 

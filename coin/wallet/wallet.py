@@ -177,9 +177,6 @@ class Wallet:
         #: Outpoint -> wallet txids spending it (several when they conflict); while the history
         #: is in the file, only the entries the live transactions need (see _save_snapshot).
         self.spends: Dict[Outpoint, Set[bytes]] = {}
-        #: While the history is in the file: txids whose outputs have entries of ``spends``
-        #: left there (a change needing them reads the history first).
-        self.history_spent: Optional[PackedSet] = None
         self._blocks: Dict[Tuple[bytes, int, int], BlockRef] = {}
         #: Address -> (label, purpose).
         self.names: Dict[str, Tuple[str, str]] = {}
@@ -279,7 +276,6 @@ class Wallet:
     def _read_all(self, rows: List[Tuple[Any, ...]]) -> None:
         """Every transaction from ``rows`` (by order_pos) in memory, with all of ``spends``."""
         self.txs.fill(rows)
-        self.history_spent = None
         self.spends = {}
         for wtx in self.txs.values():
             self._index_spends(wtx)
@@ -297,7 +293,7 @@ class Wallet:
             log.warn("Wallet load snapshot damaged (checksum mismatch); computing from the transactions")
             return False
         try:
-            (version, count, tip, live, settled, history_spent, horizon, spends, conflicts,
+            (version, count, tip, live, settled, marks, horizon, spends, conflicts,
              coins) = marshal.loads(blob)
         except (EOFError, ValueError, TypeError):
             return False
@@ -308,8 +304,7 @@ class Wallet:
         if len(rows) != len(live) or count != len(live) + len(settled) // PackedSet.WIDTH:
             return False
         if settled:
-            self.txs.lazy(rows, PackedSet(settled))
-            self.history_spent = PackedSet(history_spent)
+            self.txs.lazy(rows, PackedSet(settled, marks))
         else:
             self.txs.fill(sorted(rows, key=lambda row: row[6]))  # by order_pos
         self.spends = spends
@@ -347,18 +342,22 @@ class Wallet:
             horizon = max(horizon, self.coins.horizon)  # only those above are all in memory
         live = self.coins.live_txids(horizon) | conflicts.keys()
         parents = {txin.prevout.txid for txid in live for txin in self.txs[txid].tx.vin}
-        settled = PackedSet.of(txid for txid in itertools.chain(
-            self.txs.settled or (), (wtx.txid for wtx in self.txs.loaded())) if txid not in live)
+        old = self.txs.settled or PackedSet()
         spends: Dict[Outpoint, Set[bytes]] = {}
-        history_spent = set(self.history_spent or ())
+        left = set(old.marked_keys())  # settled, with spenders of its outputs left in the file
         for outpoint, spenders in self.spends.items():
             if outpoint[0] in live or outpoint[0] in parents or not spenders.isdisjoint(live):
                 spends[outpoint] = spenders
             else:
-                history_spent.add(outpoint[0])
+                left.add(outpoint[0])
+        width = PackedSet.WIDTH
+        live_prefixes = {txid[:width] for txid in live}
+        settled = PackedSet.of((txid for txid in itertools.chain(
+            old, (wtx.txid for wtx in self.txs.loaded())) if txid[:width] not in live_prefixes),
+            left)
         blob = marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash, sorted(live),
-                              settled.data, PackedSet.of(history_spent).data, horizon, spends,
-                              conflicts, self.coins.state(live)))
+                              settled.data, settled.marks, horizon, spends, conflicts,
+                              self.coins.state(live)))
         self.db.put_snapshot(hashlib.sha256(blob).digest() + blob)
 
     def zap_transactions(self) -> List[WalletTx]:
@@ -370,7 +369,6 @@ class Wallet:
                 self.db.delete_tx(wtx.txid)
             self.txs.clear()
             self.spends.clear()
-            self.history_spent = None
             self._next_order = 0
             self.coins.rebuild()
             return zapped

@@ -14,6 +14,7 @@ directly on an unloaded wallet) and a chain that left its best block.
 
 from __future__ import annotations
 
+import marshal
 import random
 import sqlite3
 from typing import Any, Dict, List
@@ -79,8 +80,14 @@ class SnapshotTestCase(IndexTestCase):
                     "txs": [(w.txid, w.tx.serialize(), w.block, w.time_received, w.order_pos,
                              w.abandoned, w.from_me, w.conflict_block)
                             for w in wallet.txs.values()],
-                    "spends": wallet.spends, "coins": wallet.coins.state(set(wallet.txs)),
+                    "spends": wallet.spends, "coins": self.coin_state(),
                     "next_order": wallet._next_order}
+
+    def coin_state(self) -> tuple:
+        """The coin index as the snapshot holds it, its per-coin part decoded (its bytes
+        depend on the order of sets)."""
+        *placements, per_coin = self.wallet.coins.state(set(self.wallet.txs))
+        return tuple(placements) + (marshal.loads(per_coin),)
 
     async def reopen(self, from_snapshot: bool, write_between: bool = False) -> None:
         """Unload and load the wallet (``write_between``: with a write to the file between);
