@@ -296,7 +296,10 @@ class CoinIndex:
         wallet = self.wallet
         if not wallet.txs.is_settled(txid):
             return False
-        vout = wallet.txs[txid].tx.vout
+        wtx = wallet.txs.get(txid)
+        if wtx is None:
+            return True  # not the wallet's (another txid with the same prefix)
+        vout = wtx.tx.vout
         return all(n >= len(vout) or wallet.is_mine(vout[n].script_pubkey) == ISMINE_NO
                    for n in ns)
 
