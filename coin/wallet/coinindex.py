@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Set,
 
 from sortedcontainers import SortedList
 
+from coin.collector import gc_paused
+
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,12 +227,13 @@ class CoinIndex:
         self.horizon = horizon
 
     def _decode(self) -> None:
-        outputs, uncertain, by_tx, by_outpoint, by_value = marshal.loads(self._pending)
-        self._pending = None
-        self.outputs, self.uncertain, self.by_tx = outputs, uncertain, by_tx
-        self.by_outpoint = SortedList(by_outpoint)
-        self.by_value = SortedList(by_value)
-        self.selectable = {(key[3], key[2]): key for key in by_value}
+        with gc_paused():  # hundreds of thousands of objects, all kept
+            outputs, uncertain, by_tx, by_outpoint, by_value = marshal.loads(self._pending)
+            self._pending = None
+            self.outputs, self.uncertain, self.by_tx = outputs, uncertain, by_tx
+            self.by_outpoint = SortedList(by_outpoint)
+            self.by_value = SortedList(by_value)
+            self.selectable = {(key[3], key[2]): key for key in by_value}
 
     def _lazy(self) -> bool:
         return self.horizon is not None and self.wallet.txs.settled is not None

@@ -94,7 +94,9 @@ class TxStore:
         #: Settled txids of a lazy load (None: all in memory); ``_unread`` are not read yet.
         self.settled: Optional[PackedSet] = None
         self._unread = 0
-        #: Settled transactions made live again since the load (coin.wallet.coinindex).
+        #: Settled transactions read from the file, and those of them made live again
+        #: (coin.wallet.coinindex), since the load.
+        self._fetched: Set[bytes] = set()
         self.promoted: Set[bytes] = set()
 
     def lazy(self, rows: List[Tuple[Any, ...]], settled: PackedSet) -> None:
@@ -102,6 +104,7 @@ class TxStore:
         self._mem = {row[0]: self._make(row) for row in rows}
         self.settled = settled
         self._unread = len(settled)
+        self._fetched = set()
         self.promoted = set()
 
     def fill(self, rows: List[Tuple[Any, ...]]) -> None:
@@ -115,12 +118,17 @@ class TxStore:
         self._mem = filled
         self.settled = None
         self._unread = 0
+        self._fetched = set()
         self.promoted = set()
 
     def is_settled(self, txid: bytes) -> bool:
         """``txid`` belongs to the settled history of a lazy load (read or not) and was not
         made live again."""
-        return self.settled is not None and txid not in self.promoted and txid in self.settled
+        if self.settled is None or txid in self.promoted:
+            return False
+        if txid in self._mem:  # live, or read from the file
+            return txid in self._fetched
+        return txid in self.settled
 
     def get(self, txid: bytes, default: Any = None) -> Any:
         wtx = self._mem.get(txid)
@@ -132,6 +140,7 @@ class TxStore:
         if not rows:
             return default  # another txid with the same prefix
         wtx = self._mem[txid] = self._make(rows[0])
+        self._fetched.add(txid)
         self._unread -= 1
         return wtx
 
@@ -178,6 +187,7 @@ class TxStore:
         self._mem.clear()
         self.settled = None
         self._unread = 0
+        self._fetched = set()
         self.promoted = set()
 
     def reorder(self) -> None:
