@@ -49,11 +49,13 @@ class SnapshotTestCase(IndexTestCase):
         return self.wallet.txs.settled is not None
 
     def listings(self) -> Dict[str, Any]:
-        """What the hot calls answer, read without the settled history (asserted): the
-        balances whose running totals start above it, the coins, coin selection, and every
-        transaction newest first as listtransactions and gettransaction see it."""
+        """What the hot calls answer, read without the settled history (asserted, unless a
+        key was imported since the load): the balances whose running totals start above it,
+        the coins, coin selection, and every transaction newest first as listtransactions
+        and gettransaction see it."""
         wallet = self.wallet
-        lazy = self.lazy
+        # A key import since the coin index was built has it rebuilt: that reads the history.
+        lazy = self.lazy and wallet.coins.generation == wallet.keys.generation
         with wallet.lock:
             answers = self.answers(depths=(0, 1, 6, 101, 102), legacy_depths=(0, 1, 6, 101))
             for name in ("available", "by_outpoint"):  # Output holds its WalletTx object
@@ -65,7 +67,8 @@ class SnapshotTestCase(IndexTestCase):
                  wallet.amounts(w, ISMINE_ALL), wallet.credit(w.tx, ISMINE_ALL),
                  wallet.debit(w.tx, ISMINE_ALL)) for w in wallet.newest_first()]
             answers["count"] = wallet.tx_count()
-        self.assertEqual(self.lazy, lazy, "the hot calls read the settled history")
+        if lazy:
+            self.assertTrue(self.lazy, "the hot calls read the settled history")
         return answers
 
     def state(self) -> Dict[str, Any]:
