@@ -27,7 +27,9 @@ does), so the transport's share of each figure is known.  Prints one JSON object
     records it) in blocks at least 200 deep, so they leave no coin behind; then
     ``loadwallet_computed`` (the write left the load snapshot unused: the load parses and
     computes everything, as after a crash), ``unload_writing_snapshot``, and
-    ``loadwallet`` (median of 3 unload/load rounds, from the snapshot);
+    ``loadwallet`` (median of 3 unload/load rounds, from the snapshot), then
+    ``first_listunspent_after_load`` (1,000 entries: it decodes the coin index's per-coin
+    part, which the load leaves for the first call needing it);
   - ``getbalance``, ``getbalance "*" 1``, ``getwalletinfo``, ``listunspent 0 9999999 []
     true {maximumCount: 1000}`` (1,000 entries), ``listtransactions "*" 10`` (median of
     ``--repeats``);
@@ -423,12 +425,18 @@ def write_history(node: NodeProcess, client: Client, target: int,
         cpu = client.cpu()
         loads.append(timed(client, "loadwallet", WALLET)[0])
         cpus.append(client.cpu() - cpu)
+    # The coin index's per-coin part is decoded at the first call needing it, not at load.
+    cpu = client.cpu()
+    first_unspent = timed(client, "listunspent", 0, 9999999, [], True,
+                          {"maximumCount": UNSPENT_PAGE})[0]
+    first_unspent_cpu = client.cpu() - cpu
     return {"wallet_txs": client.call("getwalletinfo")["txcount"], "write_s": round(written_s, 1),
             "loadwallet": {"median_s": round(statistics.median(loads), 3),
                            "cpu_median_s": round(statistics.median(cpus), 3),
                            "runs_s": [round(t, 3) for t in loads]},
             "loadwallet_computed": {"s": round(computed_s, 3), "cpu_s": round(computed_cpu, 3)},
-            "unload_writing_snapshot": {"s": round(unload_s, 3), "cpu_s": round(unload_cpu, 3)}}
+            "unload_writing_snapshot": {"s": round(unload_s, 3), "cpu_s": round(unload_cpu, 3)},
+            "first_listunspent_after_load": {"ms": ms(first_unspent), "cpu_ms": ms(first_unspent_cpu)}}
 
 
 def send_many_times(client: Client, count: int, rng: random.Random) -> Dict[str, Any]:

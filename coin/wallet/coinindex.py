@@ -32,9 +32,12 @@ chain (its best block is the tip) and no key was imported since it was built.
 
 from __future__ import annotations
 
+import marshal
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from sortedcontainers import SortedList
+
+from coin.collector import gc_paused
 
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY
 
@@ -101,8 +104,31 @@ class Lane:
         self.by_height, self.height_sums, self.totals = state
 
 
+class _PerCoin:
+    """An attribute of the index's per-coin part, which a load from the wallet's snapshot
+    decodes when first used (:meth:`CoinIndex.restore`)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, index: "CoinIndex", owner: type) -> object:
+        if index._pending is not None:
+            index._decode()
+        return getattr(index, self.slot)
+
+    def __set__(self, index: "CoinIndex", value: object) -> None:
+        setattr(index, self.slot, value)
+
+
 class CoinIndex:
     """Unspent outputs and running balances of one wallet (guarded by the wallet's lock)."""
+
+    outputs = _PerCoin()
+    uncertain = _PerCoin()
+    by_tx = _PerCoin()
+    by_outpoint = _PerCoin()
+    by_value = _PerCoin()
+    selectable = _PerCoin()
 
     def __init__(self, wallet: "Wallet") -> None:
         self.wallet = wallet
@@ -111,6 +137,8 @@ class CoinIndex:
         self.clear()
 
     def clear(self) -> None:
+        #: The per-coin part of a restored index, not decoded yet (see :meth:`restore`).
+        self._pending: Optional[bytes] = None
         #: Own outpoint -> is_mine value, for outputs without a settled spender.
         self.outputs: Dict[Outpoint, int] = {}
         self.uncertain: Set[Outpoint] = set()
@@ -126,11 +154,17 @@ class CoinIndex:
         self.by_value = SortedList()
         self.selectable: Dict[Outpoint, ValueKey] = {}
         self.generation = self.wallet.keys.generation
+        #: While the wallet's settled history is in the file (coin.wallet.txstore): every
+        #: transaction placed above this height is here; those at or below it may not be.
+        self.horizon: Optional[int] = None
 
     # ------------------------------------------------------------------ building
 
     def rebuild(self) -> None:
         """Everything from the wallet's transactions (load, key imports, reordering)."""
+        if self.wallet.txs.settled is not None:
+            self.wallet.hydrate()  # which rebuilds the index once every transaction is read
+            return
         self.clear()
         wallet = self.wallet
         outpoints = []
@@ -152,21 +186,84 @@ class CoinIndex:
             keys.extend(self._place(wtx, bulk=True))
         self.by_value = SortedList(keys)
 
-    def state(self) -> tuple:
-        """What :meth:`restore` takes back: the index in plain containers (for the wallet's
-        load snapshot; the sorted lists are made again from ``outputs`` and ``selectable``)."""
-        return (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid,
-                tuple(lane.state() for lane in self.lanes), self.other, self.selectable)
+    def live_txids(self, horizon: int) -> Set[bytes]:
+        """Transactions the index needs in memory: with an indexed output, in ``other``,
+        placed above ``horizon``, or paying change the address book could affect."""
+        live = set(self.by_tx) | self.other
+        for lane in self.lanes:
+            for height, txids in lane.by_height.items():
+                if height > horizon:
+                    live.update(txids)
+        for paid in self.change_paid.values():
+            live.update(paid)
+        return live
 
-    def restore(self, state: tuple) -> None:
-        """The index as :meth:`state` gave it, for the wallet's current keys."""
-        (self.outputs, self.uncertain, self.by_tx, self.placed, self.change_paid, lanes,
-         self.other, self.selectable) = state
+    def state(self, live: Set[bytes]) -> tuple:
+        """What :meth:`restore` takes back: the index in plain containers, the placements of
+        the ``live`` transactions only (for the wallet's load snapshot; the sorted lists
+        are made again from ``outputs`` and ``by_value``'s keys, already in order)."""
+        placed = {txid: placement for txid, placement in self.placed.items() if txid in live}
+        lanes = []
+        for lane in self.lanes:
+            by_height: Dict[int, Set[bytes]] = {}
+            for height, txids in lane.by_height.items():
+                kept = txids & live
+                if kept:
+                    by_height[height] = kept
+            lanes.append((by_height, lane.height_sums, lane.totals))
+        per_coin = marshal.dumps((self.outputs, self.uncertain, self.by_tx,
+                                  list(self.by_outpoint), list(self.by_value)))
+        return placed, self.change_paid, tuple(lanes), self.other, per_coin
+
+    def restore(self, state: tuple, horizon: Optional[int]) -> None:
+        """The index as :meth:`state` gave it, for the wallet's current keys; placements at
+        ``horizon`` or below may be missing (None: none is).  The per-coin part (outputs and
+        the sorted lists, in proportion to the coins) is decoded when a call first needs it:
+        the balances do not (they read the running totals and the live transactions)."""
+        self.placed, self.change_paid, lanes, self.other, self._pending = state
         for lane, saved in zip(self.lanes, lanes):
             lane.restore(saved)
-        self.by_outpoint = SortedList(self.outputs)
-        self.by_value = SortedList(self.selectable.values())
         self.generation = self.wallet.keys.generation
+        self.horizon = horizon
+
+    def _decode(self) -> None:
+        with gc_paused():  # hundreds of thousands of objects, all kept
+            outputs, uncertain, by_tx, by_outpoint, by_value = marshal.loads(self._pending)
+            self._pending = None
+            self.outputs, self.uncertain, self.by_tx = outputs, uncertain, by_tx
+            self.by_outpoint = SortedList(by_outpoint)
+            self.by_value = SortedList(by_value)
+            self.selectable = {(key[3], key[2]): key for key in by_value}
+
+    def _lazy(self) -> bool:
+        return self.horizon is not None and self.wallet.txs.settled is not None
+
+    def _reach(self, floor: int) -> None:
+        """Placements above ``floor`` are about to be read: all must be here."""
+        if self._lazy() and floor < self.horizon:
+            self.wallet.hydrate()
+
+    def promote(self, wtx: "WalletTx") -> None:
+        """Before a settled transaction left in the file at load changes (or what spends its
+        outputs does): put it back among the live ones, placed as it is (a settled
+        transaction has no indexed output, so its placement adds nothing to the spendable
+        sums, and its legacy share is what its inputs and outputs give: both are in the
+        running totals already), with the ``spends`` entries of its inputs.  When entries
+        of its outputs' spenders were left in the file, the whole history is read instead."""
+        wallet = self.wallet
+        txid = wtx.txid
+        if not wallet.txs.is_settled(txid):
+            return
+        if wallet.txs.settled.marked(txid):
+            wallet.hydrate()
+            return
+        lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY
+        debits = wallet.debits_by_mine(wtx.tx)
+        sums = (0, 0) + tuple(wallet.legacy_amounts(wtx.tx, LEGACY_SLOTS, True, debits))
+        self.placed[txid] = (lane, wtx.block.height, sums, set())
+        self.lanes[lane].by_height.setdefault(wtx.block.height, set()).add(txid)
+        wallet.txs.promoted.add(txid)
+        wallet._index_spends(wtx)
 
     def _state(self, wtx: "WalletTx", n: int) -> Optional[Tuple[int, bool]]:
         """``(is_mine, clean)`` of an own output not spent by a settled spender, else None."""
@@ -189,14 +286,32 @@ class CoinIndex:
         the transactions whose outputs it spends are indexed again."""
         self.refresh(wtx.txid, len(wtx.tx.vout))
         if not wtx.tx.is_coinbase():
-            for txid in {txin.prevout.txid for txin in wtx.tx.vin}:
-                if txid != wtx.txid:
+            spent: Dict[bytes, List[int]] = {}
+            for txin in wtx.tx.vin:
+                spent.setdefault(txin.prevout.txid, []).append(txin.prevout.n)
+            for txid, ns in spent.items():
+                if txid != wtx.txid and not self._unaffected(txid, ns):
                     self.refresh(txid)
+
+    def _unaffected(self, txid: bytes, ns: List[int]) -> bool:
+        """``txid`` is settled and left in the file, and none of its outputs ``ns`` is the
+        wallet's: a spend of them changes nothing of it (so it need not be read)."""
+        wallet = self.wallet
+        if not wallet.txs.is_settled(txid):
+            return False
+        wtx = wallet.txs.get(txid)
+        if wtx is None:
+            return True  # not the wallet's (another txid with the same prefix)
+        vout = wtx.tx.vout
+        return all(n >= len(vout) or wallet.is_mine(vout[n].script_pubkey) == ISMINE_NO
+                   for n in ns)
 
     def refresh(self, txid: bytes, outputs: int = 0) -> None:
         """Index ``txid``'s outputs and placement again (or drop it when it is gone: then
         its spenders, of its ``outputs`` first outputs, are placed again)."""
         wtx = self.wallet.txs.get(txid)
+        if wtx is not None:
+            self.promote(wtx)
         known = txid in self.placed or txid in self.other
         old = self.by_tx.pop(txid, set())
         kept: Set[int] = set()
@@ -231,7 +346,15 @@ class CoinIndex:
     def _children_changed(self, txid: bytes, outputs: Iterable[int]) -> None:
         """``txid`` came or went: what its spenders debit changed (their legacy share)."""
         wallet = self.wallet
+        wtx = wallet.txs.get(txid)
+        if (self._lazy() and wtx is not None and wtx.block is not None
+                and wtx.block.height <= self.horizon):
+            # New and mined deep: settled transactions may spend its outputs (their spends
+            # entries are in the file only). Newer or unconfirmed, none can.
+            wallet.hydrate()
         children = {child for n in outputs for child in wallet.spends.get((txid, n), ())}
+        if self._lazy() and any(wallet.txs.is_settled(child) for child in children):
+            wallet.hydrate()  # their placements are to change from what the totals hold
         for child in children - {txid}:
             wtx = wallet.txs.get(child)
             if wtx is not None:
@@ -339,6 +462,7 @@ class CoinIndex:
 
     def height_changed(self, height: int) -> None:
         """A block at ``height`` left the chain: what is placed there or above is placed again."""
+        self._reach(height - 1)
         for lane in self.lanes:
             for txid in list(lane.txids_above(height - 1, max(lane.by_height, default=0))):
                 self.refresh(txid)
@@ -376,6 +500,8 @@ class CoinIndex:
 
     def recent(self, floors: Tuple[int, int]) -> List["WalletTx"]:
         """Every wallet transaction :meth:`deep_sum` leaves out (above its floor, or other)."""
+        for floor in floors:
+            self._reach(floor)
         tip = self.wallet.chain.tip.height
         txs = self.wallet.txs
         found = [txs[txid] for lane, floor in zip(self.lanes, floors)
@@ -392,6 +518,7 @@ class CoinIndex:
         """The value-sorted coins, those of them a selection tier could refuse, and the
         transactions whose coins are to be checked in full (those and ``other``)."""
         tip = self.wallet.chain.tip.height
+        self._reach(tip - max(SELECTION_DEPTH, self.mature))
         txs = self.wallet.txs
         doubtful = [txs[txid] for txid in self.lanes[ORDINARY].txids_above(
             tip - SELECTION_DEPTH + 1, tip) if not txs[txid].from_me]
@@ -404,6 +531,7 @@ class CoinIndex:
 
     def check(self) -> None:
         """Raise AssertionError unless the index equals one rebuilt from scratch (tests)."""
+        self.wallet.hydrate()
         if self.generation != self.wallet.keys.generation:
             self.rebuild()  # as any query would
         fresh = CoinIndex(self.wallet)

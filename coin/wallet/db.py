@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from sqlalchemy import (
-    BigInteger, Boolean, Column, Integer, LargeBinary, MetaData, String, Table, delete, event,
-    inspect, select,
+    BigInteger, Boolean, Column, Index, Integer, LargeBinary, MetaData, String, Table, delete,
+    event, inspect, select,
 )
 from sqlalchemy.engine import Connection, Engine
 
@@ -96,6 +96,14 @@ txs = Table("txs", metadata,
             Column("order_pos", BigInteger, nullable=False),
             Column("abandoned", Boolean, nullable=False),
             Column("from_me", Boolean, nullable=False))
+#: listtransactions reads the newest transactions without loading the others (files made
+#: before it get it at their first open: SQLite ignores it in older programs).
+txs_order = Index("txs_order", txs.c.order_pos)
+#: Rows read from ``txs`` (all columns) per statement when several are fetched by txid.
+FETCH_CHUNK = 500
+
+
+_TX_COLUMNS = ", ".join(column.name for column in txs.columns)
 
 
 def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
@@ -242,6 +250,8 @@ class WalletDB:
                                        ).scalar()
                 if version is None or int(version) > WALLET_FORMAT_VERSION:
                     raise WalletFileError("%s needs a newer version of coin" % self.path)
+            with engine.begin() as conn:
+                txs_order.create(conn, checkfirst=True)
         except WalletFileError:
             engine.dispose()
             raise
@@ -343,27 +353,54 @@ class WalletDB:
             return {name: [dict(row._mapping) for row in conn.execute(query)]
                     for name, query in queries.items()}
 
-    def load_txs(self) -> List[Tuple[Any, ...]]:
-        """Every wallet transaction as a tuple of the table's columns, by order_pos (plain
-        tuples from the driver: a wallet may hold hundreds of thousands; sorted here, as the
-        rows mostly come in that order already)."""
-        columns = ", ".join(column.name for column in txs.columns)
+    def _query(self, sql: str, *params: Any) -> List[Tuple[Any, ...]]:
+        """Rows of ``sql`` as plain tuples from the driver (a wallet may hold hundreds of
+        thousands of transactions: no per-row SQLAlchemy objects)."""
         with self.batch() as conn:
             cursor = conn.connection.driver_connection.cursor()
             try:
-                rows = cursor.execute("SELECT %s FROM %s" % (columns, txs.name)).fetchall()
+                return cursor.execute(sql, params).fetchall()
             finally:
                 cursor.close()
+
+    def load_txs(self) -> List[Tuple[Any, ...]]:
+        """Every wallet transaction as a tuple of the table's columns, by order_pos (sorted
+        here, as the rows mostly come in that order already)."""
+        rows = self._query("SELECT %s FROM %s" % (_TX_COLUMNS, txs.name))
         position = list(txs.columns.keys()).index(txs.c.order_pos.key)
         rows.sort(key=lambda row: row[position])
         return rows
 
-    def snapshot(self) -> Optional[bytes]:
-        """The load snapshot when it was written in the file's current write epoch, else None."""
+    def fetch_txs(self, txids: List[bytes]) -> List[Tuple[Any, ...]]:
+        """The rows (as :meth:`load_txs`, in no order) of those of ``txids`` that are stored."""
+        rows: List[Tuple[Any, ...]] = []
+        for start in range(0, len(txids), FETCH_CHUNK):
+            chunk = txids[start:start + FETCH_CHUNK]
+            rows.extend(self._query("SELECT %s FROM %s WHERE txid IN (%s)" % (
+                _TX_COLUMNS, txs.name, ", ".join("?" * len(chunk))), *chunk))
+        return rows
+
+    def txids_before(self, order_pos: Optional[int], count: int) -> List[Tuple[bytes, int]]:
+        """``(txid, order_pos)`` of up to ``count`` transactions before ``order_pos`` (None:
+        the newest), newest first (through the order_pos index)."""
+        if order_pos is None:
+            return self._query("SELECT txid, order_pos FROM txs ORDER BY order_pos DESC LIMIT ?",
+                               count)
+        return self._query("SELECT txid, order_pos FROM txs WHERE order_pos < ? "
+                           "ORDER BY order_pos DESC LIMIT ?", order_pos, count)
+
+    def next_order(self) -> int:
+        """One more than the highest order_pos stored (0 without transactions)."""
+        return self._query("SELECT coalesce(max(order_pos) + 1, 0) FROM txs")[0][0]
+
+    def snapshot(self) -> Optional[memoryview]:
+        """The load snapshot when it was written in the file's current write epoch, else None
+        (a view: it is megabytes for a large wallet, not copied)."""
         value = self._meta_value(SNAPSHOT_NAME)
-        if value is None or not value.startswith(b"%d:" % self.epoch):
+        prefix = b"%d:" % self.epoch
+        if value is None or not value.startswith(prefix):
             return None
-        return value.partition(b":")[2]
+        return memoryview(value)[len(prefix):]
 
     def put_snapshot(self, data: bytes) -> None:
         """Record ``data`` as valid for the file as it is now (the file becomes format 2)."""

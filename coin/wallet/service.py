@@ -714,7 +714,7 @@ def _resend_on_worker(chainstate: ChainState, mempool: MempoolService,
     """Core's ResendWalletTransactionsBefore and RelayWalletTransaction, without the
     announcing: a transaction not pooled is offered again (-maxtxfee applies)."""
     with wallet.lock:
-        pending = sorted((wtx for wtx in wallet.txs.values()
+        pending = sorted((wtx for wtx in wallet.maybe_unconfirmed()
                           if not wtx.tx.is_coinbase() and not wtx.abandoned
                           and wallet.depth(wtx) == 0),
                          key=lambda wtx: (wtx.time_received, wtx.txid))

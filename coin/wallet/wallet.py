@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import marshal
 import threading
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Set, Tuple
@@ -36,6 +37,7 @@ from coin.wallet.db import WALLET_VERSION, WalletDB
 from coin.wallet.keystore import (
     ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY, CorruptKey, KeyStore,
 )
+from coin.wallet.txstore import PackedSet, TxStore
 
 Outpoint = Tuple[bytes, int]
 
@@ -44,7 +46,12 @@ log = Logger()
 #: Blocks that do not concern the wallet are recorded as its best block every this many.
 BEST_BLOCK_SAVE_INTERVAL = 144
 #: Layout of the load snapshot (marshal of plain containers; another value is not used).
-SNAPSHOT_VERSION = 1
+#: Version 2 holds only the live part (coin.wallet.txstore): version 1 ones are not used.
+SNAPSHOT_VERSION = 2
+#: Transactions mined this many blocks below the tip or more may be left in the file at load
+#: (settled); those above are always in memory.  At least the coinbase maturity: the
+#: balances' running totals start that deep (coin.wallet.coinindex).
+LIVE_DEPTH = 144
 #: The snapshot is stored after its sha256: a damaged blob is never decoded, so a flipped
 #: bit on disk cannot become a wrong balance (the load computes everything instead).
 _DIGEST_SIZE = 32
@@ -164,9 +171,13 @@ class Wallet:
         #: the wallet service gives its node's pool.
         self.in_thread = ThreadRunner()
         self.keys = KeyStore(db, now, keypool_size)
-        self.txs: Dict[bytes, WalletTx] = {}
-        #: Outpoint -> wallet txids spending it (several when they conflict).
+        #: txid -> WalletTx; after a load from the snapshot the settled history stays in the
+        #: file until asked for (coin.wallet.txstore).
+        self.txs = TxStore(db, self._stored_tx, self.hydrate)
+        #: Outpoint -> wallet txids spending it (several when they conflict); while the history
+        #: is in the file, only the entries the live transactions need (see _save_snapshot).
         self.spends: Dict[Outpoint, Set[bytes]] = {}
+        self._blocks: Dict[Tuple[bytes, int, int], BlockRef] = {}
         #: Address -> (label, purpose).
         self.names: Dict[str, Tuple[str, str]] = {}
         self.locked_coins: Set[Outpoint] = set()
@@ -218,31 +229,31 @@ class Wallet:
                 else:
                     self.keys.new_seed()
 
+    def _stored_tx(self, row: Tuple[Any, ...]) -> WalletTx:
+        """A WalletTx of a ``txs`` row (parsed when first used)."""
+        txid, raw, block_hash, height, index, time_received, order_pos, abandoned, from_me = row
+        block = None
+        if block_hash is not None:
+            where = (block_hash, height, index)
+            block = self._blocks.get(where)  # one object per block position (memory)
+            if block is None:
+                block = self._blocks[where] = BlockRef(*where)
+        return WalletTx(None, block, time_received, order_pos, bool(abandoned), bool(from_me),
+                        (txid, raw))
+
     def _load_txs(self) -> None:
-        """The transactions, then what is computed from them: from the snapshot the last
-        clean close left when it is still valid, else from every transaction."""
-        blocks: Dict[bytes, BlockRef] = {}
-        for (txid, raw, block_hash, height, index, time_received, order_pos, abandoned,
-             from_me) in self.db.load_txs():
-            block = None
-            if block_hash is not None:
-                where = (block_hash, height, index)
-                block = blocks.get(where)  # one object per block position (memory)
-                if block is None:
-                    block = blocks[where] = BlockRef(*where)
-            self.txs[txid] = WalletTx(None, block, time_received, order_pos, bool(abandoned),
-                                      bool(from_me), (txid, raw))
-        if self.txs:
-            self._next_order = next(reversed(self.txs.values())).order_pos + 1
+        """The transactions, then what is computed from them: the live part from the
+        snapshot the last clean close left when it is still valid, else everything from
+        every transaction."""
+        self._next_order = self.db.next_order()
         self.loaded_from_snapshot = self._restore_snapshot()
-        if self.loaded_from_snapshot:
-            # Those holding unspent outputs are parsed now: every send and listunspent
-            # reads them (and a send's bookkeeping reads its coins' whole transactions).
-            for txid in self.coins.by_tx:
-                self.txs[txid].parse()
-            return
-        for wtx in self.txs.values():
-            self._index_spends(wtx)
+        if not self.loaded_from_snapshot:
+            self._compute(self.db.load_txs())
+
+    def _compute(self, rows: List[Tuple[Any, ...]]) -> None:
+        """Every transaction from ``rows`` (by order_pos), and ``spends``, the conflict marks
+        and the coin index computed from them."""
+        self._read_all(rows)
         # Conflict marks are not stored: each confirmed transaction marks the wallet
         # transactions double-spending it again (depth() checks the block is active).
         for wtx in list(self.txs.values()):
@@ -250,10 +261,29 @@ class Wallet:
                 self._mark_conflicts(wtx.tx, wtx.block)
         self.coins.rebuild()
 
+    def hydrate(self) -> None:
+        """Read the settled history a load from the snapshot left in the file: from now on
+        the wallet is as a full load makes it (what iterates every transaction, a deep reorg,
+        a key import need it).  The conflict marks in memory are kept: every marked
+        transaction is in memory."""
+        if self.txs.settled is None:
+            return
+        log.info("Wallet {name!r}: reading its settled history", name=self.name)
+        with gc_paused():
+            self._read_all(self.db.load_txs())
+            self.coins.rebuild()
+
+    def _read_all(self, rows: List[Tuple[Any, ...]]) -> None:
+        """Every transaction from ``rows`` (by order_pos) in memory, with all of ``spends``."""
+        self.txs.fill(rows)
+        self.spends = {}
+        for wtx in self.txs.values():
+            self._index_spends(wtx)
+
     def _restore_snapshot(self) -> bool:
-        """Take ``spends``, the conflict marks and the coin index from the snapshot when it
-        fits: written in the file's current write epoch (nothing changed since), for these
-        transactions, at the wallet's best block, which is still on the active chain (so
+        """Take the live transactions, their ``spends``, the conflict marks and the coin index
+        from the snapshot when it fits: written in the file's current write epoch (nothing
+        changed since), at the wallet's best block, which is still on the active chain (so
         every block active then still is; what was off it is placed again)."""
         data = self.db.snapshot()
         if data is None:
@@ -263,17 +293,24 @@ class Wallet:
             log.warn("Wallet load snapshot damaged (checksum mismatch); computing from the transactions")
             return False
         try:
-            version, count, tip, spends, conflicts, coins = marshal.loads(blob)
+            (version, count, tip, live, settled, marks, horizon, spends, conflicts,
+             coins) = marshal.loads(blob)
         except (EOFError, ValueError, TypeError):
             return False
         entry = self.chain.lookup(tip) if tip == self.best_block else None
-        if (version != SNAPSHOT_VERSION or count != len(self.txs) or entry is None
-                or not self.chain.contains(entry)):
+        if version != SNAPSHOT_VERSION or entry is None or not self.chain.contains(entry):
             return False
+        rows = self.db.fetch_txs(live)
+        if len(rows) != len(live) or count != len(live) + len(settled) // PackedSet.WIDTH:
+            return False
+        if settled:
+            self.txs.lazy(rows, PackedSet(settled, marks))
+        else:
+            self.txs.fill(sorted(rows, key=lambda row: row[6]))  # by order_pos
         self.spends = spends
         for txid, where in conflicts.items():
             self.txs[txid].conflict_block = BlockRef(*where)
-        self.coins.restore(coins)
+        self.coins.restore(coins, horizon if settled else None)
         for txid in list(self.coins.other):
             self.coins.refresh(txid)
         return True
@@ -282,7 +319,13 @@ class Wallet:
         """At a clean close: the snapshot the next load starts from, when the coin index
         follows the chain's tip (locked coins are unlocked first: locks are not kept).
         The wallet's writes include its best block, so a file unchanged since the snapshot
-        was read has the same transactions, keys, names and best block: it is kept."""
+        was read has the same transactions, keys, names and best block: it is kept.
+
+        It holds the *live* transactions (with an indexed output, not placed by the index,
+        conflicted, mined less than LIVE_DEPTH deep, or with change the address book could
+        affect), the ``spends`` entries of their inputs and outputs and of their parents'
+        outputs, and the coin index without the others' placements; the others (settled)
+        are listed by txid only, with the txids whose outputs' ``spends`` entries stay out."""
         tip = self.chain.tip
         if tip is None or self.best_block != tip.hash:
             return
@@ -292,10 +335,29 @@ class Wallet:
             self.lock_coins(list(self.locked_coins), lock=False)
         if self.coins.generation != self.keys.generation:
             self.coins.rebuild()
-        conflicts = {wtx.txid: tuple(wtx.conflict_block) for wtx in self.txs.values()
+        conflicts = {wtx.txid: tuple(wtx.conflict_block) for wtx in self.txs.loaded()
                      if wtx.conflict_block is not None}
-        blob = marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash, self.spends, conflicts,
-                              self.coins.state()))
+        horizon = tip.height - LIVE_DEPTH
+        if self.coins.horizon is not None:
+            horizon = max(horizon, self.coins.horizon)  # only those above are all in memory
+        live = self.coins.live_txids(horizon) | conflicts.keys()
+        parents = {txin.prevout.txid for txid in live for txin in self.txs[txid].tx.vin}
+        old = self.txs.settled or PackedSet()
+        spends: Dict[Outpoint, Set[bytes]] = {}
+        left = set(old.marked_keys())  # settled, with spenders of its outputs left in the file
+        for outpoint, spenders in self.spends.items():
+            if outpoint[0] in live or outpoint[0] in parents or not spenders.isdisjoint(live):
+                spends[outpoint] = spenders
+            else:
+                left.add(outpoint[0])
+        width = PackedSet.WIDTH
+        live_prefixes = {txid[:width] for txid in live}
+        settled = PackedSet.of((txid for txid in itertools.chain(
+            old, (wtx.txid for wtx in self.txs.loaded())) if txid[:width] not in live_prefixes),
+            left)
+        blob = marshal.dumps((SNAPSHOT_VERSION, len(self.txs), tip.hash, sorted(live),
+                              settled.data, settled.marks, horizon, spends, conflicts,
+                              self.coins.state(live)))
         self.db.put_snapshot(hashlib.sha256(blob).digest() + blob)
 
     def zap_transactions(self) -> List[WalletTx]:
@@ -324,7 +386,7 @@ class Wallet:
                 self._next_order = max(self._next_order, wtx.order_pos + 1)
                 self.db.put_tx(wtx.row())
             # ``txs`` stays in order_pos order (listtransactions reads it newest first).
-            self.txs = dict(sorted(self.txs.items(), key=lambda item: item[1].order_pos))
+            self.txs.reorder()
             self.coins.rebuild()
 
     def _corrupt_key_text(self, error: CorruptKey) -> str:
@@ -432,11 +494,13 @@ class Wallet:
                                from_me=self.debit(tx, ISMINE_ALL) > 0)
                 self._index(wtx)
             elif block is not None and (block != wtx.block or wtx.abandoned):
+                self.coins.promote(wtx)
                 wtx.block = block
                 wtx.abandoned = False
             elif block is None and wtx.abandoned:
                 # Back in the mempool (sendrawtransaction, a peer): it may confirm again, so its
                 # inputs are spent and its outputs count (Core's AddToWallet). Descendants stay.
+                self.coins.promote(wtx)
                 wtx.abandoned = False
             else:
                 return True  # nothing new (a rescan meeting a known transaction)
@@ -488,10 +552,11 @@ class Wallet:
             for tx in block.txs:
                 wtx = self.txs.get(tx.txid)
                 if wtx is not None and wtx.block is not None and wtx.block.hash == block_hash:
+                    self.coins.promote(wtx)
                     wtx.block = None
                     self.db.put_tx(wtx.row())
                     self.coins.changed(wtx)
-            for wtx in self.txs.values():
+            for wtx in self.txs.loaded():  # every marked transaction is in memory
                 if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
                     wtx.conflict_block = None
                     self.coins.changed(wtx)
@@ -629,6 +694,8 @@ class Wallet:
 
     def is_spent(self, outpoint: Outpoint) -> bool:
         """Spent by a wallet transaction that is not abandoned or conflicted."""
+        if self.txs.is_settled(outpoint[0]):
+            self.hydrate()  # its outputs' spenders may be in the file only
         for txid in self.spends.get(outpoint, ()):
             spender = self.txs.get(txid)
             if spender is not None and not spender.abandoned and self.depth(spender) >= 0:
@@ -886,7 +953,6 @@ class Wallet:
                           key=lambda w: w.order_pos)
 
     def newest_first(self) -> Iterator[WalletTx]:
-        """Transactions by descending order_pos, lazily: ``txs`` is kept in that order
-        (loaded sorted, new ones appended, re-sorted when -zapwallettxes restores order)."""
-        return reversed(self.txs.values())
+        """Transactions by descending order_pos, lazily (coin.wallet.txstore)."""
+        return self.txs.newest_first()
 

@@ -13,6 +13,8 @@ from typing import Any, Dict
 
 from twisted.trial.unittest import TestCase
 
+from coin.wallet.db import WalletDB
+from coin.wallet.wallet import LIVE_DEPTH
 from tests.nodeharness import MINER_ADDRESS, NodeProcess
 
 WALLET = "w"
@@ -94,3 +96,55 @@ class LoadSnapshotTests(TestCase):
             time.sleep(delay)
             self.restart(node, kill=True)
             self.assertEqual(self.answers(node), before, "killed %ss into stop" % delay)
+
+    def test_a_settled_transaction_left_in_the_file_unsettles_with_its_block(self):
+        """A load from the snapshot leaves the settled history in the file; an old spend of
+        the wallet (no output of its own, far below the tip) read from there answers as
+        before, and when its block is invalidated it is unconfirmed again: the answers then
+        are those of a load that computes everything."""
+        node = self.start()
+        node.rpc("generatetoaddress", 101, self.call(node, "getnewaddress"))
+        # One mature 50-coin coinbase, all of it paid outside: no change, nothing left.
+        txid = self.call(node, "sendtoaddress", MINER_ADDRESS, 50, "", "", True)
+        block = node.rpc("generatetoaddress", 1, MINER_ADDRESS)[0]
+        node.rpc("generatetoaddress", LIVE_DEPTH + 5, MINER_ADDRESS)
+        before = self.settled_answers(node, txid)
+        self.restart(node, kill=False)
+        self.assertEqual(self.loads(node)[-1], FROM_SNAPSHOT)
+        tx = self.call(node, "gettransaction", txid)
+        self.assertEqual(self.hydrations(node), 0, "the hot calls read the settled history")
+        self.assertEqual(self.settled_answers(node, txid), before)
+        self.assertEqual(tx, self.call(node, "gettransaction", txid))
+        self.assertEqual(before["tx"]["confirmations"], LIVE_DEPTH + 6)
+        node.rpc("invalidateblock", block)
+        after = self.settled_answers(node, txid)
+        self.assertEqual(after["tx"]["confirmations"], 0)
+        self.assertNotIn("blockhash", after["tx"])
+        # The referee: a clean stop, a write to the unloaded wallet (its snapshot is not used
+        # then), a load computing everything from every transaction.
+        node.stop()
+        db = WalletDB(os.path.join(node.net_datadir, "wallets", WALLET, "wallet.dat"))
+        db.open(create=False)
+        db.put_meta("unrelated", b"1")
+        db.close()
+        node.launch()
+        node.wait_ready()
+        self.assertEqual(self.loads(node)[-1], COMPUTED)
+        self.assertEqual(self.settled_answers(node, txid), after)
+
+    def hydrations(self, node: NodeProcess) -> int:
+        """How many times the wallet read its settled history (coin.wallet.wallet.hydrate)."""
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            return sum("reading its settled history" in line for line in f)
+
+    def settled_answers(self, node: NodeProcess, txid: str) -> Dict[str, Any]:
+        answers = self.answers(node)
+        answers["tx"] = self.call(node, "gettransaction", txid)
+        answers["tx"].pop("timereceived")  # a transaction back in the pool is received again
+        for entry in answers["transactions"]:
+            entry.pop("timereceived")
+        answers["since"] = self.call(node, "listsinceblock")
+        for entry in answers["since"]["transactions"]:
+            entry.pop("timereceived")
+        answers["received"] = self.call(node, "listreceivedbyaddress", 0, True)
+        return answers

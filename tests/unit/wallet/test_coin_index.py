@@ -13,7 +13,7 @@ transactions are deep enough to be summed from the running totals.
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from coin.chainparams import COIN
 from coin.primitives.hashes import hash160
@@ -90,15 +90,16 @@ class IndexTestCase(ServiceTestCase):
         finally:
             del wallet.coins.usable
 
-    def answers(self, full: bool = False) -> Dict[str, Any]:
+    def answers(self, full: bool = False, depths: Tuple[int, ...] = (0, 1, 6, 101, 102, 150, 10_000),
+                legacy_depths: Tuple[int, ...] = (0, 1, 6, 101, 150)) -> Dict[str, Any]:
         wallet = self.wallet
         with wallet.lock:
             result: Dict[str, Any] = {
                 "balance": [wallet.balance(f, d) for f in (ISMINE_SPENDABLE, ISMINE_ALL)
-                            for d in (0, 1, 6, 101, 102, 150, 10_000)],
+                            for d in depths],
                 "legacy": [wallet.legacy_balance(f, d) for f in (ISMINE_SPENDABLE, ISMINE_WATCH_ONLY,
                                                                  ISMINE_ALL)
-                           for d in (0, 1, 6, 101, 150)],
+                           for d in legacy_depths],
                 "unconfirmed": wallet.unconfirmed_balance(),
                 "immature": wallet.immature_balance(),
                 "info": {k: v for k, v in wallet.info().items() if k != "unlocked_until"}}
