@@ -29,7 +29,10 @@ does), so the transport's share of each figure is known.  Prints one JSON object
     computes everything, as after a crash), ``unload_writing_snapshot``, and
     ``loadwallet`` (median of 3 unload/load rounds, from the snapshot), then
     ``first_listunspent_after_load`` (1,000 entries: it decodes the coin index's per-coin
-    part, which the load leaves for the first call needing it);
+    part, which the load leaves for the first call needing it) and
+    ``first_getreceivedbyaddress_after_load`` (it reads the settled history the load left
+    in the file, as any call going through every transaction does first; the calls
+    timed after it run with the whole history in memory);
   - ``getbalance``, ``getbalance "*" 1``, ``getwalletinfo``, ``listunspent 0 9999999 []
     true {maximumCount: 1000}`` (1,000 entries), ``listtransactions "*" 10`` (median of
     ``--repeats``);
@@ -430,13 +433,20 @@ def write_history(node: NodeProcess, client: Client, target: int,
     first_unspent = timed(client, "listunspent", 0, 9999999, [], True,
                           {"maximumCount": UNSPENT_PAGE})[0]
     first_unspent_cpu = client.cpu() - cpu
+    # A call that goes through every transaction (as Core's do) first reads the settled
+    # history the load left in the file; the calls timed after it find it all in memory.
+    cpu = client.cpu()
+    first_scan = timed(client, "getreceivedbyaddress", address, 0)[0]
+    first_scan_cpu = client.cpu() - cpu
     return {"wallet_txs": client.call("getwalletinfo")["txcount"], "write_s": round(written_s, 1),
             "loadwallet": {"median_s": round(statistics.median(loads), 3),
                            "cpu_median_s": round(statistics.median(cpus), 3),
                            "runs_s": [round(t, 3) for t in loads]},
             "loadwallet_computed": {"s": round(computed_s, 3), "cpu_s": round(computed_cpu, 3)},
             "unload_writing_snapshot": {"s": round(unload_s, 3), "cpu_s": round(unload_cpu, 3)},
-            "first_listunspent_after_load": {"ms": ms(first_unspent), "cpu_ms": ms(first_unspent_cpu)}}
+            "first_listunspent_after_load": {"ms": ms(first_unspent), "cpu_ms": ms(first_unspent_cpu)},
+            "first_getreceivedbyaddress_after_load": {"ms": ms(first_scan),
+                                                      "cpu_ms": ms(first_scan_cpu)}}
 
 
 def send_many_times(client: Client, count: int, rng: random.Random) -> Dict[str, Any]:

@@ -13,6 +13,7 @@ its whole history (``hydrate``: then everything is in memory, as after a full lo
 
 from __future__ import annotations
 
+import sys
 from typing import (
     Any, Callable, Dict, ItemsView, Iterable, Iterator, KeysView, List, Optional, Set, Tuple,
     ValuesView,
@@ -34,6 +35,11 @@ class PackedSet:
         self.data = data
         self.marks = marks
         self.count = len(data) // self.WIDTH
+        #: The keys' first 8 bytes as ints, made at the first lookup (~30 ms at 200,000
+        #: keys): most lookups are misses (every input of every block asks whether it
+        #: spends a wallet transaction) and answer from it in ~0.25 µs instead of a
+        #: ~2.7 µs binary search.
+        self._heads: Optional[Set[int]] = None
 
     @classmethod
     def of(cls, keys: Iterable[bytes], marked: Iterable[bytes] = ()) -> "PackedSet":
@@ -49,6 +55,11 @@ class PackedSet:
         return cls(b"".join(prefixes), bytes(marks))
 
     def position(self, key: bytes) -> Optional[int]:
+        heads = self._heads
+        if heads is None:
+            heads = self._heads = set(memoryview(self.data).cast("Q")[::self.WIDTH // 8])
+        if int.from_bytes(key[:8], sys.byteorder) not in heads:
+            return None
         data, width = self.data, self.WIDTH
         key = key[:width]
         lo, hi = 0, self.count
