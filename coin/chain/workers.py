@@ -55,9 +55,6 @@ WORKER_DEPTH = 8
 #: A worker's stdin pipe is grown to this (Linux: F_SETPIPE_SZ; the default 64 KiB holds
 #: about four batches), so that the node seldom waits to write a batch.
 PIPE_BYTES = 1 << 20
-#: While the node checks a batch itself, it collects answers and refills the workers'
-#: pipes this often (in inputs): a batch's time, well within a worker's backlog.
-PUMP_INPUTS = BATCH_INPUTS
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: The interpreter arguments that run a worker (bench/connect.py --profile runs it under
@@ -303,19 +300,14 @@ class ScriptChecks:
             self._queue.append(self._batch)
             self._batch, self._inputs = [], 0
 
-    def _check_here(self, pool: ScriptCheckPool, batch: Batch) -> None:
-        """Check ``batch`` in this process, looking after the workers every
-        :data:`PUMP_INPUTS` inputs so that none runs dry while this one works."""
-        inputs = 0
+    def _check_here(self, batch: Batch) -> None:
+        """Check ``batch`` in this process (finish() looks after the workers between
+        batches: a batch's time is well within a worker's backlog)."""
         for tx_index, tx, scripts, flags in batch:
             failure = first_script_failure(tx, scripts, flags)
             if failure is not None:
                 self._failures.append((tx_index, failure[0], failure[1], tx.txid_hex))
                 return
-            inputs += len(scripts)
-            if inputs >= PUMP_INPUTS:
-                pool.pump(self._queue, self._failures, wait=False)
-                inputs = 0
 
     def finish(self) -> Optional[ValidationError]:
         """Run every pending check; the lowest failure as Core words it, or None."""
@@ -327,7 +319,7 @@ class ScriptChecks:
             pool.pump(self._queue, self._failures, wait=False)
             batch = self._queue.pop() if self._queue else pool.steal(self._queue)
             if batch is not None:
-                self._check_here(pool, batch)
+                self._check_here(batch)
             elif pool.busy():
                 pool.pump(self._queue, self._failures, wait=True)
             else:
