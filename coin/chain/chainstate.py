@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time as _time
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -92,6 +93,8 @@ REINDEX_ACTIVATE_BLOCKS = 1000
 #: Block connect looks up the coins its inputs spend this many at a time (one database
 #: query), just before it needs them.
 FETCH_INPUTS = MAX_FETCH_BATCH
+#: The thread that fsyncs the block file while its blocks connect (activate_best_chain).
+_EARLY_SYNC = ThreadPoolExecutor(max_workers=1, thread_name_prefix="block-file-sync")
 
 
 class ChainState:
@@ -716,8 +719,8 @@ class ChainState:
         old_tip = self.tip
         # The blocks accepted since the last activation are fsync'd while they connect (the
         # scripts verify meanwhile); the sync before the events then only has their undo data.
-        early_sync = (_InThread(self.store.sync) if self._best_candidate() not in (None, old_tip)
-                      else None)
+        early_sync = (_EARLY_SYNC.submit(self.store.sync_blocks)
+                      if self._best_candidate() not in (None, old_tip) else None)
         try:
             self._activate(events)
         finally:
@@ -1121,24 +1124,3 @@ def _earlier_coins(coins: CoinsCache, txs: Sequence[Transaction],
             yield from coins.fetch(keys[:FETCH_INPUTS])
             del keys[:FETCH_INPUTS]
     yield from coins.fetch(keys)
-
-
-class _InThread:
-    """``f()`` run on a thread of its own (a blocking call that releases the GIL)."""
-
-    def __init__(self, f: Callable[[], object]) -> None:
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, args=(f,), daemon=True)
-        self._thread.start()
-
-    def _run(self, f: Callable[[], object]) -> None:
-        try:
-            f()
-        except BaseException as e:  # handed to the caller by result()
-            self._error = e
-
-    def result(self) -> None:
-        """Wait for the call; raise what it raised."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
