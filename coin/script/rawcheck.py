@@ -27,7 +27,8 @@ _P2PKH_TAIL = b"\x88\xac"
 
 
 def _compact_size(raw: bytes, pos: int) -> Tuple[int, int]:
-    """The CompactSize at ``pos`` and the position after it."""
+    """The CompactSize at ``pos`` and the position after it (not ByteReader's: these bytes
+    were parsed, and checked, as a Transaction already; this is the worker's hot path)."""
     first = raw[pos]
     if first < 0xFD:
         return first, pos + 1
