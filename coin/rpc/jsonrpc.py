@@ -334,6 +334,12 @@ LARGE_RESULT = 1000
 #: the longest request body whose answer is kept.
 ANSWER_CACHE_ENTRIES = 4096
 ANSWER_CACHE_BODY = 512
+#: A call is kept by its parameters only while they are this small (at most this many,
+#: strings of at most this many characters, integers of at most this many bits), and an
+#: answer only up to this many bytes: a client cannot make the cache hold big values.
+ANSWER_CACHE_PARAMS = 8
+ANSWER_CACHE_TEXT = 256
+ANSWER_CACHE_ANSWER = 4096
 
 
 #: Types whose equal values print the same JSON, so that a key made of them (each value
@@ -352,11 +358,15 @@ def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
         params = ()  # absent or null: no parameters, as parse_call has it
     elif type(params) is not list:
         return None
-    if type(method) is not str:
+    if type(method) is not str or len(method) > ANSWER_CACHE_TEXT or len(params) > ANSWER_CACHE_PARAMS:
         return None
     kinds = tuple(map(type, params))
     if not _KEY_SCALARS.issuperset(kinds):
         return None
+    for param in params:
+        if len(param) > ANSWER_CACHE_TEXT if type(param) is str else (
+                type(param) is int and param.bit_length() > ANSWER_CACHE_TEXT):
+            return None
     return method, kinds, tuple(params)
 
 
@@ -382,18 +392,22 @@ class AnswerCache:
         #: body or call key -> (method, answer), under ``_view`` or an older snapshot (read
         #: directly for a quick "not kept"; emptied in place, never replaced)
         self.entries: dict[Hashable, tuple[str, Any]] = {}
-        #: Bodies and keys asked once (emptied when full).
-        self._asked: set[Hashable] = set()
+        #: Bodies, and call keys, asked once (each emptied when full; apart, so that the
+        #: bodies of requests that never repeat, a new id each time, do not push out the
+        #: marks of the calls they make).
+        self._asked_bodies: set[bytes] = set()
+        self._asked_calls: set[Hashable] = set()
 
     def asked_before(self, body: Hashable) -> bool:
-        """Whether ``body`` was asked before (it is noted now if not). Keeping an answer
-        costs more than giving it (about 4 µs with the channel's copy): requests that never
-        repeat (a new id each time) must not pay for it, repeated ones pay once."""
-        if body in self._asked:
+        """Whether ``body`` (a request body or a call key) was asked before (it is noted now
+        if not). Keeping an answer costs more than giving it (about 4 µs with the channel's
+        copy): requests that never repeat must not pay for it, repeated ones pay once."""
+        asked = self._asked_bodies if type(body) is bytes else self._asked_calls
+        if body in asked:
             return True
-        if len(self._asked) >= ANSWER_CACHE_ENTRIES:
-            self._asked.clear()
-        self._asked.add(body)
+        if len(asked) >= ANSWER_CACHE_ENTRIES:
+            asked.clear()
+        asked.add(body)
         return False
 
     def get(self, body: Hashable) -> tuple[str, Any] | None:
@@ -677,7 +691,7 @@ class JSONRPCCore:
             return self._answer(request_id, method, params, user, None)
         view = self._answers.view()
         call = self._answer(request_id, method, params, user, None)
-        if isinstance(call, tuple):
+        if isinstance(call, tuple) and len(call[1]) <= ANSWER_CACHE_ANSWER:
             status, response = call
             # The response object ends with the id and its closing brace.
             head = response[:len(response) - len(encode_json(request_id)) - 1]

@@ -36,6 +36,7 @@ from coin.logs import DebugCategories
 from coin.rpc.auth import Authenticator, Whitelist
 from coin.rpc.registry import INT, Arg, rpc_method
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
+from coin.rpc.jsonrpc import ANSWER_CACHE_ENTRIES, ANSWER_CACHE_PARAMS, ANSWER_CACHE_TEXT
 
 from tests.rpchelpers import FakeNode, Server, post, reference_wallets, reply_body, split_response
 
@@ -169,6 +170,31 @@ class CoreTests(KeptTestCase):
                          [("%064x" % 1, 1), ("%064x" % 2, 1), ("%064x" % 1, "x"),
                           ("%064x" % 1, 1.5), ("%064x" % 1, None)])
         self.assertFalse(core.keeps(call("getblockhash", [3])))
+
+    def test_big_parameters_are_not_kept(self) -> None:
+        """A client cannot make the cache hold big values: a call with a long string, a big
+        integer or many parameters is answered the usual way every time, nothing noted."""
+        core = self.server.core
+        for params in (["1" * (ANSWER_CACHE_TEXT + 1)], [1 << ANSWER_CACHE_TEXT],
+                       [1] * (ANSWER_CACHE_PARAMS + 1)):
+            answers = [self.result(core.respond(call("getblockhash", params, request_id), "u"))
+                       for request_id in range(3)]
+            self.assertEqual(len({json.dumps(a["error"]) for a in answers}), 1)
+            self.assertEqual([a["id"] for a in answers], [0, 1, 2])
+            noted = list(core._answers.entries) + list(core._answers._asked_calls)
+            self.assertFalse([key for key in noted if type(key) is tuple and key[2] == tuple(params)])
+
+    def test_requests_with_new_ids_do_not_push_out_a_calls_mark(self) -> None:
+        """A call asked once stays noted however many one-off bodies (new ids) come after
+        it: asked again, its answer is kept."""
+        core = self.server.core
+        core.respond(call("getblockhash", [2], "first"), "u")
+        for request_id in range(ANSWER_CACHE_ENTRIES + 1):
+            core.respond(call("getbestblockhash", [], request_id), "u")
+        calls = self.methods.calls
+        for request_id in range(3):
+            core.respond(call("getblockhash", [2], request_id), "u")
+        self.assertEqual(self.methods.calls, calls + 1)
 
     def test_only_single_chain_only_calls_on_root_are_kept(self) -> None:
         core = self.server.core
