@@ -450,7 +450,8 @@ class LeanChannel(Protocol):
         raw = message.raw
         if (kept is None or raw is None or len(raw) > MAX_KEPT_REQUEST
                 or len(response) > MAX_KEPT_RESPONSE or not message.persistent
-                or message.version != b"HTTP/1.1" or b"expect" in message.headers):
+                or message.version != b"HTTP/1.1" or b"expect" in message.headers
+                or self.site.logs_requests()):  # never given then (_answer_kept)
             return
         date = response.find(b"\r\nDate: ") + 8
         if date < 8:
