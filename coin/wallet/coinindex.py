@@ -254,7 +254,7 @@ class CoinIndex:
         txid = wtx.txid
         if not wallet.txs.is_settled(txid):
             return
-        if wallet.txs.settled.marked(txid):
+        if wallet.txs.spenders_in_file(txid):
             wallet.hydrate()
             return
         lane = COINBASE if wtx.tx.is_coinbase() else ORDINARY

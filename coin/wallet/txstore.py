@@ -141,6 +141,11 @@ class TxStore:
             return txid in self._fetched
         return txid in self.settled
 
+    def spenders_in_file(self, txid: bytes) -> bool:
+        """``txid`` is settled and entries of its outputs' spenders were left in the file
+        (marked): what asks whether its outputs are spent must read the history first."""
+        return self.is_settled(txid) and self.settled is not None and self.settled.marked(txid)
+
     def get(self, txid: bytes, default: Any = None) -> Any:
         wtx = self._mem.get(txid)
         if wtx is not None:

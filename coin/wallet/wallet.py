@@ -694,8 +694,8 @@ class Wallet:
 
     def is_spent(self, outpoint: Outpoint) -> bool:
         """Spent by a wallet transaction that is not abandoned or conflicted."""
-        if self.txs.is_settled(outpoint[0]):
-            self.hydrate()  # its outputs' spenders may be in the file only
+        if self.txs.spenders_in_file(outpoint[0]):
+            self.hydrate()  # its outputs' spenders are in the file only
         for txid in self.spends.get(outpoint, ()):
             spender = self.txs.get(txid)
             if spender is not None and not spender.abandoned and self.depth(spender) >= 0:

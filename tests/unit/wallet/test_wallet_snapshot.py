@@ -198,6 +198,24 @@ class SnapshotValidityTests(SnapshotTestCase):
         self.assertEqual(self.listings(), listed)
         self.assertEqual(self.state(), before)
 
+    async def test_is_spent_reads_the_history_only_for_spenders_left_in_the_file(self):
+        """Whether a settled transaction's output is spent (lockunspent, signing, labels ask)
+        is answered from memory unless its spenders' entries were left in the file."""
+        await self.history()
+        self.mine(LIVE_DEPTH)
+        await self.reopen(from_snapshot=True)
+        wallet = self.wallet
+        txids = [row[0] for row in wallet.db.load_txs()]
+        in_memory = [txid for txid in txids
+                     if wallet.txs.is_settled(txid) and not wallet.txs.spenders_in_file(txid)]
+        self.assertTrue(in_memory)
+        outpoints = [(txid, n) for txid in in_memory for n in range(len(wallet.txs[txid].tx.vout))]
+        lazy_answers = [wallet.is_spent(outpoint) for outpoint in outpoints]
+        self.assertTrue(self.lazy)
+        self.assertIn(True, lazy_answers)
+        wallet.hydrate()
+        self.assertEqual([wallet.is_spent(outpoint) for outpoint in outpoints], lazy_answers)
+
     async def test_an_old_format_wallet_is_upgraded_and_answers_the_same(self):
         await self.history()
         before = self.state()
