@@ -152,13 +152,15 @@ class TxStore:
             return wtx
         if self.settled is None or txid not in self.settled:
             return default
-        rows = self._db.fetch_txs([txid])
-        if not rows:
-            return default  # another txid with the same prefix
-        wtx = self._mem[txid] = self._make(rows[0])
-        self._fetched.add(txid)
-        self._unread -= 1
-        return wtx
+        self._read([txid])
+        return self._mem.get(txid, default)  # (not read: another txid with the same prefix)
+
+    def _read(self, txids: List[bytes]) -> None:
+        """Read these settled transactions from the file into memory (one statement)."""
+        for row in self._db.fetch_txs(txids):
+            self._mem[row[0]] = self._make(row)
+            self._fetched.add(row[0])
+            self._unread -= 1
 
     def __getitem__(self, txid: bytes) -> Any:
         wtx = self.get(txid)
@@ -219,6 +221,8 @@ class TxStore:
         before = None
         while True:
             rows = self._db.txids_before(before, NEWEST_CHUNK)
+            if self.settled is not None:  # (the history may have been read meanwhile)
+                self._read([txid for txid, _ in rows if txid not in self._mem and txid in self.settled])
             for txid, before in rows:
                 yield self[txid]
             if len(rows) < NEWEST_CHUNK:

@@ -26,6 +26,7 @@ from coin.testing.chainbuilder import deterministic_key
 from coin.wallet.db import EPOCH_NAME, SNAPSHOT_NAME, WALLET_FORMAT_VERSION, WalletDB
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE
 from coin.wallet.spend import Recipient
+from coin.wallet.txstore import NEWEST_CHUNK
 from coin.wallet.wallet import LIVE_DEPTH
 from tests.unit.wallet.test_coin_index import IndexTestCase
 from tests.unit.wallet.test_wallet_service import ELSEWHERE
@@ -215,6 +216,28 @@ class SnapshotValidityTests(SnapshotTestCase):
         self.assertIn(True, lazy_answers)
         wallet.hydrate()
         self.assertEqual([wallet.is_spent(outpoint) for outpoint in outpoints], lazy_answers)
+
+    async def test_the_history_is_read_newest_first_a_chunk_per_statement(self):
+        """listtransactions over the settled history reads it a chunk of the order index at
+        a time, each chunk's transactions in one statement, not one statement each."""
+        await self.history()
+        # One send spending most of the coinbases: each of them settles.
+        spendable = self.wallet.balance(ISMINE_SPENDABLE, 1)
+        await self.service.send(self.wallet, [Recipient(ELSEWHERE, spendable * 9 // 10)], self.fees)
+        self.mine(LIVE_DEPTH)
+        listed = [w.txid for w in self.wallet.newest_first()]
+        await self.reopen(from_snapshot=True)
+        wallet = self.wallet
+        in_memory = len(list(wallet.txs.loaded()))
+        reads: List[int] = []
+        fetch = wallet.db.fetch_txs
+        self.patch(wallet.db, "fetch_txs", lambda txids: reads.append(len(txids)) or fetch(txids))
+        self.assertEqual([w.txid for w in wallet.newest_first()], listed)
+        self.assertTrue(self.lazy)
+        self.assertEqual(sum(reads), len(listed) - in_memory)  # each settled one read, once
+        chunks = -(-len(listed) // NEWEST_CHUNK)
+        self.assertGreater(sum(reads), 2 * chunks)  # (one statement each would be more)
+        self.assertLessEqual(len(reads), chunks)
 
     async def test_an_old_format_wallet_is_upgraded_and_answers_the_same(self):
         await self.history()
