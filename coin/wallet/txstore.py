@@ -14,6 +14,8 @@ its whole history (``hydrate``: then everything is in memory, as after a full lo
 from __future__ import annotations
 
 import sys
+from array import array
+from bisect import bisect_left
 from typing import (
     Any, Callable, Dict, ItemsView, Iterable, Iterator, KeysView, List, Optional, Set, Tuple,
     ValuesView,
@@ -35,11 +37,11 @@ class PackedSet:
         self.data = data
         self.marks = marks
         self.count = len(data) // self.WIDTH
-        #: The keys' first 8 bytes as ints, made at the first lookup (~30 ms at 200,000
-        #: keys): most lookups are misses (every input of every block asks whether it
-        #: spends a wallet transaction) and answer from it in ~0.25 µs instead of a
-        #: ~2.7 µs binary search.
-        self._heads: Optional[Set[int]] = None
+        #: The keys' first 8 bytes as big-endian integers, in the keys' order, made at the
+        #: first lookup (8 bytes a key, no object each): C's bisect finds a key's place in
+        #: ~0.3 µs (every input of every block asks whether it spends a wallet transaction;
+        #: most miss), where a binary search over ``data`` in Python took ~2.7.
+        self._heads: Optional[array] = None
 
     @classmethod
     def of(cls, keys: Iterable[bytes], marked: Iterable[bytes] = ()) -> "PackedSet":
@@ -57,21 +59,18 @@ class PackedSet:
     def position(self, key: bytes) -> Optional[int]:
         heads = self._heads
         if heads is None:
-            heads = self._heads = set(memoryview(self.data).cast("Q")[::self.WIDTH // 8])
-        if int.from_bytes(key[:8], sys.byteorder) not in heads:
-            return None
+            heads = self._heads = array("Q", memoryview(self.data).cast("Q")[::self.WIDTH // 8].tobytes())
+            if sys.byteorder == "little":
+                heads.byteswap()
+        head = int.from_bytes(key[:8], "big")
         data, width = self.data, self.WIDTH
         key = key[:width]
-        lo, hi = 0, self.count
-        while lo < hi:
-            mid = (lo + hi) // 2
-            found = data[mid * width:(mid + 1) * width]
-            if found < key:
-                lo = mid + 1
-            elif found > key:
-                hi = mid
-            else:
-                return mid
+        # Keys sharing the first 8 bytes are next to each other, in order.
+        i, count = bisect_left(heads, head), self.count
+        while i < count and heads[i] == head:
+            if data[i * width:(i + 1) * width] == key:
+                return i
+            i += 1
         return None
 
     def __contains__(self, key: bytes) -> bool:
