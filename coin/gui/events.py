@@ -98,7 +98,7 @@ class EventHub:
             return
         for name, wallet in list(self._node.wallets.wallets.items()):
             for txid in txids:
-                if txid in wallet.txs:
+                if wallet.txs.known(txid):
                     self.broadcast({"event": "wallet", "wallet": name, "txid": txid[::-1].hex()})
 
     # ------------------------------------------------------------ status

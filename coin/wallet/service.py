@@ -495,9 +495,8 @@ class WalletService(service.Service):
     def abandon(self, wallet: Wallet, txid: bytes) -> Deferred:
         """``abandontransaction``: give back the inputs of an unconfirmed transaction that is
         not in the mempool, and of its wallet descendants.  On the validation worker, so it
-        cannot enter the pool between the check and the change; -5 when not eligible."""
-        if txid not in wallet.txs:
-            raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid or non-wallet transaction id")
+        cannot enter the pool between the check and the change (and a settled transaction is
+        read from the file under the wallet's lock); -5 when unknown or not eligible."""
         return self.validation.call(_abandon_on_worker, wallet, txid)
 
     # ------------------------------------------------------------------ user rescans
@@ -760,6 +759,8 @@ def _fund_on_worker(chainstate: ChainState, wallet: Wallet, tx: Transaction,
 def _abandon_on_worker(chainstate: ChainState, wallet: Wallet, txid: bytes) -> None:
     try:
         wallet.abandon(txid)
+    except KeyError:
+        raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, "Invalid or non-wallet transaction id") from None
     except ValueError as e:
         raise WalletError(RPC_INVALID_ADDRESS_OR_KEY, str(e)) from None
 

@@ -140,6 +140,11 @@ class TxStore:
             return txid in self._fetched
         return txid in self.settled
 
+    def known(self, txid: bytes) -> bool:
+        """``txid`` is the wallet's, without reading the file (for a caller off the wallet's
+        lock, e.g. an event filter; a settled one is known by its 16-byte prefix)."""
+        return txid in self._mem or (self.settled is not None and txid in self.settled)
+
     def spenders_in_file(self, txid: bytes) -> bool:
         """``txid`` is settled and entries of its outputs' spenders were left in the file
         (marked): what asks whether its outputs are spent must read the history first."""

@@ -24,6 +24,7 @@ from coin.primitives.hashes import hash160
 from coin.script.standard import p2pkh_script
 from coin.testing.chainbuilder import deterministic_key
 from coin.wallet.db import EPOCH_NAME, SNAPSHOT_NAME, WALLET_FORMAT_VERSION, WalletDB
+from coin.wallet.errors import WalletError
 from coin.wallet.keystore import ISMINE_ALL, ISMINE_SPENDABLE
 from coin.wallet.spend import Recipient
 from coin.wallet.txstore import NEWEST_CHUNK
@@ -238,6 +239,28 @@ class SnapshotValidityTests(SnapshotTestCase):
         chunks = -(-len(listed) // NEWEST_CHUNK)
         self.assertGreater(sum(reads), 2 * chunks)  # (one statement each would be more)
         self.assertLessEqual(len(reads), chunks)
+
+    async def test_a_settled_transaction_is_known_without_a_read_and_abandoned_on_the_worker(self):
+        """An event filter off the wallet's lock knows a settled txid without reading the
+        file; abandontransaction reads it on the worker, under the lock, and answers -5."""
+        await self.history()
+        self.mine(LIVE_DEPTH)
+        await self.reopen(from_snapshot=True)
+        wallet = self.wallet
+        settled = [row[0] for row in wallet.db.load_txs() if wallet.txs.is_settled(row[0])]
+        self.assertTrue(settled)
+        reads: List[List[bytes]] = []
+        fetch = wallet.db.fetch_txs
+        self.patch(wallet.db, "fetch_txs", lambda txids: reads.append(txids) or fetch(txids))
+        self.assertTrue(all(wallet.txs.known(txid) for txid in settled))
+        self.assertFalse(wallet.txs.known(b"\x01" * 32))
+        self.assertEqual(reads, [])
+        for txid, message in [(settled[0], "Transaction not eligible for abandonment"),
+                              (b"\x01" * 32, "Invalid or non-wallet transaction id")]:
+            with self.assertRaises(WalletError) as caught:
+                await self.service.abandon(wallet, txid)
+            self.assertEqual((caught.exception.rpc_code, caught.exception.message), (-5, message))
+        self.assertEqual(reads, [[settled[0]]])
 
     async def test_an_old_format_wallet_is_upgraded_and_answers_the_same(self):
         await self.history()
