@@ -60,6 +60,7 @@ from coin.rpc.registry import (
     rpc_method,
 )
 from coin.views.amounts import amount_to_json
+from coin.wallet.access import in_wallet
 from coin.wallet.addresses import ensure_unlocked
 from coin.wallet.keystore import WalletLocked
 from coin.wallet.service import TransactionRejected
@@ -197,11 +198,12 @@ async def _gobject_prepare(ctx: RPCContext, *rest: Any) -> str:
     return created.tx.txid_hex
 
 
-def _wallet_copy(ctx: RPCContext, txid: bytes) -> Optional[KnownTx]:
+async def _wallet_copy(ctx: RPCContext, txid: bytes) -> Optional[KnownTx]:
     """A loaded wallet's copy of the fee transaction (``prepare`` made it there), for when
-    the chain cannot find it without -txindex."""
+    the chain cannot find it without -txindex (read under the wallet's lock: an old one is
+    read from its file)."""
     for wallet in ctx.node.wallets.values():
-        wtx = wallet.txs.get(txid)
+        wtx = await in_wallet(wallet, wallet.txs.get, txid)
         if wtx is not None:
             return wtx.tx, wtx.block.hash if wtx.block is not None else None
     return None
@@ -229,7 +231,7 @@ async def _gobject_submit(ctx: RPCContext, *rest: Any) -> str:
     if not governance.rate_check(obj):
         raise _invalid("Object creation rate limit exceeded")
     try:
-        await governance.submit(obj, _wallet_copy(ctx, fee_txid))
+        await governance.submit(obj, await _wallet_copy(ctx, fee_txid))
     except (ObjectError, CollateralError) as e:
         raise _not_valid(obj, e) from None
     return hash_to_hex(obj.hash)
