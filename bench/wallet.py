@@ -391,7 +391,7 @@ def write_history(node: NodeProcess, client: Client, target: int,
     db = WalletDB(os.path.join(node.net_datadir, "wallets", WALLET, "wallet.dat"))
     db.open(create=False)
     try:
-        order = 1 + db.load_txs()[-1][6]  # by order_pos
+        order = db.next_order()
         rows = []
         for i in range(max(0, target - have) // 2):
             height_index = i % len(blocks)

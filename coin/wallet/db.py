@@ -104,6 +104,8 @@ FETCH_CHUNK = 500
 
 
 _TX_COLUMNS = ", ".join(column.name for column in txs.columns)
+#: Where order_pos is in a row of :meth:`WalletDB.load_txs` / :meth:`WalletDB.fetch_txs`.
+TX_ORDER_POS = list(txs.columns.keys()).index(txs.c.order_pos.key)
 
 
 def _secure_delete(dbapi_connection: Any, connection_record: Any) -> None:
@@ -367,8 +369,7 @@ class WalletDB:
         """Every wallet transaction as a tuple of the table's columns, by order_pos (sorted
         here, as the rows mostly come in that order already)."""
         rows = self._query("SELECT %s FROM %s" % (_TX_COLUMNS, txs.name))
-        position = list(txs.columns.keys()).index(txs.c.order_pos.key)
-        rows.sort(key=lambda row: row[position])
+        rows.sort(key=lambda row: row[TX_ORDER_POS])
         return rows
 
     def fetch_txs(self, txids: List[bytes]) -> List[Tuple[Any, ...]]:

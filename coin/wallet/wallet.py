@@ -33,7 +33,7 @@ from coin.primitives.hashes import hash160
 from coin.script.standard import extract_destinations, p2pkh_script
 from coin.threads import ThreadRunner
 from coin.wallet.coinindex import CoinIndex
-from coin.wallet.db import WALLET_VERSION, WalletDB
+from coin.wallet.db import TX_ORDER_POS, WALLET_VERSION, WalletDB
 from coin.wallet.keystore import (
     ISMINE_ALL, ISMINE_NO, ISMINE_SPENDABLE, ISMINE_WATCH_ONLY, CorruptKey, KeyStore,
 )
@@ -306,7 +306,7 @@ class Wallet:
         if settled:
             self.txs.lazy(rows, PackedSet(settled, marks))
         else:
-            self.txs.fill(sorted(rows, key=lambda row: row[6]))  # by order_pos
+            self.txs.fill(sorted(rows, key=lambda row: row[TX_ORDER_POS]))
         self.spends = spends
         for txid, where in conflicts.items():
             self.txs[txid].conflict_block = BlockRef(*where)
