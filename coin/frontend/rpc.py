@@ -112,10 +112,7 @@ class FrontendCore:
             if waiting is not None:
                 return waiting.addCallbacks(lambda _: self._local.respond(body, user),
                                             _unavailable)
-            kept = self._local.kept_answer(body, user)
-            if kept is not None:
-                return kept
-            return self._local.respond(body, user)
+            return self._local.respond(body, user)  # (its kept answer first)
         request: Any = _UNPARSED
         if len(body) > self._local.limits.thread_parse:
             names = called_methods(body)

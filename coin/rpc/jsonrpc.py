@@ -493,9 +493,8 @@ class JSONRPCCore:
         chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`,
         whatever its id); given the ``body`` too, its whole Reply is kept for that body."""
         self.last_kept = None
-        key = (call_key(request) if type(request) is dict and wallet_name is None
-               and self._warmup.message is None else None)
-        if key is None or key[0] not in self.methods.chain_only:
+        key = self._chain_key(request, wallet_name)
+        if key is None:
             return self._dispatch(request, user, wallet_name)
         if not self._whitelist.allows(user, key[0]):  # (False too for a user denied all)
             return FORBIDDEN
@@ -663,10 +662,9 @@ class JSONRPCCore:
         """One call of a batch: its response object, or a Deferred of ``(status, it)``. A
         chain-only call on ``/`` goes through the answer cache (:meth:`_chain_call`); the
         batch's whitelist check covered every call already."""
-        key = (call_key(request) if type(request) is dict and wallet_name is None
-               and self._warmup.message is None else None)
+        key = self._chain_key(request, wallet_name)
         request_id = request.get("id") if type(request) is dict else None
-        if key is not None and key[0] in self.methods.chain_only:
+        if key is not None:
             call = self._chain_call(key, request_id, request.get("params") or [], user)
         else:
             try:
@@ -675,6 +673,14 @@ class JSONRPCCore:
                 return _response(b"null", map_exception(exc)[1], request_id)
             call = self._answer(request_id, method, params, user, wallet_name)
         return call[1] if isinstance(call, tuple) else call
+
+    def _chain_key(self, request: Any, wallet_name: str | None) -> tuple[Any, ...] | None:
+        """The answer cache's key of a call of a chain-only method on ``/`` after warm-up
+        (:func:`call_key`), else None: the call goes the usual way."""
+        if type(request) is not dict or wallet_name is not None or self._warmup.message is not None:
+            return None
+        key = call_key(request)
+        return key if key is not None and key[0] in self.methods.chain_only else None
 
     def _chain_call(self, key: tuple[Any, ...], request_id: Any, params: list[Any], user: str
                     ) -> tuple[int, bytes] | Deferred[tuple[int, bytes]]:

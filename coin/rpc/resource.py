@@ -460,7 +460,8 @@ class _JSONRPCEndpoint:
         """Let the channel answer repeats of this request: of its very bytes if the core
         keeps the answer by body, and of the same call with any id if the core answered
         it from its answer cache (:class:`IdSplicing`)."""
-        if self._keeps is not None and self._keeps(body):
+        assert self._keeps is not None  # (serve keeps answers only then)
+        if self._keeps(body):
             request.keep_answer(partial(self._still_holds, authorization, user, body, answer))
             return
         kept = getattr(self._core, "last_kept", None)
@@ -468,11 +469,15 @@ class _JSONRPCEndpoint:
             request.keep_answer(IdSplicing(partial(
                 self._call_still_holds, authorization, user, *kept)))
 
+    def _proved(self, channel: LeanChannel, authorization: bytes, user: str) -> bool:
+        """The connection proved these credentials, still valid for ``user``."""
+        return (channel.authorized == authorization
+                and self._authenticator.proved(authorization) == user)
+
     def _call_still_holds(self, authorization: bytes, user: str, key: tuple[Any, ...],
                           entry: tuple[str, Any], channel: LeanChannel) -> bool:
         """:meth:`_still_holds` for an answer kept by call (JSONRPCCore.call_holds)."""
-        return (channel.authorized == authorization
-                and self._authenticator.proved(authorization) == user
+        return (self._proved(channel, authorization, user)
                 and self._core.call_holds(key, user, entry))
 
     def _still_holds(self, authorization: bytes, user: str, body: bytes, reply: Reply,
@@ -480,8 +485,7 @@ class _JSONRPCEndpoint:
         """Whether ``reply`` is still the answer to ``body`` from ``user`` on ``/`` over
         ``channel`` (kept by the channel for repeats): the connection proved these still
         valid credentials, and the core says the answer holds (and counts it)."""
-        return (channel.authorized == authorization
-                and self._authenticator.proved(authorization) == user
+        return (self._proved(channel, authorization, user)
                 and self._answer_holds(body, user, reply))
 
     def _authenticated(self, user: str | None, request: server.Request,
