@@ -181,11 +181,6 @@ class BlockFiles:
         self._blocks.sync()
         self._undo.sync()
 
-    def sync_blocks(self) -> None:
-        """Flush and fsync the current block file only (while its blocks connect, whose undo
-        data is still being written)."""
-        self._blocks.sync()
-
     def remove_undo_files(self) -> None:
         """Delete all undo data (nothing references it after the index is wiped)."""
         self._undo.remove_all()

@@ -325,11 +325,6 @@ class ChainStore:
         """Flush and fsync the current block and undo files."""
         self._open_files().sync()
 
-    @_storage_errors
-    def sync_blocks(self) -> None:
-        """Flush and fsync the current block file (see BlockFiles.sync_blocks)."""
-        self._open_files().sync_blocks()
-
     def scan_blocks(self, from_file: int = 0,
                     from_pos: int = 0) -> Iterator[Tuple[int, int, bytes]]:
         """``(file_no, pos, raw_block)`` for each intact record at or after the position.

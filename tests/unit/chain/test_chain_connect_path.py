@@ -218,8 +218,8 @@ class BatchedLookupTests(SynchronousTestCase):
 
 
 class EarlySyncTests(SynchronousTestCase):
-    """The block file is fsync'd on another thread while its blocks connect, and both files
-    (the undo data too) once more before any event goes out."""
+    """The block files are fsync'd on another thread while the blocks connect, and once more
+    (for the rest of the undo data) before any event goes out."""
 
     def setUp(self) -> None:
         self.chain = open_chain(self.mktemp())
@@ -227,24 +227,17 @@ class EarlySyncTests(SynchronousTestCase):
         self.builder = ChainBuilder(self.chain)
         self.builder.mine(1)
         self.calls: List[str] = []
-        store = self.chain.store
-        self.real_sync, self.real_sync_blocks = store.sync, store.sync_blocks
-        self.patch(store, "sync", self.sync)
+        self.real_sync = self.chain.store.sync
 
-    def sync(self) -> None:
-        self.assertIs(threading.current_thread(), threading.main_thread())
-        self.calls.append("sync")
+    def sync(self, fail_early: bool = False) -> None:
+        early = threading.current_thread() is not threading.main_thread()
+        self.calls.append("early sync" if early else "sync")
+        if early and fail_early:
+            raise StorageError("fsync failed")
         self.real_sync()
 
-    def sync_blocks(self, fail: bool = False) -> None:
-        early = threading.current_thread() is not threading.main_thread()
-        self.calls.append("early sync" if early else "sync_blocks on the connecting thread")
-        if fail:
-            raise StorageError("fsync failed")
-        self.real_sync_blocks()
-
     def test_synced_while_connecting_then_before_the_events(self) -> None:
-        self.patch(self.chain.store, "sync_blocks", self.sync_blocks)
+        self.patch(self.chain.store, "sync", self.sync)
         self.chain.subscribe(self)
         self.builder.mine(1)
         self.assertEqual(self.calls, ["early sync", "sync", "event"])
@@ -255,7 +248,7 @@ class EarlySyncTests(SynchronousTestCase):
     def test_a_failed_early_sync_is_reported(self) -> None:
         """An fsync error may not come back at the next fsync (the kernel may have dropped
         the pages): the early one's is raised, and no event claims the block is stored."""
-        self.patch(self.chain.store, "sync_blocks", lambda: self.sync_blocks(fail=True))
+        self.patch(self.chain.store, "sync", lambda: self.sync(fail_early=True))
         self.chain.subscribe(self)
         self.assertRaises(StorageError, self.builder.mine, 1)
         self.assertEqual(self.calls, ["early sync"])
