@@ -49,7 +49,7 @@ sys.path.insert(0, REPO)
 
 from bench import chaindata  # noqa: E402
 from bench.rpc import (AUTHORIZATION, CONNECTIONS as AGAINST_CONNECTIONS, Target,  # noqa: E402
-                       dump, measured, median_point, parse_against, pick_client, rpc_call,
+                       add_warmup_option, dump, measured, median_point, parse_against, pick_client, rpc_call,
                        start_coind, wrk_version)
 from tests.frontendharness import wait_for_workers  # noqa: E402
 from tests.nodeharness import NodeProcess  # noqa: E402
@@ -213,7 +213,7 @@ def ratios(coind: Dict[str, Any], other: Dict[str, Any]) -> Dict[str, float]:
 
 
 def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
-            duration: float) -> Dict[str, Any]:
+            duration: float, warmup: float) -> Dict[str, Any]:
     """Each row on each node at 1, 8 and 64 connections, interleaved run by run; with ratios."""
     paths = {name: against_paths(target) for name, target in targets.items()}
     for name, target in targets.items():
@@ -228,7 +228,7 @@ def compare(load: Any, script: str, targets: Dict[str, Target], runs: int,
                 for name, target in targets.items():
                     points[name].append(measured(
                         lambda t, path, c, d: load(script, t.port, path, c, d, t.host),
-                        target, paths[name][row], connections, duration))
+                        target, paths[name][row], connections, duration, warmup))
             for name in targets:
                 results[name].setdefault(row, {})[str(connections)] = median_point(points[name])
     results["ratio_coind_to_against"] = {row: {c: ratios(point, results["against"][row][c])
@@ -254,6 +254,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="run coind with -txindex (the /tx rows then use the index)")
     parser.add_argument("--against-only", action="store_true",
                         help="with --against: only the comparison, on a mined chain (no big blocks)")
+    add_warmup_option(parser)
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "python")
     load = run_wrk if client == "wrk" else run_python
@@ -318,7 +319,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         height = node.rpc("getblockcount")
         against = (compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
                                           "against": against_target(args)},
-                           args.runs, args.duration) if args.against else None)
+                           args.runs, args.duration, args.warmup) if args.against else None)
     finally:
         if node is not None:
             node.stop()
@@ -334,6 +335,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "connections": CONNECTIONS,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,
+        "warmup_s_before_each_run": args.warmup,
         "chain": {"blocks": height, "big_block_txs": len(big.txs),
                   "big_block_bytes": len(big.serialize()), "submitblock_feed_s": round(feed_s, 1)},
         "rest_8_connections": results,
@@ -381,10 +383,11 @@ def against_only(load: Any, args: argparse.Namespace) -> int:
     with mined_rest_node(args) as (node, chain, script):
         against = compare(load, script, {"coind": Target(node.rpcport, pid=node.process.pid),
                                          "against": against_target(args)},
-                          args.runs, args.duration)
+                          args.runs, args.duration, args.warmup)
     report = {"rpcworkers": args.rpcworkers, "txindex": args.txindex, "cpus": os.cpu_count(),
               "chain": chain,
               "duration_s_per_run": args.duration, "runs_per_point": args.runs,
+              "warmup_s_before_each_run": args.warmup,
               "against_comparison": against, "total_s": round(time.perf_counter() - started, 1)}
     sys.stdout.write(dump(report) + "\n")
     return 0

@@ -103,10 +103,21 @@ def cpu_seconds(pid: Optional[int]) -> Optional[float]:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+#: Seconds of the same load, not counted, just before each measured run. A server's first
+#: requests after it idled through the other servers' runs are slow on this kind of machine
+#: (a new connection after 2 s idle: several ms), and wrk corrects its latencies for
+#: coordinated omission, so one such stall at a run's start weighs in the p99 like a
+#: percent of the run. ``--warmup 0`` measures from cold.
+WARMUP_S = 1
+
+
 def measured(load: Any, target: Target, method: str, connections: int,
-             duration: float) -> Dict[str, Any]:
-    """One run of ``load``, with the target's CPU microseconds per request when known: a
-    figure the machine's other load disturbs far less than requests/s."""
+             duration: float, warmup: float = WARMUP_S) -> Dict[str, Any]:
+    """One run of ``load`` after ``warmup`` seconds of it, with the target's CPU microseconds
+    per request when known: a figure the machine's other load disturbs far less than
+    requests/s."""
+    if warmup:
+        load(target, method, connections, warmup)
     before = cpu_seconds(target.pid)
     point = load(target, method, connections, duration)
     after = cpu_seconds(target.pid)
@@ -346,6 +357,12 @@ def wrk_version() -> Optional[str]:
     return (result.stdout + result.stderr).splitlines()[0].strip()
 
 
+def add_warmup_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warmup", type=float, default=WARMUP_S, metavar="S",
+                        help="seconds of the same load before each measured run, not counted "
+                             "(default: %(default)s; 0: none)")
+
+
 def pick_client(parser: argparse.ArgumentParser, requested: Optional[str], fallback: str) -> str:
     """wrk when installed (or asked for), else ``fallback``; a clear error if wrk is missing."""
     client = requested or ("wrk" if wrk_version() else fallback)
@@ -374,6 +391,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              "every request (and batch); both (default): both, side by side")
     parser.add_argument("--skip-constants", action="store_true",
                         help="do not run the two constant servers")
+    add_warmup_option(parser)
     args = parser.parse_args(argv)
     client = pick_client(parser, args.client, "asyncio")
     load = run_wrk if client == "wrk" else run_asyncio
@@ -406,7 +424,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     for _ in range(args.runs):
                         for name, target in servers.items():
                             runs[name].append(measured(mode_load, target, method, connections,
-                                                       args.duration))
+                                                       args.duration, args.warmup))
                     for name in servers:
                         results[name].setdefault(mode, {}).setdefault(method, {})[
                             str(connections)] = median_point(runs[name])
@@ -430,6 +448,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "rpcworkers": args.rpcworkers,
         "duration_s_per_run": args.duration,
         "runs_per_point": args.runs,
+        "warmup_s_before_each_run": args.warmup,
         "point": "median of runs: requests/s, p50/p99 latency (ms), CPU microseconds per request "
                  "of the server's processes (coind: with its workers); non200 and socket_errors "
                  "summed over runs (wrk counts statuses > 399)",

@@ -244,6 +244,12 @@ class RPCSite(server.Site):
         self.connections -= 1
         self._channels.discard(channel)
 
+    def startFactory(self) -> None:
+        """Nothing to open: requests are logged through twisted.logger (:meth:`log`), so
+        twisted.web's access-log file, and the timer that refreshes its date string every
+        second (a reactor call that delays whatever request arrives meanwhile), are not
+        started."""
+
     def stopFactory(self) -> None:
         """Its last port closed (shutdown): kept-alive connections close once their answer
         is sent (as libevent's server in Core closes them), and the root's timers go."""

@@ -647,6 +647,14 @@ class ResourceTests(SynchronousTestCase):
                                           b'"Internal error"},"id":null}\n'))
         self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
 
+    def test_a_started_site_runs_no_timer(self):
+        """twisted.web's access-log date timer (a reactor call every second, a stall in the
+        latency tail) is not started: requests are logged through twisted.logger."""
+        server = Server()
+        server.site.doStart()
+        self.addCleanup(server.site.doStop)
+        self.assertEqual(server.clock.getDelayedCalls(), [])
+
     def test_rpc_error_class(self):
         error = RPCError(-8, "Block height out of range")
         self.assertEqual((error.code, error.message, str(error)),
