@@ -12,8 +12,9 @@ constant) and ``raw`` (a bare Twisted protocol with minimal HTTP/1.1 framing). T
 ``getbestblockhash`` and ``getblockhash`` (heights cycling 0..999) at 1, 8 and 64
 keep-alive connections, it measures requests/s, p50 and p99 latency and non-200
 answers on each server; every point is the median of ``--runs`` runs (non-200 counts
-are summed). The constant servers answer the same bytes whatever is asked; they get
-the same requests. Last, one 1,000-request batch (getblockhash 0..999) is timed on
+are summed), each run after ``--warmup`` seconds (default 1) of the same load, not
+counted. The constant servers answer the same bytes whatever is asked; they get the same
+requests. Last, one 1,000-request batch (getblockhash 0..999) is timed on
 coind (median of 5).
 
 Every row is measured twice (``--ids both``, the default): ``repeated_id``, the same
