@@ -342,16 +342,13 @@ ANSWER_CACHE_TEXT = 256
 ANSWER_CACHE_ANSWER = 4096
 
 
-#: Types whose equal values print the same JSON, so that a key made of them (each value
-#: with its type: ``True`` is not ``1``) names one answer.
-_KEY_SCALARS = frozenset((int, str, bool, type(None)))
-
-
 def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
     """A call's key in the answer cache: what its answer depends on besides the chain and
     the id (method and parameters; Core reads nothing else of a call object), or None when
-    a parameter is of another kind (numbers with a fraction echo their text...). The id is
-    not part of it: the answer is kept without it and each request's id spliced in."""
+    a parameter is of another kind (numbers with a fraction echo their text...). Integers,
+    strings, booleans and null print the same JSON when equal, and each is keyed with its
+    type (``True`` is not ``1``). The id is not part of it: the answer is kept without it
+    and each request's id spliced in."""
     method = request.get("method")
     params = request.get("params")
     if params is None:
@@ -360,14 +357,17 @@ def call_key(request: dict[str, Any]) -> tuple[Any, ...] | None:
         return None
     if type(method) is not str or len(method) > ANSWER_CACHE_TEXT or len(params) > ANSWER_CACHE_PARAMS:
         return None
-    kinds = tuple(map(type, params))
-    if not _KEY_SCALARS.issuperset(kinds):
-        return None
     for param in params:
-        if len(param) > ANSWER_CACHE_TEXT if type(param) is str else (
-                type(param) is int and param.bit_length() > ANSWER_CACHE_TEXT):
+        kind = type(param)
+        if kind is int:
+            if param.bit_length() > ANSWER_CACHE_TEXT:
+                return None
+        elif kind is str:
+            if len(param) > ANSWER_CACHE_TEXT:
+                return None
+        elif kind is not bool and param is not None:
             return None
-    return method, kinds, tuple(params)
+    return method, tuple(map(type, params)), tuple(params)
 
 
 class AnswerCache:
@@ -649,20 +649,22 @@ class JSONRPCCore:
         append = parts.append
         seconds = self._clock.seconds
         slice_end = seconds() + BATCH_SLICE
+        # (The answer cache serves chain-only calls on "/" after warm-up: see _chain_key.)
+        cached = wallet_name is None and self._warmup.message is None
         for request in requests:
-            answer = self._batch_call(request, user, wallet_name)
+            answer = self._batch_call(request, user, wallet_name, cached)
             append(answer if isinstance(answer, bytes) else (await answer)[1])
             if seconds() >= slice_end:
                 await deferLater(self._clock, 0, lambda: None)
                 slice_end = seconds() + BATCH_SLICE
         return Reply(HTTP_OK, b"[" + b",".join(parts) + b"]\n")
 
-    def _batch_call(self, request: Any, user: str, wallet_name: str | None
+    def _batch_call(self, request: Any, user: str, wallet_name: str | None, cached: bool
                     ) -> bytes | Deferred[tuple[int, bytes]]:
-        """One call of a batch: its response object, or a Deferred of ``(status, it)``. A
-        chain-only call on ``/`` goes through the answer cache (:meth:`_chain_call`); the
-        batch's whitelist check covered every call already."""
-        key = self._chain_key(request, wallet_name)
+        """One call of a batch: its response object, or a Deferred of ``(status, it)``. With
+        ``cached``, a chain-only call goes through the answer cache (:meth:`_chain_call`);
+        the batch's whitelist check covered every call already."""
+        key = self._cached_key(request) if cached else None
         request_id = request.get("id") if type(request) is dict else None
         if key is not None:
             call = self._chain_call(key, request_id, request.get("params") or [], user)
@@ -677,7 +679,13 @@ class JSONRPCCore:
     def _chain_key(self, request: Any, wallet_name: str | None) -> tuple[Any, ...] | None:
         """The answer cache's key of a call of a chain-only method on ``/`` after warm-up
         (:func:`call_key`), else None: the call goes the usual way."""
-        if type(request) is not dict or wallet_name is not None or self._warmup.message is not None:
+        if wallet_name is not None or self._warmup.message is not None:
+            return None
+        return self._cached_key(request)
+
+    def _cached_key(self, request: Any) -> tuple[Any, ...] | None:
+        """:func:`call_key` of a call object of a chain-only method, else None."""
+        if type(request) is not dict:
             return None
         key = call_key(request)
         return key if key is not None and key[0] in self.methods.chain_only else None
@@ -691,7 +699,11 @@ class JSONRPCCore:
         method = key[0]
         kept = self._answers.get(key)
         if kept is not None:
-            status, head = self._counted(*kept)
+            method, (status, head) = kept
+            if self._observe is not None:
+                self._observe(method, status, 0.0)
+            if type(request_id) is int and -_INT_FAST < request_id < _INT_FAST:
+                return status, b"%s%d}" % (head, request_id)  # encode_json's, in one copy
             return status, head + encode_json(request_id) + b"}"
         if not self._answers.asked_before(key):
             return self._answer(request_id, method, params, user, None)

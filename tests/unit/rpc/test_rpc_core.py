@@ -26,7 +26,8 @@ from coin.rpc import jsonrpc as jsonrpc_module
 from coin.rpc.auth import AllowList, Whitelist
 from coin.rpc.errors import RPCError
 from coin.rpc.jsonrpc import (
-    JSONRPCCore, Reply, RPCLimits, Warmup, encode_json, parse_json,
+    ANSWER_CACHE_PARAMS, ANSWER_CACHE_TEXT, JSONRPCCore, Reply, RPCLimits, Warmup, call_key,
+    encode_json, parse_json,
 )
 from coin.rpc.registry import ANY, Arg, MethodTable, rpc_method
 from coin.views.amounts import amount_to_json
@@ -536,6 +537,35 @@ class PropertyTests(SynchronousTestCase):
         self.assertNotIn(b"Traceback", answer)
         simplejson.loads(answer)
         self.assertEqual(self.flushLoggedErrors(), [])
+
+
+_key_params = st.lists(st.one_of(
+    st.integers() | st.integers(min_value=2 ** 250, max_value=2 ** 260), st.booleans(), st.none(),
+    st.text(max_size=8) | st.text(min_size=250, max_size=260), st.floats(allow_nan=False),
+    st.lists(st.integers(), max_size=2)), max_size=10)
+
+
+class CallKeyTests(SynchronousTestCase):
+    """The answer cache's key: equal keys must mean the same answer."""
+
+    @given(_key_params, _key_params)
+    def test_equal_keys_print_the_same_parameters(self, first, second):
+        keys = [call_key({"method": "getblockhash", "params": p}) for p in (first, second)]
+        if None not in keys:
+            self.assertEqual(keys[0] == keys[1], encode_json(first) == encode_json(second))
+
+    @given(_key_params)
+    def test_only_small_scalars_are_keyed(self, params):
+        keyable = len(params) <= ANSWER_CACHE_PARAMS and all(
+            p is None or type(p) is bool
+            or (type(p) is int and p.bit_length() <= ANSWER_CACHE_TEXT)
+            or (type(p) is str and len(p) <= ANSWER_CACHE_TEXT) for p in params)
+        key = call_key({"method": "getblockhash", "params": params})
+        self.assertEqual(key is not None, keyable)
+
+    def test_true_is_not_one(self):
+        self.assertNotEqual(call_key({"method": "m", "params": [True]}),
+                            call_key({"method": "m", "params": [1]}))
 
 
 class ResourceTests(SynchronousTestCase):
