@@ -433,7 +433,7 @@ class LeanChannel(Protocol):
         still hold; False: parse it as usual."""
         if (self._current is not None or self._queue or self._message is not None
                 or self._pending or self._skipped_empty_line or self._transport_full
-                or self._close_when_idle or not self._allowed or self.site.logs_requests()):
+                or self._close_when_idle or not self._allows_peer() or self.site.logs_requests()):
             return False
         if not still(self):
             return False
@@ -618,9 +618,7 @@ class LeanChannel(Protocol):
         request = LeanRequest(self, message)
         self._current = request
         site = self.site
-        if self._allowed is None:  # one peer per connection: ask the allow-list once
-            self._allowed = site.allow.allows(request.getClientAddress())
-        if not self._allowed:
+        if not self._allows_peer():
             _empty_reply(request, http.FORBIDDEN)
         elif message.method not in site.known_methods:
             _empty_reply(request, http.NOT_ALLOWED)
@@ -630,6 +628,13 @@ class LeanChannel(Protocol):
                 target.render(request)
             else:
                 self._hand_to_twisted_web(message)
+
+    def _allows_peer(self) -> bool:
+        """Whether the site's allow-list lets the client in (asked once: one peer per
+        connection)."""
+        if self._allowed is None:
+            self._allowed = self.site.allow.allows(self.transport.getPeer())
+        return self._allowed
 
     def _hand_to_twisted_web(self, message: _Message) -> None:
         """A resource the node does not own gets a full twisted.web request."""

@@ -9,6 +9,7 @@ one is answered, on the clock it is given.
 from __future__ import annotations
 
 import binascii
+import functools
 import hmac
 import ipaddress
 import os
@@ -182,8 +183,16 @@ class Authenticator:
 def client_ip(address: IAddress) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The IP of a TCP client (IPv4-mapped IPv6 as IPv4, zone dropped); None otherwise."""
     host = getattr(address, "host", None)
-    if not isinstance(host, str):
-        return None
+    return _host_ip(host) if isinstance(host, str) else None
+
+
+#: Hosts whose IP is remembered: every connection asks (the allow-list, the auth throttle),
+#: and parsing one costs several microseconds.
+HOST_IPS_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=HOST_IPS_KEPT)
+def _host_ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         ip = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
@@ -283,6 +292,12 @@ class AuthThrottle:
             self._waiting.setdefault(source, deque()).append((answer, run))
             self._schedule()
         return answer
+
+    def checks_at_once(self, address: IAddress) -> bool:
+        """Whether a request from ``address`` would be checked now (:meth:`authenticate`
+        runs its check at once): none of its guesses wait their turn."""
+        source = _source(address)
+        return source not in self._waiting and self._ready(source)
 
     def stop(self) -> None:
         """Shutdown: cancel the timers (requests still waiting went with their connections)."""

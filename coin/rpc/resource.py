@@ -438,12 +438,9 @@ class _JSONRPCEndpoint:
         if authorization is None:
             _respond(request, HTTP_UNAUTHORIZED, headers=((b"WWW-Authenticate", WWW_AUTHENTICATE),))
             return server.NOT_DONE_YET
-        channel = request.channel
-        user = (self._authenticator.proved(authorization)
-                if getattr(channel, "authorized", None) == authorization else None)
+        user = self._proved_user(request.channel, authorization)
         if user is not None:
-            # This connection proved these credentials before, and they are still valid:
-            # same user, no turn to wait for, no Deferred.
+            # No turn to wait for, no check to run, no Deferred.
             body = _body(request)
             answer = self._respond(body, user, wallet_name)
             if (type(answer) is Reply and wallet_name is None and self._keeps is not None
@@ -475,10 +472,24 @@ class _JSONRPCEndpoint:
             request.keep_answer(IdSplicing(partial(
                 self._call_still_holds, authorization, user, *kept)))
 
+    def _proved_user(self, channel: LeanChannel, authorization: bytes) -> str | None:
+        """The user of credentials proved before and still valid, if this connection may
+        use them unchecked: it proved them itself, or it proved none yet and its address's
+        requests are checked at once (none of its guesses wait their turn: the check would
+        run now and give the same user). The connection has then proved them."""
+        proved_here = getattr(channel, "authorized", None)
+        if proved_here != authorization and (proved_here is not None
+                                             or not self._throttle.checks_at_once(channel.getPeer())):
+            return None
+        user = self._authenticator.proved(authorization)
+        if user is not None:
+            channel.authorized = authorization
+        return user
+
     def _proved(self, channel: LeanChannel, authorization: bytes, user: str) -> bool:
-        """The connection proved these credentials, still valid for ``user``."""
-        return (channel.authorized == authorization
-                and self._authenticator.proved(authorization) == user)
+        """The connection may use these credentials unchecked (:meth:`_proved_user`), still
+        valid for ``user``."""
+        return self._proved_user(channel, authorization) == user
 
     def _call_still_holds(self, authorization: bytes, user: str, key: tuple[Any, ...],
                           entry: tuple[str, Any], channel: LeanChannel) -> bool:

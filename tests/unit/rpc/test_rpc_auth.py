@@ -387,6 +387,18 @@ class ThrottleTests(SynchronousTestCase):
         self.advance(15)
         self.assertIn(b" 200 OK", late.value())
 
+    def test_a_new_connection_with_proved_credentials_is_not_checked_again(self):
+        """Credentials proved on one connection serve a new one from an address whose turn
+        it is at once, without the check (what a client opening a connection per call, as
+        coin-cli does, pays on every call)."""
+        self.assertIn(b" 200 OK", self.server.exchange(post(b'{"method":"getblockcount"}')))
+        self.assertEqual(len(self.checks), 1)
+        protocol, transport = self.server.connect()
+        protocol.dataReceived(post(b'{"method":"getblockcount"}'))
+        self.assertIn(b" 200 OK", transport.value())
+        self.assertEqual(len(self.checks), 1)
+        self.assertEqual(protocol.authorized, b"Basic dTpw")
+
     def test_all_addresses_together_are_bounded(self):
         for n in range(200):
             self.guess(client="127.0.%d.%d" % (n // 100, n % 100 + 1), n=n)

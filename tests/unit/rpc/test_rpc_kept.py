@@ -36,7 +36,9 @@ from coin.logs import DebugCategories
 from coin.rpc.auth import Authenticator, Whitelist
 from coin.rpc.registry import INT, Arg, rpc_method
 from coin.rpc.errors import RPC_INVALID_PARAMETER, RPCError
-from coin.rpc.jsonrpc import ANSWER_CACHE_ENTRIES, ANSWER_CACHE_PARAMS, ANSWER_CACHE_TEXT
+from coin.rpc.jsonrpc import (
+    ANSWER_CACHE_ENTRIES, ANSWER_CACHE_PARAMS, ANSWER_CACHE_TEXT, JSONRPCCore,
+)
 
 from tests.rpchelpers import FakeNode, Server, post, reference_wallets, reply_body, split_response
 
@@ -367,6 +369,39 @@ class ChannelTests(KeptTestCase):
         self.chain.move(["ab" * 32] * 3)  # a reorg
         moved = reply_body(self.exchange(connection, post(call("getblockhash", [2], 7))))
         self.assertEqual((moved["result"], moved["id"]), ("ab" * 32, 7))
+
+    def test_a_new_connection_gets_a_kept_answer_at_its_first_request(self) -> None:
+        """A client opening a connection per call (coin-cli) is answered from the kept
+        answers too once its credentials were proved, unless its address is held by the
+        throttle or not allowed."""
+        parsed: list[bytes] = []
+        respond = JSONRPCCore.respond
+        self.patch(JSONRPCCore, "respond", lambda core, body, *rest: parsed.append(body) or respond(
+            core, body, *rest))
+        self.server = self.make_server()
+        request = post(call("getblockhash", [2]))
+        first = self.exchange(self.connect(), request)
+        self.exchange(self.connect(), request)
+        self.assertEqual(len(parsed), 2)
+        self.assertEqual(self.exchange(self.connect(), request), first)
+        self.assertEqual(len(parsed), 2)  # the channel's kept answer
+        for n in range(60):  # wrong guesses from the same address: its requests wait
+            self.server.connect()[0].dataReceived(post(call("getblockcount", []),
+                                                       auth=base64.b64encode(b"u:x%d" % n)))
+        held = self.connect()
+        self.assertEqual(self.exchange(held, request), b"")
+        self.assertEqual(len(parsed), 2)
+        for _ in range(1600):  # its turn comes after the guesses' (one per 250 ms)
+            self.server.clock.advance(0.01)
+        self.assertEqual(_DATE.sub(b"", held[1].value()), _DATE.sub(b"", first))
+
+    def test_a_new_connection_from_an_address_not_allowed_is_refused(self) -> None:
+        request = post(call("getblockhash", [2]))
+        for _ in range(2):
+            self.exchange(self.connect(), request)
+        protocol, transport = self.server.connect("10.1.2.3")
+        protocol.dataReceived(request)
+        self.assertTrue(transport.value().startswith(b"HTTP/1.1 403 Forbidden"))
 
     def test_date_is_the_current_seconds(self) -> None:
         connection = self.connect()
