@@ -8,7 +8,6 @@ sockets are opened by its ``privilegedStartService``, in the process that serves
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import Any, List, Optional
@@ -16,6 +15,7 @@ from typing import Any, List, Optional
 from twisted.python import usage
 
 from coin import __version__
+from coin.collector import freeze_heap
 from coin.config import Config, ConfigError
 from coin.config.node import NodeConfig, check_node_values, node_options
 from coin.config.options import OptionRegistry
@@ -179,25 +179,9 @@ def main(argv: Optional[List[str]] = None, program: Optional[Program] = None) ->
     reactor.addSystemEventTrigger("before", "shutdown", node.stopService)
     warmup = getattr(node, "warmup", None)
     if warmup is not None:
-        warmup.done.addCallback(_freeze_heap)
+        warmup.done.addCallback(lambda _: freeze_heap())
     reactor.run()
     return node.exit_code
-
-
-#: The collector's generation thresholds once start-up is over: a young generation of
-#: 700 objects (CPython's default) is collected every few hundred allocations, several times
-#: per block connected or batch answered; most of what the node allocates is freed by
-#: reference counting, so collections that rarely find a cycle cost CPU for nothing.
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
-def _freeze_heap(_: object) -> None:
-    """Start-up is over: what it built (the block index, above all) lives as long as the
-    process, so the collector stops scanning it. A full collection walked all of it, a
-    pause of 100+ ms in the middle of answering requests (doc/rpc.md, "Latency")."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 COIND = Program()
