@@ -83,12 +83,12 @@ class RawSpends:
 
         Such a spend passes every check the interpreter makes under any flags but
         LOW_S and CLEANSTACK without P2SH: direct pushes of 9-73 and 33/65 bytes are minimal and
-        push-only, the key encoding is strict, one item is left on the stack.  (Written
-        flat, locals only: this is most of a -par worker's Python time per input.)
+        push-only, the key encoding is strict, one item is left on the stack.
         """
         if (flags & SCRIPT_VERIFY_LOW_S or flags & _CLEANSTACK_ALONE == SCRIPT_VERIFY_CLEANSTACK
-                or len(script_pubkey) != 25 or script_pubkey[:3] != _P2PKH_HEAD
-                or script_pubkey[23:] != _P2PKH_TAIL):
+                or len(script_pubkey) != 25
+                or not script_pubkey.startswith(_P2PKH_HEAD)
+                or not script_pubkey.endswith(_P2PKH_TAIL)):
             return False
         raw = self.raw
         _, pos, end = self.inputs[index]
@@ -98,15 +98,19 @@ class RawSpends:
         if not 9 <= sig_len <= 73 or sig_len == 20 or pos + sig_len + 2 >= end:
             return False
         key_start = pos + sig_len + 2
-        key_len = end - key_start
-        if raw[key_start - 1] != key_len or raw[pos + sig_len] != 1:
-            return False  # not one push of the rest, or not SIGHASH_ALL
-        first = raw[key_start]
-        if not (key_len == 33 and (first == 2 or first == 3) or key_len == 65 and first == 4):
+        key_len = raw[key_start - 1]
+        if key_start + key_len != end:
             return False
         pubkey = raw[key_start:end]
-        sig = raw[pos + 1:key_start - 1]
-        if not is_valid_der_signature(sig) or hash160(pubkey) != script_pubkey[3:23]:
+        if key_len == 33:
+            if pubkey[0] != 2 and pubkey[0] != 3:
+                return False
+        elif key_len != 65 or pubkey[0] != 4:
             return False
-        return verify_strict_der(sig[:-1], pubkey,
-                                 self.sighash_all(index, b"\x19" + script_pubkey, 1))
+        sig = raw[pos + 1:key_start - 1]
+        if sig[-1] != 1 or not is_valid_der_signature(sig):
+            return False  # not SIGHASH_ALL, or not strict DER
+        if hash160(pubkey) != script_pubkey[3:23]:
+            return False
+        message = self.sighash_all(index, b"\x19" + script_pubkey, 1)
+        return verify_strict_der(sig[:-1], pubkey, message)
