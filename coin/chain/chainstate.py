@@ -826,12 +826,8 @@ class ChainState:
             entry.raise_validity(BLOCK_VALID_SCRIPTS)
         else:
             checks = ScriptChecks(self.script_workers) if self._scripts_to_check(entry) else None
-            try:
-                with checks or contextlib.nullcontext():
-                    undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
-            except ValidationError:
-                self._check_bip30(entry, block.txs)  # Core's first connect check
-                raise
+            with checks or contextlib.nullcontext():
+                undo = self._connect_block(entry, block, checks, legacy_sigop_counts)
             entry.undo_file, entry.undo_pos = self.store.write_undo(
                 undo, entry.hash, entry.height)
             entry.status |= BLOCK_HAVE_UNDO
@@ -861,22 +857,6 @@ class ChainState:
                   // max(1, block_proof(best.bits)))
         return buried <= ASSUME_VALID_BURIAL
 
-    def _check_bip30(self, entry: BlockIndexEntry, txs: Sequence[Transaction]) -> None:
-        """BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
-
-        Core checks it before anything else in ConnectBlock, but its lookups all miss the
-        cache, so it runs once the connect loop is done (the workers verify meanwhile),
-        before the coins change, and again over any error the loop, the coinbase checks or
-        the scripts found (a script failure replaces it on leaving the checks), so that it
-        still wins.
-        """
-        if bip34_in_force(entry.prev, self.params):
-            return
-        outputs = [(tx.txid, n) for tx in txs for n in range(len(tx.vout))]
-        if all(coin is None for coin in self.store.coins.fetch(outputs)):
-            return
-        raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
-
     def _connect_block(self, entry: BlockIndexEntry, block: Block,
                        checks: Optional[ScriptChecks],
                        legacy_sigop_counts: Optional[List[int]] = None) -> bytes:
@@ -896,6 +876,10 @@ class ChainState:
         txs = block.txs
 
         block_txids = {tx.txid for tx in txs}
+        # BIP30: without BIP34's unique coinbases, no tx may overwrite an unspent one.
+        if not bip34_in_force(prev, params) and any(c is not None for c in coins.fetch(
+                [(tx.txid, n) for tx in txs for n in range(len(tx.vout))])):
+            raise ValidationError("bad-txns-BIP30", "tried to overwrite transaction", dos=100)
         earlier = _earlier_coins(coins, txs, block_txids)
 
         created: Dict[Tuple[bytes, int], Coin] = {}
@@ -965,7 +949,6 @@ class ChainState:
         if self.payee_check is not None and not self.payee_check(height, txs[0]):
             # The reference's DoS score 0: a node with another view of the votes is no attacker.
             raise ValidationError("bad-cb-payee", "couldn't find masternode payment", dos=0)
-        self._check_bip30(entry, txs)
         spent_here: List[Tuple[Tuple[bytes, int], Coin]] = []
         for key in spent_keys:
             if created.pop(key, None) is None:

@@ -223,8 +223,8 @@ class WorkerCheckTest(WideBlockCase):
             self.assertEqual(str(parallel), str(alone))
 
     def test_bip30_wins_over_a_script_failure(self) -> None:
-        """BIP30 is looked up after the connect loop (its lookups miss the cache), yet it
-        still comes first, as in Core: the forged signature's verdict is dropped."""
+        """BIP30 is Core's first connect check: it wins over a bad signature the workers
+        would find (a regression guard for any reordering of the BIP30 lookups)."""
         txs = self.spends()
         txs[-1] = forge(txs[-1], 0)
         alone, parallel = self.rejections(self.overwriting(txs))
