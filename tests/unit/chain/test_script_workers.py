@@ -20,8 +20,9 @@ from coin.chain.workers import (
 )
 from coin.consensus.errors import ValidationError
 from coin.consensus.tx_check import check_transaction
-from coin.primitives.block import Block
+from coin.primitives.block import Block, BlockHeader
 from coin.primitives.coin import Coin
+from coin.primitives.merkle import merkle_root
 from coin.primitives.transaction import OutPoint, Transaction, TxIn
 from coin.script.flags import SCRIPT_VERIFY_P2SH, parse_flags
 from coin.testing.chainbuilder import ChainBuilder, Spendable, open_chain
@@ -201,6 +202,46 @@ class WorkerCheckTest(WideBlockCase):
         valid_scripts = self.builder.build(txs=spends, fees=1000 * len(spends) + 1)
         alone, parallel = self.rejections(valid_scripts)
         self.assertEqual((alone.reason, parallel.reason), ("bad-cb-amount", "bad-cb-amount"))
+
+    def overwriting(self, txs: List[Transaction]) -> Block:
+        """A block of ``txs`` whose coinbase is block 2's again, its output still unspent
+        (regtest never reaches BIP34, so BIP30 applies)."""
+        old_coinbase = self.alone.read_block(self.alone.at_height(2)).txs[0]
+
+        def reuse_coinbase(block: Block) -> Block:
+            txs = [old_coinbase] + list(block.txs[1:])
+            h = block.header
+            return Block(BlockHeader(h.version, h.prev_hash, merkle_root([t.txid for t in txs])[0],
+                                     h.time, h.bits, h.nonce), txs)
+
+        return self.builder.build(txs=txs, fees=0, mutate=reuse_coinbase)
+
+    def test_overwriting_an_unspent_coinbase(self) -> None:
+        for alone, parallel in (self.rejections(self.overwriting(self.spends())),
+                                self.rejections(self.overwriting([]))):
+            self.assertEqual((alone.reason, alone.dos), ("bad-txns-BIP30", 100))
+            self.assertEqual(str(parallel), str(alone))
+
+    def test_bip30_wins_over_a_script_failure(self) -> None:
+        """BIP30 is Core's first connect check: it wins over a bad signature the workers
+        would find (a regression guard for any reordering of the BIP30 lookups)."""
+        txs = self.spends()
+        txs[-1] = forge(txs[-1], 0)
+        alone, parallel = self.rejections(self.overwriting(txs))
+        self.assertEqual((alone.reason, parallel.reason), ("bad-txns-BIP30", "bad-txns-BIP30"))
+        self.assertFalse(self.pool.busy())
+
+    def test_bip30_wins_over_an_error_in_the_loop(self) -> None:
+        txs = self.spends()
+        txs[10] = forge(txs[10], 0)
+        missing = Spendable(OutPoint(b"\x42" * 32, 0), 2_000_000, self.builder.script_pubkey)
+        txs[-1] = self.builder.spend(missing, fee=1000)
+        alone, parallel = self.rejections(self.overwriting(txs))
+        self.assertEqual((alone.reason, parallel.reason), ("bad-txns-BIP30", "bad-txns-BIP30"))
+        # The same block without the overwrite fails on the forged signature, as before.
+        alone, parallel = self.rejections(self.builder.build(txs=txs, fees=0))
+        self.assertTrue(alone.reason.startswith("mandatory-script-verify-flag-failed ("))
+        self.assertEqual(str(parallel), str(alone))
 
     def test_worker_killed_before_a_block(self) -> None:
         old = self.pool.workers[0].pid
