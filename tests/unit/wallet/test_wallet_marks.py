@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from typing import List, Tuple
 
 from coin.chainparams import COIN
+from coin.primitives.transaction import Transaction
 from coin.wallet.db import ORDER_NAME, SNAPSHOT_NAME
 from coin.wallet.keystore import ISMINE_SPENDABLE
 from coin.wallet.wallet import BlockRef, WalletTx
@@ -20,25 +22,31 @@ from tests.unit.wallet.test_wallet_snapshot import SnapshotTestCase
 MARK_COLUMNS = ("conflict_hash", "conflict_height", "conflict_index")
 
 
+def double_spent_payment(case: SnapshotTestCase) -> Tuple[Transaction, Transaction]:
+    """``(payment, double)``: a payment from outside to the wallet, seen unconfirmed, then
+    double-spent by a transaction paying only outside (not the wallet's), mined."""
+    coin = case.outside.coinbase_outputs.pop(0)
+    payment = case.outside.spend(coin, outputs=[
+        (case.own_script(), 2 * COIN), (case.outside.script_pubkey, coin.value - 2 * COIN - 10_000)])
+    case.assertTrue(case.wallet.sync_transaction(payment, None))
+    double = case.outside.spend(coin, fee=20_000)
+    case.outside.mine(1, txs=[double])
+    case.assertNotIn(double.txid, case.wallet.txs)
+    return payment, double
+
+
 class ConflictMarkTests(SnapshotTestCase):
 
     async def conflicted_payment(self) -> WalletTx:
-        """A payment from outside to the wallet, seen unconfirmed, then double-spent by a
-        mined transaction paying only outside (not the wallet's: it is not recorded)."""
+        """:func:`double_spent_payment` after the history, then two blocks."""
         await self.history()
-        coin = self.outside.coinbase_outputs.pop(0)
-        payment = self.outside.spend(coin, outputs=[
-            (self.own_script(), 2 * COIN), (self.outside.script_pubkey, coin.value - 2 * COIN - 10_000)])
-        self.assertTrue(self.wallet.sync_transaction(payment, None))
-        double = self.outside.spend(coin, fee=20_000)
         self.mine(1)
-        self.outside.mine(1, txs=[double])
+        payment, _ = double_spent_payment(self)
         # A block the wallet stores as its best (a payment to it): a load does not scan the
         # conflicting block again.
         self.receive_in_block(random.Random(2))
         self.assertEqual(self.meta("best_block"), self.chainstate.tip.hash)
         self.mine(1)
-        self.assertNotIn(double.txid, self.wallet.txs)
         wtx = self.wallet.txs[payment.txid]
         tip = self.chainstate.tip
         self.assertEqual(wtx.conflict_block, BlockRef(tip.prev.prev.hash, tip.height - 2, 1))
@@ -139,11 +147,21 @@ class OrderTests(SnapshotTestCase):
 
 
 class ComputedLoadWalkTests(test_wallet_snapshot.SnapshotWalkTests):
-    """The random walk with reloads on the seeds where a computed load lost marks set by
-    spends the wallet no longer holds (removeprunedfunds, replaced spends): each reload
-    compares a load from the snapshot and a computed one with the state before."""
+    """The random walk with reloads on seeds 5-12, where a computed load used to answer
+    otherwise than the load from the snapshot (the next order number after a removal), with
+    one more step: a payment to the wallet double-spent by a mined spend that is not the
+    wallet's.  Each reload compares a load from the snapshot and a computed one with the
+    state before."""
 
     timeout = 1800
+    steps = test_wallet_snapshot.SnapshotWalkTests.steps + ("double_spent",)
+
+    async def do(self, step: str, rng: random.Random, sent: List[bytes],
+                 removed: List[tuple]) -> None:
+        if step == "double_spent":
+            double_spent_payment(self)
+        else:
+            await super().do(step, rng, sent, removed)
 
     async def test_random_walks_with_reloads(self):
         for seed in range(5, 13):
