@@ -238,7 +238,8 @@ class Wallet:
          conflict_hash, conflict_height, conflict_index) = row
         wtx = WalletTx(None, self._block_ref(block_hash, height, index), time_received, order_pos,
                        bool(abandoned), bool(from_me), (txid, raw))
-        wtx.conflict_block = self._block_ref(conflict_hash, conflict_height, conflict_index)
+        if conflict_hash is not None:  # (rare: no call for the others)
+            wtx.conflict_block = self._block_ref(conflict_hash, conflict_height, conflict_index)
         return wtx
 
     def _block_ref(self, block_hash: Optional[bytes], height: Optional[int],
@@ -582,9 +583,10 @@ class Wallet:
                     wtx.block = None
                     self.db.put_tx(wtx.row())
                     self.coins.changed(wtx)
-            for wtx in list(self.txs.loaded()):  # every marked transaction is in memory
-                if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
-                    self._set_conflict(wtx, None)
+            marked = [wtx for wtx in self.txs.loaded()  # every marked transaction is in memory
+                      if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash]
+            for wtx in marked:
+                self._set_conflict(wtx, None)
             entry = self.chain.lookup(block_hash)
             if entry is not None:
                 self.coins.height_changed(entry.height)
