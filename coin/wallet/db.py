@@ -12,7 +12,8 @@ Tables: ``meta`` (format version, HD seed and chain counters, master key, best
 block), ``keys`` (public key -> secret, encrypted secret, HD path), ``scripts``
 (redeem scripts for P2SH), ``watch`` (watch-only output scripts), ``names``
 (address book: label and purpose), ``keypool`` and ``txs`` (every wallet
-transaction with where it was mined).
+transaction with where it was mined and, when a conflicting spend is mined, that block:
+Core's MarkConflicted stores it with the transaction too).
 
 A wallet closed cleanly also leaves in ``meta`` a snapshot of what loading would
 otherwise compute from every transaction (coin.wallet.wallet: spends, conflict
@@ -50,6 +51,9 @@ WALLET_FORMAT_VERSION = 2
 #: Meta rows of the load snapshot and of the write epoch it must match.
 SNAPSHOT_NAME = "load_snapshot"
 EPOCH_NAME = "write_epoch"
+#: Meta row of the next transaction order number (Core's "orderposnext"): never reused, also
+#: after removeprunedfunds of the newest transaction.
+ORDER_NAME = "order_pos_next"
 #: What ``getwalletinfo`` reports as ``walletversion``: the reference node's FEATURE_LATEST
 #: (159900, FEATURE_NO_DEFAULT_KEY; transcripts mwallet_02, rpcm_00), not Core 0.17's 169900.
 WALLET_VERSION = 159900
@@ -95,7 +99,17 @@ txs = Table("txs", metadata,
             Column("time_received", BigInteger, nullable=False),
             Column("order_pos", BigInteger, nullable=False),
             Column("abandoned", Boolean, nullable=False),
-            Column("from_me", Boolean, nullable=False))
+            Column("from_me", Boolean, nullable=False),
+            # The block that mined a spend conflicting with this one (WalletTx.conflict_block).
+            Column("conflict_hash", LargeBinary(32), nullable=True),
+            Column("conflict_height", Integer, nullable=True),
+            Column("conflict_index", Integer, nullable=True))
+#: Columns of ``txs`` that older files lack: added at their first open (nullable; an older
+#: program still reads and writes the file, naming its own columns).
+_ADDED_TX_COLUMNS = ("conflict_hash", "conflict_height", "conflict_index")
+#: Meta row present from the open that added the mark columns until the wallet stored the
+#: marks it computes (a crash in between leaves it: the next load computes them again).
+MARKS_PENDING_NAME = "conflict_marks_pending"
 #: listtransactions reads the newest transactions without loading the others (files made
 #: before it get it at their first open: SQLite ignores it in older programs).
 txs_order = Index("txs_order", txs.c.order_pos)
@@ -122,6 +136,20 @@ def _file_size(path: str) -> int:
         return os.path.getsize(path)
     except FileNotFoundError:
         return 0
+
+
+def _add_tx_columns(conn: Connection) -> None:
+    """Give a file made before them the columns of ``txs`` it lacks (SQLite's ADD COLUMN
+    rewrites nothing: old rows read NULL, no mark), and note that its marks are still to be
+    computed and stored (:attr:`WalletDB.marks_pending`)."""
+    present = {column["name"] for column in inspect(conn).get_columns(txs.name)}
+    missing = [name for name in _ADDED_TX_COLUMNS if name not in present]
+    for name in missing:
+        conn.exec_driver_sql("ALTER TABLE %s ADD COLUMN %s %s" % (
+            txs.name, name, txs.c[name].type.compile(conn.dialect)))
+    if missing:
+        conn.execute(delete(meta).where(meta.c.name == MARKS_PENDING_NAME))
+        conn.execute(meta.insert(), [{"name": MARKS_PENDING_NAME, "value": b"1"}])
 
 
 class WalletFileError(Exception):
@@ -254,6 +282,7 @@ class WalletDB:
                     raise WalletFileError("%s needs a newer version of coin" % self.path)
             with engine.begin() as conn:
                 txs_order.create(conn, checkfirst=True)
+                _add_tx_columns(conn)
         except WalletFileError:
             engine.dispose()
             raise
@@ -391,8 +420,21 @@ class WalletDB:
                            "ORDER BY order_pos DESC LIMIT ?", order_pos, count)
 
     def next_order(self) -> int:
-        """One more than the highest order_pos stored (0 without transactions)."""
-        return self._query("SELECT coalesce(max(order_pos) + 1, 0) FROM txs")[0][0]
+        """The next order_pos: one more than the highest stored (0 without transactions), or
+        the number stored when a removal took the highest away (:meth:`put_next_order`)."""
+        derived = self._query("SELECT coalesce(max(order_pos) + 1, 0) FROM txs")[0][0]
+        return max(derived, int(self._meta_value(ORDER_NAME) or b"0"))
+
+    @property
+    def marks_pending(self) -> bool:
+        """The file's conflict marks were never stored (its mark columns are new): the load
+        computes them from the wallet's transactions, then calls :meth:`marks_stored`."""
+        return self._meta_value(MARKS_PENDING_NAME) is not None
+
+    def marks_stored(self) -> None:
+        with self.batch() as conn:
+            self._written()
+            conn.execute(delete(meta).where(meta.c.name == MARKS_PENDING_NAME))
 
     def snapshot(self) -> Optional[memoryview]:
         """The load snapshot when it was written in the file's current write epoch, else None
@@ -444,6 +486,10 @@ class WalletDB:
 
     def put_meta(self, name: str, value: bytes) -> None:
         self._upsert(meta, [{"name": name, "value": value}])
+
+    def put_next_order(self, order_pos: int) -> None:
+        """Record the next order_pos (a removed transaction's number is never given again)."""
+        self.put_meta(ORDER_NAME, b"%d" % order_pos)
 
     def put_keys(self, rows: List[Dict[str, Any]]) -> None:
         """Rows of ``pubkey, secret, crypted, hd_path, created``."""

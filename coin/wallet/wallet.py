@@ -125,14 +125,17 @@ class WalletTx:
             self._raw = None
 
     def row(self) -> Dict[str, Any]:
-        block = self.block
+        block, conflict = self.block, self.conflict_block
         raw = self._raw if self._tx is None else self._tx.serialize()
         return {"txid": self.txid, "raw": raw,
                 "block_hash": block.hash if block else None,
                 "block_height": block.height if block else None,
                 "block_index": block.index if block else None,
                 "time_received": self.time_received, "order_pos": self.order_pos,
-                "abandoned": self.abandoned, "from_me": self.from_me}
+                "abandoned": self.abandoned, "from_me": self.from_me,
+                "conflict_hash": conflict.hash if conflict else None,
+                "conflict_height": conflict.height if conflict else None,
+                "conflict_index": conflict.index if conflict else None}
 
 
 class Output(NamedTuple):
@@ -230,16 +233,26 @@ class Wallet:
                     self.keys.new_seed()
 
     def _stored_tx(self, row: Tuple[Any, ...]) -> WalletTx:
-        """A WalletTx of a ``txs`` row (parsed when first used)."""
-        txid, raw, block_hash, height, index, time_received, order_pos, abandoned, from_me = row
-        block = None
-        if block_hash is not None:
-            where = (block_hash, height, index)
-            block = self._blocks.get(where)  # one object per block position (memory)
-            if block is None:
-                block = self._blocks[where] = BlockRef(*where)
-        return WalletTx(None, block, time_received, order_pos, bool(abandoned), bool(from_me),
-                        (txid, raw))
+        """A WalletTx of a ``txs`` row (parsed when first used), with its stored conflict mark."""
+        (txid, raw, block_hash, height, index, time_received, order_pos, abandoned, from_me,
+         conflict_hash, conflict_height, conflict_index) = row
+        wtx = WalletTx(None, self._block_ref(block_hash, height, index), time_received, order_pos,
+                       bool(abandoned), bool(from_me), (txid, raw))
+        if conflict_hash is not None:  # (rare: no call for the others)
+            wtx.conflict_block = self._block_ref(conflict_hash, conflict_height, conflict_index)
+        return wtx
+
+    def _block_ref(self, block_hash: Optional[bytes], height: Optional[int],
+                   index: Optional[int]) -> Optional[BlockRef]:
+        """The BlockRef of stored columns (None without a hash): one object per block
+        position (memory)."""
+        if block_hash is None:
+            return None
+        where = (block_hash, height, index)
+        block = self._blocks.get(where)
+        if block is None:
+            block = self._blocks[where] = BlockRef(*where)
+        return block
 
     def _load_txs(self) -> None:
         """The transactions, then what is computed from them: the live part from the
@@ -251,14 +264,20 @@ class Wallet:
             self._compute(self.db.load_txs())
 
     def _compute(self, rows: List[Tuple[Any, ...]]) -> None:
-        """Every transaction from ``rows`` (by order_pos), and ``spends``, the conflict marks
-        and the coin index computed from them."""
+        """Every transaction from ``rows`` (by order_pos) with its stored conflict mark, and
+        ``spends`` and the coin index computed from them.
+
+        The marks are stored with each change, as Core's MarkConflicted does (also those of a
+        conflicting spend that is not the wallet's), and taken as stored.  A file from before
+        that has none: each confirmed transaction marks the wallet transactions
+        double-spending it, once, and they are stored."""
         self._read_all(rows)
-        # Conflict marks are not stored: each confirmed transaction marks the wallet
-        # transactions double-spending it again (depth() checks the block is active).
-        for wtx in list(self.txs.values()):
-            if wtx.block is not None:
-                self._mark_conflicts(wtx.tx, wtx.block)
+        if self.db.marks_pending:
+            with self.db.batch():
+                for wtx in list(self.txs.values()):
+                    if wtx.block is not None:
+                        self._mark_conflicts(wtx.tx, wtx.block)
+                self.db.marks_stored()
         self.coins.rebuild()
 
     def hydrate(self) -> None:
@@ -308,8 +327,16 @@ class Wallet:
         else:
             self.txs.fill(sorted(rows, key=lambda row: row[TX_ORDER_POS]))
         self.spends = spends
-        for txid, where in conflicts.items():
-            self.txs[txid].conflict_block = BlockRef(*where)
+        if self.db.marks_pending:  # the mark columns were added since: store the marks
+            with self.db.batch():
+                for txid, where in conflicts.items():
+                    wtx = self.txs[txid]
+                    wtx.conflict_block = BlockRef(*where)
+                    self.db.put_tx(wtx.row())
+                self.db.marks_stored()
+        else:
+            for txid, where in conflicts.items():  # (as the rows have them)
+                self.txs[txid].conflict_block = BlockRef(*where)
         self.coins.restore(coins, horizon if settled else None)
         for txid in list(self.coins.other):
             self.coins.refresh(txid)
@@ -370,6 +397,7 @@ class Wallet:
             self.txs.clear()
             self.spends.clear()
             self._next_order = 0
+            self.db.put_next_order(0)
             self.coins.rebuild()
             return zapped
 
@@ -526,7 +554,8 @@ class Wallet:
                 self._save_best_block()
 
     def _mark_conflicts(self, tx: Transaction, where: BlockRef) -> None:
-        """Wallet transactions double-spending ``tx``'s inputs, and their descendants."""
+        """Wallet transactions double-spending ``tx``'s inputs, and their descendants, in
+        memory and in the file."""
         if tx.is_coinbase():
             return
         todo = [other for txin in tx.vin
@@ -539,9 +568,7 @@ class Wallet:
                 continue
             seen.add(txid)
             wtx = self.txs[txid]
-            if wtx.conflict_block != where:
-                wtx.conflict_block = where
-                self.coins.changed(wtx)
+            self._set_conflict(wtx, where)
             for n in range(len(self.txs[txid].tx.vout)):
                 todo.extend(self.spends.get((txid, n), ()))
 
@@ -556,15 +583,23 @@ class Wallet:
                     wtx.block = None
                     self.db.put_tx(wtx.row())
                     self.coins.changed(wtx)
-            for wtx in self.txs.loaded():  # every marked transaction is in memory
-                if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash:
-                    wtx.conflict_block = None
-                    self.coins.changed(wtx)
+            marked = [wtx for wtx in self.txs.loaded()  # every marked transaction is in memory
+                      if wtx.conflict_block is not None and wtx.conflict_block.hash == block_hash]
+            for wtx in marked:
+                self._set_conflict(wtx, None)
             entry = self.chain.lookup(block_hash)
             if entry is not None:
                 self.coins.height_changed(entry.height)
             self.best_block = block.header.prev_hash
             self._save_best_block()
+
+    def _set_conflict(self, wtx: WalletTx, where: Optional[BlockRef]) -> None:
+        """Mark (or clear, None) ``wtx`` conflicted by a spend mined at ``where``, in memory
+        and in the file (in the caller's batch)."""
+        if wtx.conflict_block != where:
+            wtx.conflict_block = where
+            self.db.put_tx(wtx.row())
+            self.coins.changed(wtx)
 
     def mark_best_block(self, block_hash: bytes) -> None:
         with self.lock:
@@ -601,7 +636,9 @@ class Wallet:
             wtx = self.txs.pop(txid, None)
             if wtx is None:
                 return False
-            self.db.delete_tx(txid)
+            with self.db.batch():
+                self.db.delete_tx(txid)
+                self.db.put_next_order(self._next_order)  # (its number is not given again)
             if not wtx.tx.is_coinbase():
                 for txin in wtx.tx.vin:
                     key = (txin.prevout.txid, txin.prevout.n)
@@ -643,18 +680,21 @@ class Wallet:
 
     def depth(self, wtx: WalletTx) -> int:
         """Confirmations; 0 unconfirmed; negative when a conflicting spend is mined."""
-        chain = self.chain
-        tip = chain.tip
-        if wtx.block is not None:
-            entry = chain.lookup(wtx.block.hash)
-            if entry is not None and chain.contains(entry):
-                return tip.height - entry.height + 1
-        conflict = wtx.conflict_block
-        if conflict is not None:
-            entry = chain.lookup(conflict.hash)
-            if entry is not None and chain.contains(entry):
-                return -(tip.height - entry.height + 1)
+        tip = self.chain.tip
+        entry = self._active_entry(wtx.block)
+        if entry is not None:
+            return tip.height - entry.height + 1
+        entry = self._active_entry(wtx.conflict_block)
+        if entry is not None:
+            return -(tip.height - entry.height + 1)
         return 0
+
+    def _active_entry(self, block: Optional[BlockRef]) -> Any:
+        """The chain entry of ``block`` when it is on the active chain, else None."""
+        if block is None:
+            return None
+        entry = self.chain.lookup(block.hash)
+        return entry if entry is not None and self.chain.contains(entry) else None
 
     def in_mempool(self, wtx: WalletTx) -> bool:
         return self._in_mempool(wtx.txid)

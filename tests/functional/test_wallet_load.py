@@ -1,6 +1,7 @@
 """Wallet load snapshot on a real coind (issue #21): a clean stop leaves one the next load
 uses; kill -9 after a write, or while the node stops (writing it), leaves a wallet that
-loads and answers as before.
+loads and answers as before, also a payment conflicted by a mined double spend that is not
+the wallet's (its conflict mark is in the file).
 
 Each test runs a private ``coind -listen=0`` it kills.
 """
@@ -20,6 +21,10 @@ from tests.nodeharness import MINER_ADDRESS, NodeProcess
 WALLET = "w"
 WALLET_PATH = "/wallet/" + WALLET
 ARGS = ["-listen=0", "-wallet=" + WALLET]
+#: A second wallet on the node that pays the first.
+SENDER_PATH = "/wallet/sender"
+#: BIP125: an input's nSequence that signals replaceability.
+RBF_SEQUENCE = 0xfffffffd
 #: The debug.log words of a load's origin (coin.wallet.service.open_wallet).
 FROM_SNAPSHOT = "transactions, from its load snapshot)"
 COMPUTED = "transactions, computed)"
@@ -28,8 +33,8 @@ COMPUTED = "transactions, computed)"
 class LoadSnapshotTests(TestCase):
     timeout = 300
 
-    def start(self) -> NodeProcess:
-        node = NodeProcess.start(self.mktemp(), ARGS)
+    def start(self, *extra: str) -> NodeProcess:
+        node = NodeProcess.start(self.mktemp(), ARGS + list(extra))
         self.addCleanup(node.kill)
         return node
 
@@ -131,6 +136,37 @@ class LoadSnapshotTests(TestCase):
         node.wait_ready()
         self.assertEqual(self.loads(node)[-1], COMPUTED)
         self.assertEqual(self.settled_answers(node, txid), after)
+
+    def test_kill9_keeps_the_conflict_mark_of_a_double_spend_not_the_wallets(self):
+        """The sender replaces (BIP125) its payment to the wallet with a spend paying someone
+        else, mined: the payment has negative confirmations; after kill -9 (no snapshot
+        written, the load computes everything) it has the same, and so do the balances."""
+        node = self.start("-wallet=sender")
+        node.rpc("generatetoaddress", 101, node.rpc("getnewaddress", path=SENDER_PATH))
+        payment = node.rpc("sendtoaddress", self.call(node, "getnewaddress"), 10, "", "", False,
+                           True, path=SENDER_PATH)
+        self.assertEqual(self.call(node, "getunconfirmedbalance"), 10)
+        funding = node.rpc("decoderawtransaction", self.call(node, "gettransaction", payment)["hex"])
+        (spent,) = [{"txid": i["txid"], "vout": i["vout"], "sequence": RBF_SEQUENCE}
+                    for i in funding["vin"]]
+        double = node.rpc("signrawtransactionwithwallet", node.rpc(
+            "createrawtransaction", [spent], {MINER_ADDRESS: "49.99"}), path=SENDER_PATH)["hex"]
+        node.rpc("sendrawtransaction", double)
+        node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        # A block paying the wallet: its best block is written past the conflicting one (a
+        # load does not scan that again).
+        node.rpc("generatetoaddress", 1, self.call(node, "getnewaddress"))
+        node.rpc("generatetoaddress", 1, MINER_ADDRESS)
+        before = self.answers(node)
+        before["payment"] = self.call(node, "gettransaction", payment)
+        self.assertEqual(before["payment"]["confirmations"], -3)
+        self.assertEqual(before["info"]["unconfirmed_balance"], 0)
+        self.assertNotIn(payment, [entry["txid"] for entry in before["unspent"]])
+        self.restart(node, kill=True)
+        self.assertEqual(self.loads(node), [COMPUTED, COMPUTED])
+        after = self.answers(node)
+        after["payment"] = self.call(node, "gettransaction", payment)
+        self.assertEqual(after, before)
 
     def hydrations(self, node: NodeProcess) -> int:
         """How many times the wallet read its settled history (coin.wallet.wallet.hydrate)."""

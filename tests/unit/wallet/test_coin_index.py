@@ -78,6 +78,19 @@ class IndexTestCase(ServiceTestCase):
                         coin.value - sum(value for _, value in outputs) - 10_000))
         self.outside.mine(1, txs=[self.outside.spend(coin, outputs=outputs)])
 
+    def mined_double_spend(self) -> Tuple[Transaction, Transaction, List[Any]]:
+        """``(both, one, coins)``: a wallet spend of two coins recorded unconfirmed, then
+        ``one`` spending the first of them mined (another wallet transaction)."""
+        coins = sorted(self.wallet.available_coins(), key=lambda c: c.outpoint)[:2]
+        total = sum(c.txout.value for c in coins)
+        both = create_transaction(self.wallet, [Recipient(ELSEWHERE, total - COIN)], self.fees,
+                                  coins=[], preset=coins).tx
+        self.assertTrue(self.wallet.sync_transaction(both, None))
+        one = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees, coins=[],
+                                 preset=coins[:1]).tx
+        self.outside.mine(1, txs=[one])
+        return both, one, coins
+
     # ------------------------------------------------------------------ the referee
 
     def full_scan(self) -> Dict[str, Any]:
@@ -301,18 +314,11 @@ class UpdatePathTests(IndexTestCase):
         """A wallet spend of two coins, one of them then spent by a mined transaction: the
         spend is conflicted and its other coin is the wallet's again."""
         await self.deep_wallet()
-        coins = sorted(self.wallet.available_coins(), key=lambda c: c.outpoint)[:2]
-        total = sum(c.txout.value for c in coins)
-        both = create_transaction(self.wallet, [Recipient(ELSEWHERE, total - COIN)], self.fees,
-                                  coins=[], preset=coins).tx
-        self.assertTrue(self.wallet.sync_transaction(both, None))
-        one = create_transaction(self.wallet, [Recipient(ELSEWHERE, COIN)], self.fees, coins=[],
-                                 preset=coins[:1]).tx
         before = self.wallet.balance()
-        self.outside.mine(1, txs=[one])
+        both, one, coins = self.mined_double_spend()
         self.assertLess(self.wallet.depth(self.wallet.txs[both.txid]), 0)
         change = self.wallet.credit(one, ISMINE_SPENDABLE)
-        self.assertEqual(self.wallet.balance(), before + coins[1].txout.value + change)
+        self.assertEqual(self.wallet.balance(), before - coins[0].txout.value + change)
         self.assertConsistent("a conflicting spend mined")
 
     async def test_naming_a_watched_change_address(self):

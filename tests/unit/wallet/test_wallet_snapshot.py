@@ -103,6 +103,11 @@ class SnapshotTestCase(IndexTestCase):
         self.wallet = await self.service.load("")
         self.assertEqual(self.wallet.loaded_from_snapshot, from_snapshot)
 
+    def crash(self) -> None:
+        """The node dies: the file is closed without the wallet's close (no new snapshot)."""
+        wallet = self.service.wallets.pop("")
+        wallet.db.close()
+
     def write_directly(self) -> None:
         """A write through the storage on the unloaded wallet (as bench/wallet.py does)."""
         db = WalletDB(self.path)
@@ -295,11 +300,6 @@ class SnapshotValidityTests(SnapshotTestCase):
             self.assertFalse(self.wallet.loaded_from_snapshot, field)
             self.assertEqual(self.state(), expected, field)
             self.assertConsistent("load after a %s import" % field)
-
-    def crash(self) -> None:
-        """The node dies: the file is closed without the wallet's close (no new snapshot)."""
-        wallet = self.service.wallets.pop("")
-        wallet.db.close()
 
     async def test_a_crash_after_a_write_leaves_the_snapshot_unused(self):
         """A write that keeps the count of transactions and the best block: naming a watched
