@@ -80,8 +80,10 @@ class IndexTestCase(ServiceTestCase):
 
     def mined_double_spend(self) -> Tuple[Transaction, Transaction, List[Any]]:
         """``(both, one, coins)``: a wallet spend of two coins recorded unconfirmed, then
-        ``one`` spending the first of them mined (another wallet transaction)."""
-        coins = sorted(self.wallet.available_coins(), key=lambda c: c.outpoint)[:2]
+        ``one`` spending the first of them mined (another wallet transaction). The two largest
+        coins: a random history's smallest may not cover the amounts."""
+        coins = sorted(self.wallet.available_coins(),
+                       key=lambda c: (-c.txout.value, c.outpoint))[:2]
         total = sum(c.txout.value for c in coins)
         both = create_transaction(self.wallet, [Recipient(ELSEWHERE, total - COIN)], self.fees,
                                   coins=[], preset=coins).tx
