@@ -51,8 +51,8 @@ WALLET_FORMAT_VERSION = 2
 #: Meta rows of the load snapshot and of the write epoch it must match.
 SNAPSHOT_NAME = "load_snapshot"
 EPOCH_NAME = "write_epoch"
-#: Meta row of the next transaction order number (Core's "orderposnext"): never reused, also
-#: after removeprunedfunds of the newest transaction.
+#: Meta row of the next transaction order number (Core's "orderposnext"): not reused after
+#: removeprunedfunds of the newest transaction; zapping the whole history starts it at 0.
 ORDER_NAME = "order_pos_next"
 #: What ``getwalletinfo`` reports as ``walletversion``: the reference node's FEATURE_LATEST
 #: (159900, FEATURE_NO_DEFAULT_KEY; transcripts mwallet_02, rpcm_00), not Core 0.17's 169900.
@@ -432,8 +432,8 @@ class WalletDB:
         return self._meta_value(MARKS_PENDING_NAME) is not None
 
     def marks_stored(self) -> None:
+        # Not a write the snapshot depends on (no epoch bump): the marks themselves are.
         with self.batch() as conn:
-            self._written()
             conn.execute(delete(meta).where(meta.c.name == MARKS_PENDING_NAME))
 
     def snapshot(self) -> Optional[memoryview]:

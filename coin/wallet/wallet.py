@@ -327,16 +327,16 @@ class Wallet:
         else:
             self.txs.fill(sorted(rows, key=lambda row: row[TX_ORDER_POS]))
         self.spends = spends
-        if self.db.marks_pending:  # the mark columns were added since: store the marks
-            with self.db.batch():
-                for txid, where in conflicts.items():
-                    wtx = self.txs[txid]
-                    wtx.conflict_block = BlockRef(*where)
+        # The rows hold the marks, but a file whose mark columns are new, or one an older
+        # coind wrote (it does not fill them), may lack some the snapshot has: stored now.
+        with self.db.batch():
+            for txid, where in conflicts.items():
+                wtx = self.txs[txid]
+                if wtx.conflict_block != where:
+                    wtx.conflict_block = self._block_ref(*where)
                     self.db.put_tx(wtx.row())
+            if self.db.marks_pending:
                 self.db.marks_stored()
-        else:
-            for txid, where in conflicts.items():  # (as the rows have them)
-                self.txs[txid].conflict_block = BlockRef(*where)
         self.coins.restore(coins, horizon if settled else None)
         for txid in list(self.coins.other):
             self.coins.refresh(txid)

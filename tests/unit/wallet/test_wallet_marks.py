@@ -114,6 +114,27 @@ class ConflictMarkTests(SnapshotTestCase):
         await self.crash_and_load()
         self.assertEqual(self.state(), before)
 
+    async def test_a_mark_only_an_older_coinds_snapshot_has_is_stored_at_load(self):
+        """An older coind opens a new file (it names its columns) and writes a mark into its
+        snapshot only: the next load stores it, so a crash after that keeps it."""
+        wtx = await self.conflicted_payment()
+        before = self.state()
+        await self.service.remove("")
+        connection = sqlite3.connect(self.path)
+        with connection:  # what the older coind's writes of that row leave
+            connection.execute("UPDATE txs SET %s WHERE txid = ?" % ", ".join(
+                "%s = NULL" % name for name in MARK_COLUMNS), (wtx.txid,))
+        connection.close()
+        self.wallet = await self.service.load("")
+        self.assertTrue(self.wallet.loaded_from_snapshot)
+        self.assertEqual(self.state(), before)
+        self.assertEqual(self.mark_columns(wtx.txid), tuple(wtx.conflict_block))
+        self.receive_in_block(random.Random(3))  # one more write, then kill -9
+        written = self.state()
+        await self.crash_and_load()
+        self.assertEqual(self.wallet.depth(self.wallet.txs[wtx.txid]), -4)
+        self.assertEqual(self.state(), written)
+
     async def test_an_old_file_without_a_snapshot_gets_the_marks_of_wallet_spends(self):
         """Without a snapshot the marks set by wallet transactions are computed and stored
         (a mark by a spend that is not the wallet's was never in such a file)."""
