@@ -50,11 +50,11 @@ def calls(host: str, port: int, authorization: str, count: int) -> Dict[str, Any
             connection.sendall(request)
             answer = b""
             while b"\r\n\r\n" not in answer:
-                answer += connection.recv(65536)
+                answer += _received(connection)
             head, _, body = answer.partition(b"\r\n\r\n")
             length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
             while len(body) < length:
-                body += connection.recv(65536)
+                body += _received(connection)
             if not head.startswith(b"HTTP/1.1 200"):
                 raise RuntimeError("answer: %r" % head[:40])
         latencies.append(time.perf_counter() - begun)
@@ -62,6 +62,13 @@ def calls(host: str, port: int, authorization: str, count: int) -> Dict[str, Any
     latencies.sort()
     return {"calls_per_s": count / elapsed,
             **{"p%d_ms" % p: latencies[min(count - 1, count * p // 100)] * 1000 for p in (50, 99)}}
+
+
+def _received(connection: socket.socket) -> bytes:
+    data = connection.recv(65536)
+    if not data:
+        raise RuntimeError("the server closed the connection before its whole answer")
+    return data
 
 
 def run(target: Target, count: int) -> Dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Pausing Python's cyclic garbage collector around bulk loads."""
+"""How the node runs Python's cyclic garbage collector: paused around bulk loads, and once
+start-up is over, the heap built so far frozen and the young generation collected less
+often (coind; bench/connect.py runs the same policy)."""
 
 from __future__ import annotations
 

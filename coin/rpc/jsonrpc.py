@@ -493,7 +493,7 @@ class JSONRPCCore:
         chain-only call on ``/`` is answered from the answer cache (by :func:`call_key`,
         whatever its id); given the ``body`` too, its whole Reply is kept for that body."""
         self.last_kept = None
-        key = self._chain_key(request, wallet_name)
+        key = self._cached_key(request) if self._cached(wallet_name) else None
         if key is None:
             return self._dispatch(request, user, wallet_name)
         if not self._whitelist.allows(user, key[0]):  # (False too for a user denied all)
@@ -649,8 +649,7 @@ class JSONRPCCore:
         append = parts.append
         seconds = self._clock.seconds
         slice_end = seconds() + BATCH_SLICE
-        # (The answer cache serves chain-only calls on "/" after warm-up: see _chain_key.)
-        cached = wallet_name is None and self._warmup.message is None
+        cached = self._cached(wallet_name)
         for request in requests:
             answer = self._batch_call(request, user, wallet_name, cached)
             append(answer if isinstance(answer, bytes) else (await answer)[1])
@@ -676,12 +675,10 @@ class JSONRPCCore:
             call = self._answer(request_id, method, params, user, wallet_name)
         return call[1] if isinstance(call, tuple) else call
 
-    def _chain_key(self, request: Any, wallet_name: str | None) -> tuple[Any, ...] | None:
-        """The answer cache's key of a call of a chain-only method on ``/`` after warm-up
-        (:func:`call_key`), else None: the call goes the usual way."""
-        if wallet_name is not None or self._warmup.message is not None:
-            return None
-        return self._cached_key(request)
+    def _cached(self, wallet_name: str | None) -> bool:
+        """Whether the answer cache serves this request's chain-only calls: on ``/`` after
+        warm-up (warm-up only ever ends, so a batch asks once)."""
+        return wallet_name is None and self._warmup.message is None
 
     def _cached_key(self, request: Any) -> tuple[Any, ...] | None:
         """:func:`call_key` of a call object of a chain-only method, else None."""
@@ -699,9 +696,7 @@ class JSONRPCCore:
         method = key[0]
         kept = self._answers.get(key)
         if kept is not None:
-            method, (status, head) = kept
-            if self._observe is not None:
-                self._observe(method, status, 0.0)
+            status, head = self._counted(*kept)
             if type(request_id) is int and -_INT_FAST < request_id < _INT_FAST:
                 return status, b"%s%d}" % (head, request_id)  # encode_json's, in one copy
             return status, head + encode_json(request_id) + b"}"
