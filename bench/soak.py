@@ -103,11 +103,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds per load")
     parser.add_argument("--connections", type=int, default=256)
     parser.add_argument("--rpcworkers", type=int, default=0, metavar="N")
+    parser.add_argument("--txindex", action="store_true", help="run coind with -txindex")
     args = parser.parse_args(argv)
     if wrk_version() is None:
         parser.error("needs wrk")
     started = time.perf_counter()
-    with mined_rest_node(args.rpcworkers) as (node, chain, script):
+    with mined_rest_node(args) as (node, chain, script):
         target = Target(node.rpcport)
         block = "/rest/block/%s.json" % node.rpc("getblockhash", 1)
         runs = [
