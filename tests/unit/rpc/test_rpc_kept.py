@@ -444,6 +444,28 @@ class ChannelTests(KeptTestCase):
         self.server.clock.advance(1)
         self.assertTrue(transport.value().startswith(b"HTTP/1.1 401"))
 
+    def test_a_new_connection_with_a_replaced_cookie_is_checked(self) -> None:
+        """A new connection takes credentials unchecked only while the authenticator still
+        knows them: after the cookie is replaced its first request waits its turn and is
+        refused, though its bytes are those of a kept answer."""
+        cookie = os.path.join(tempfile.mkdtemp(), ".cookie")
+        with open(cookie, "w") as f:
+            f.write("__cookie__:one")
+        authenticator = Authenticator(None, [])
+        authenticator.read_cookie(cookie)
+        self.server = self.make_server(authenticator=authenticator)
+        request = post(call("getbestblockhash", []), auth=base64.b64encode(b"__cookie__:one"))
+        for _ in range(2):
+            self.assertTrue(self.exchange(self.connect(), request).startswith(b"HTTP/1.1 200"))
+        with open(cookie, "w") as f:
+            f.write("__cookie__:two")
+        authenticator.read_cookie(cookie)
+        protocol, transport = self.connect()
+        protocol.dataReceived(request)
+        self.assertEqual(transport.value(), b"")  # checked: a wrong password waits 250 ms
+        self.server.clock.advance(1)
+        self.assertTrue(transport.value().startswith(b"HTTP/1.1 401"))
+
     def test_not_kept_when_the_connection_closes_after(self) -> None:
         for request in (post(call("getbestblockhash", []), extra=b"Connection: close\r\n"),
                         post(call("getbestblockhash", [])).replace(b"HTTP/1.1", b"HTTP/1.0")):
