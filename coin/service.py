@@ -44,6 +44,7 @@ from coin.chainparams import ChainParams, get_params
 from coin.config import ConfigError
 from coin.config.node import NodeConfig
 from coin.config.rpcauth import parse_rpcauth
+from coin.eventloop import describe as describe_event_loop
 from coin.frontend.workers import WorkerPool
 from coin.index.txindex import TxIndex, drop_txindex
 from coin.listeners import ListenerGroup
@@ -634,6 +635,7 @@ class NodeService(service.MultiService):
         self._start_logging()
         log.info("Coin version v{version}", version=__version__)
         log.info("Using data directory {datadir}", datadir=self.datadir)
+        log.info("{line}", line=describe_event_loop(self.reactor))
         for warning in self._warnings:
             # Not a "warning" key: the legacy log system reserves it for Python warnings.
             log.warn("{text}", text=warning)

@@ -19,6 +19,7 @@ from coin.collector import freeze_heap
 from coin.config import Config, ConfigError
 from coin.config.node import NodeConfig, check_node_values, node_options
 from coin.config.options import OptionRegistry
+from coin.eventloop import install as install_reactor, set_busypoll
 from coin.service import NodeService, StartupError
 
 USAGE = "Usage:  coind [options]                     Start Coin daemon\n"
@@ -126,6 +127,7 @@ def makeService(options: Options) -> NodeService:
     """twistd's entry: build the node; twistd then forks (unless -n) and starts it."""
     from twisted.internet import reactor
 
+    set_busypoll(reactor, options.config.get_int("busypoll"))
     try:
         return (options.program or COIND).build(options.config, reactor)
     except (ConfigError, StartupError) as e:
@@ -157,6 +159,7 @@ def main(argv: Optional[List[str]] = None, program: Optional[Program] = None) ->
         return 1
     if config is None:
         return 0
+    install_reactor(config.get_int("busypoll"))
     from twisted.internet import reactor
     from twisted.logger import globalLogBeginner
 

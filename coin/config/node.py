@@ -14,6 +14,7 @@ from coin.config.args import Config
 from coin.config.errors import ConfigError
 from coin.config.networks import NETWORKS
 from coin.config.options import OptionRegistry, add_common_options
+from coin.eventloop import DEFAULT_BUSYPOLL_US, MAX_BUSYPOLL_US
 from coin.notify import DEFAULT_HWM as ZMQ_DEFAULT_HWM, TOPIC_HELP as ZMQ_TOPIC_HELP, TOPICS as ZMQ_TOPICS
 from coin.storage.database import SQLITE, server_url
 from coin.storage.errors import StorageError
@@ -70,6 +71,11 @@ def node_options() -> OptionRegistry:
     r.add("help", "", hidden=True)
     r.add("version", "Print version and exit", kind="bool")
     add_common_options(r)
+    r.add("busypoll", "Before the event loop sleeps, poll for up to <n> microseconds while "
+          "events keep arriving that soon; it adapts as Linux's haltpoll does, so an idle "
+          "node never polls (0 to disable, at most %d; default: %d)"
+          % (MAX_BUSYPOLL_US, DEFAULT_BUSYPOLL_US), kind="int", default=DEFAULT_BUSYPOLL_US,
+          meta="=<n>")
     r.add("daemon", "Run in the background as a daemon and accept commands", kind="bool",
           default=False)
     r.add("dbcache", "Set database cache size in megabytes (4 to 16384, default: %d)"
@@ -405,6 +411,10 @@ def check_node_values(config: Config) -> None:
         raise ConfigError("Error: -mocktime is for regression testing (-regtest mode) only")
     if config.get_bool("zapwallettxes") and len(config.get_all("wallet")) > 1:
         raise ConfigError("Error: -zapwallettxes is only allowed with a single wallet file")
+    busypoll = config.get_int("busypoll")
+    if not 0 <= busypoll <= MAX_BUSYPOLL_US:
+        raise ConfigError("Error: -busypoll must be from 0 to %d microseconds"
+                          % MAX_BUSYPOLL_US)
     if config.get_int("rpcserialversion") < 0:
         raise ConfigError("Error: rpcserialversion must be non-negative.")
     if config.get_int("rpcserialversion") > 1:

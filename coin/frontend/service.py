@@ -23,6 +23,7 @@ from coin.chain.clock import NodeClock
 from coin.chain.pruning import PruneConfigError, prune_target_from_option
 from coin.chainparams import get_params
 from coin.config.node import NodeConfig
+from coin.eventloop import describe as describe_event_loop
 from coin.frontend.chain import CommittedChain
 from coin.frontend.forward import WriterClient
 from coin.frontend.rest import FrontendREST
@@ -177,6 +178,7 @@ class FrontendService(service.MultiService):
         self._start_logging()
         log.info("Coin version v{version} (front end of {writer})", version=__version__,
                  writer=self.writer.url)
+        log.info("{line}", line=describe_event_loop(self.reactor))
         try:
             self.store.open_read_only()
         except Exception as e:

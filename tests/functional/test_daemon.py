@@ -52,11 +52,22 @@ class LifecycleTests(NodeTestCase):
         pid_file = os.path.join(node.net_datadir, "coind.pid")
         with open(pid_file) as f:
             self.assertEqual(int(f.read()), node.process.pid)
-        self.assertTrue(os.path.exists(os.path.join(node.net_datadir, "debug.log")))
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            self.assertIn("Event loop: SpinningEPollReactor, polling up to 200 µs before it "
+                          "sleeps while events come that soon\n", f.read())
         result = node.cli("stop")
         self.assertEqual((result.returncode, result.stdout), (0, "Coin server stopping\n"))
         self.assertEqual(node.wait(), 0)
         self.assertFalse(os.path.exists(pid_file))
+
+    def test_busypoll_0_runs_the_same_loop_without_polling(self) -> None:
+        node = NodeProcess.start(self.mktemp(), ["-busypoll=0"])
+        self.addCleanup(node.kill)
+        self.assertEqual(node.rpc("getblockcount"), 0)
+        node.stop()
+        with open(os.path.join(node.net_datadir, "debug.log")) as f:
+            self.assertIn("Event loop: SpinningEPollReactor, polling off (-busypoll=0)\n",
+                          f.read())
 
     def test_sigterm_flushes_and_restart_keeps_the_chain(self) -> None:
         datadir = self.mktemp()
@@ -137,6 +148,11 @@ class ArgumentTests(SynchronousTestCase):
         result = run_coind("-regtest", "-rpcport=abc")
         self.assertEqual(result.returncode, 1)
         self.assertIn("rpcport", result.stderr)
+
+    def test_busypoll_out_of_range_stops_start_up(self) -> None:
+        result = run_coind("-regtest", "-busypoll=10001")
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "Error: -busypoll must be from 0 to 10000 microseconds\n"))
 
     def test_malformed_rpcauth_stops_start_up(self) -> None:
         datadir = os.path.abspath(self.mktemp())

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 import venv
-from typing import Dict, List, Set
+from typing import Dict, List, Sequence, Set
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -104,15 +104,32 @@ class TwistdCommandTests(SynchronousTestCase):
         self.assert_lists_coind(install(os.path.abspath(self.mktemp()), editable=False))
 
     def test_twistd_n_coind_regtest_answers_rpc(self) -> None:
+        self.assert_twistd_n_coind_answers_rpc([])
+
+    def test_twistd_reactor_coin_answers_rpc(self) -> None:
+        """``--reactor=coin`` is coind's own polling reactor, listed with Twisted's; the
+        node runs on it and takes -busypoll."""
+        result = self.twistd(shared_editable_install(), "--help-reactors")
+        self.assertRegex(result.stdout, r"\n +coin\s+epoll, polling briefly before it sleeps")
+        output = self.assert_twistd_n_coind_answers_rpc(["--reactor=coin"], ["-busypoll=50"])
+        self.assertIn("reactor class: coin.eventloop.SpinningEPollReactor", output)
+
+    def assert_twistd_n_coind_answers_rpc(self, twistd_args: List[str],
+                                          coind_args: Sequence[str] = ()) -> str:
+        """Run ``twistd [twistd_args] -n coind ...``, call it, stop it; twistd's output."""
         python = shared_editable_install()
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
         port = free_port()
-        args: List[str] = ["-n", "--pidfile=", "coind", "-regtest", "-datadir=" + datadir,
-                           "-rpcport=%d" % port, "-port=%d" % free_port(), "-rpcuser=u",
-                           "-rpcpassword=p"]
-        process = subprocess.Popen([python, twistd_script()] + args, cwd=datadir, env=_clean_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        args: List[str] = twistd_args + [
+            "-n", "--pidfile=", "coind", "-regtest", "-datadir=" + datadir,
+            "-rpcport=%d" % port, "-port=%d" % free_port(), "-rpcuser=u",
+            "-rpcpassword=p"] + list(coind_args)
+        output_path = os.path.join(datadir, "twistd.out")
+        with open(output_path, "w") as output:
+            process = subprocess.Popen([python, twistd_script()] + args, cwd=datadir,
+                                       env=_clean_env(), stdout=output,
+                                       stderr=subprocess.STDOUT)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         node = NodeProcess(datadir, port, [], ("u", "p"))
         node.process = process
@@ -123,6 +140,8 @@ class TwistdCommandTests(SynchronousTestCase):
         self.assertIn(process.wait(60), (0, -signal.SIGTERM))
         with open(os.path.join(datadir, "regtest", "debug.log")) as f:
             self.assertIn("Shutdown: done", f.read())
+        with open(output_path) as f:
+            return f.read()
 
     def test_forking_twistd_coind_runs_in_the_daemon(self) -> None:
         """Plain ``twistd coind`` forks: the pid files name the daemon, which alone holds the

@@ -550,3 +550,17 @@ class CoreOptionTests(_DatadirMixin, SynchronousTestCase):
             with self.assertRaises(ConfigError) as caught:
                 check_node_values(self.load(argv))
             self.assertEqual(str(caught.exception), message)
+
+    def test_busypoll_takes_0_to_10000_microseconds(self):
+        from coin.config.node import check_node_values
+
+        for value in ("0", "200", "10000"):
+            config = self.load(["-busypoll=" + value])
+            check_node_values(config)
+            self.assertEqual(config.get_int("busypoll"), int(value))
+        self.assertEqual(self.load([]).get_int("busypoll"), 200)
+        for value in ("-1", "10001"):
+            with self.assertRaises(ConfigError) as caught:
+                check_node_values(self.load(["-busypoll=" + value]))
+            self.assertEqual(str(caught.exception),
+                             "Error: -busypoll must be from 0 to 10000 microseconds")
