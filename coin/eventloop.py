@@ -66,7 +66,7 @@ if EPollReactor is not None:
         """EPollReactor that polls for up to the governor's window before it blocks.
 
         Twisted registers descriptors level-triggered, so the readiness seen while polling
-        is still reported to the ordinary ``doPoll`` that then dispatches it.
+        or waiting is still reported to the ordinary ``doPoll`` that then dispatches it.
         """
 
         def __init__(self, limit_us: int = DEFAULT_BUSYPOLL_US) -> None:
@@ -87,16 +87,15 @@ if EPollReactor is not None:
             window = governor.window_ns
             if timeout_ns is not None:
                 window = min(window, timeout_ns)
-            if window and self._ready_within(started + window):
-                super().doPoll(0)
-                governor.waited(time.monotonic_ns() - started, True)
-                return
-            if timeout_ns is None:
-                super().doPoll(None)
-            else:
-                super().doPoll(max(0, timeout_ns - (time.monotonic_ns() - started)) / 1e9)
-            waited = time.monotonic_ns() - started
-            governor.waited(waited, timeout_ns is None or waited < timeout_ns)
+            if not (window and self._ready_within(started + window)):
+                # The governor is told of the idle time alone: handlers run after it.
+                if timeout_ns is None:
+                    ready = self._poller.poll(-1, 1)
+                else:
+                    left = timeout_ns - (time.monotonic_ns() - started)
+                    ready = self._poller.poll(max(0, left) / 1e9, 1)
+                governor.waited(time.monotonic_ns() - started, bool(ready))
+            super().doPoll(0)
 
         # EPollReactor binds its own doPoll as doIteration, which the main loop calls.
         doIteration = doPoll

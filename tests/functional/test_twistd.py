@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 import venv
-from typing import Dict, List, Sequence, Set
+from typing import Dict, List, Sequence, Set, Tuple
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -111,12 +111,16 @@ class TwistdCommandTests(SynchronousTestCase):
         node runs on it and takes -busypoll."""
         result = self.twistd(shared_editable_install(), "--help-reactors")
         self.assertRegex(result.stdout, r"\n +coin\s+epoll, polling briefly before it sleeps")
-        output = self.assert_twistd_n_coind_answers_rpc(["--reactor=coin"], ["-busypoll=50"])
+        output, debug_log = self.assert_twistd_n_coind_answers_rpc(["--reactor=coin"],
+                                                                   ["-busypoll=50"])
         self.assertIn("reactor class: coin.eventloop.SpinningEPollReactor", output)
+        self.assertIn("Event loop: SpinningEPollReactor, polling up to 50 µs before it sleeps",
+                      debug_log)
 
     def assert_twistd_n_coind_answers_rpc(self, twistd_args: List[str],
-                                          coind_args: Sequence[str] = ()) -> str:
-        """Run ``twistd [twistd_args] -n coind ...``, call it, stop it; twistd's output."""
+                                          coind_args: Sequence[str] = ()) -> Tuple[str, str]:
+        """Run ``twistd [twistd_args] -n coind ...``, call it, stop it; twistd's output and
+        the node's debug.log."""
         python = shared_editable_install()
         datadir = os.path.abspath(self.mktemp())
         os.makedirs(datadir)
@@ -139,9 +143,10 @@ class TwistdCommandTests(SynchronousTestCase):
         # twistd re-raises the stopping signal on its way out (its convention for exit status).
         self.assertIn(process.wait(60), (0, -signal.SIGTERM))
         with open(os.path.join(datadir, "regtest", "debug.log")) as f:
-            self.assertIn("Shutdown: done", f.read())
+            debug_log = f.read()
+        self.assertIn("Shutdown: done", debug_log)
         with open(output_path) as f:
-            return f.read()
+            return f.read(), debug_log
 
     def test_forking_twistd_coind_runs_in_the_daemon(self) -> None:
         """Plain ``twistd coind`` forks: the pid files name the daemon, which alone holds the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from twisted.internet.test import test_fdset, test_tcp, test_threads, test_time
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
@@ -71,7 +71,7 @@ class GovernorTests(SynchronousTestCase):
 
     def test_a_new_limit_starts_from_no_window(self) -> None:
         reactor = SpinningEPollReactor()
-        self.addCleanup(reactor._poller.close)
+        self.addCleanup(_close, reactor)
         reactor.governor.window_ns = reactor.governor.limit_ns
         set_busypoll(reactor, 80)
         self.assertEqual((reactor.governor.limit_ns, reactor.governor.start_ns,
@@ -79,21 +79,31 @@ class GovernorTests(SynchronousTestCase):
         set_busypoll(object(), 80)  # a reactor that does not poll is left alone
 
 
+class CountingReactor(SpinningEPollReactor):
+    """Counts the polls that found a descriptor ready."""
+
+    found_polling = 0
+
+    def _ready_within(self, deadline_ns: int) -> bool:
+        found = super()._ready_within(deadline_ns)
+        self.found_polling += found
+        return found
+
+
 class PollingTests(SynchronousTestCase):
     """The reactor itself, run here on a socket pair."""
 
-    def reactor(self, limit_us: int) -> SpinningEPollReactor:
-        reactor = SpinningEPollReactor(limit_us)
-        self.addCleanup(reactor._poller.close)
+    def reactor(self, limit_us: int) -> CountingReactor:
+        reactor = CountingReactor(limit_us)
+        self.addCleanup(_close, reactor)
         return reactor
 
-    def test_an_event_during_the_window_is_dispatched_without_sleeping(self) -> None:
-        reactor = self.reactor(10_000)
-        reactor.governor.window_ns = 10_000 * US
+    def reader(self, reactor: SpinningEPollReactor, work_s: float = 0.0) -> Tuple[Any, list]:
+        """A socket pair whose near end the reactor reads; the far end, and what was read."""
         near, far = socket.socketpair()
         self.addCleanup(near.close)
         self.addCleanup(far.close)
-        seen = []
+        seen: list = []
 
         class Reader:
             def fileno(self) -> int:
@@ -101,6 +111,9 @@ class PollingTests(SynchronousTestCase):
 
             def doRead(self) -> None:
                 seen.append(near.recv(10))
+                end = time.perf_counter() + work_s
+                while time.perf_counter() < end:
+                    pass
 
             def logPrefix(self) -> str:
                 return "Reader"
@@ -108,12 +121,40 @@ class PollingTests(SynchronousTestCase):
             def connectionLost(self, reason: Any) -> None:
                 pass
 
-        reactor.addReader(Reader())
+        reader = Reader()
+        reactor.addReader(reader)
+        self.addCleanup(reactor.removeReader, reader)  # before the sockets close
+        return far, seen
+
+    def test_the_main_loop_serves_an_event_found_while_polling(self) -> None:
+        reactor = self.reactor(10_000)
+        reactor.governor.window_ns = 10_000 * US
+        far, seen = self.reader(reactor)
         far.send(b"x")
-        reactor.doPoll(5.0)
-        self.assertEqual(seen, [b"x"])
+        reactor.iterate(5.0)
+        self.assertEqual((seen, reactor.found_polling), ([b"x"], 1))
         # Found while polling: the window neither grew nor shrank.
         self.assertEqual(reactor.governor.window_ns, 10_000 * US)
+
+    def test_the_time_handlers_take_is_not_idle_time(self) -> None:
+        """Requests already waiting, each taking longer than the limit to answer: they come
+        back to back, so the window stays open."""
+        reactor = self.reactor(200)
+        reactor.governor.window_ns = 200 * US
+        far, seen = self.reader(reactor, work_s=0.001)
+        for _ in range(5):
+            far.send(b"x")
+            reactor.iterate(5.0)
+        self.assertEqual(len(seen), 5)
+        self.assertEqual(reactor.governor.window_ns, 200 * US)
+
+    def test_a_wait_past_the_limit_closes_the_window(self) -> None:
+        reactor = self.reactor(200)
+        reactor.governor.window_ns = 200 * US
+        far, seen = self.reader(reactor)
+        for _ in range(3):
+            reactor.iterate(0.005)  # nothing comes: 5 ms of idle, a timer's end
+        self.assertEqual((seen, reactor.governor.window_ns), ([], 0))
 
     def test_a_timer_due_within_the_window_is_not_kept_waiting(self) -> None:
         """With nothing to read, the poll ends when the next timer is due, not the window."""
@@ -121,10 +162,19 @@ class PollingTests(SynchronousTestCase):
         reactor.governor.set_limit(5_000_000 * US)  # a 5 s window, beyond what -busypoll takes
         reactor.governor.window_ns = reactor.governor.limit_ns
         started = time.monotonic()
-        reactor.doPoll(0.01)
+        reactor.iterate(0.01)
         self.assertLess(time.monotonic() - started, 2.5)
         # The timer ended the wait: no reason to open the window wider or close it.
         self.assertEqual(reactor.governor.window_ns, 5_000_000 * US)
+
+
+def _close(reactor: SpinningEPollReactor) -> None:
+    """Release what a reactor that never ran holds: its waker and its epoll descriptor."""
+    reactor.removeAll()
+    waker = getattr(reactor, "waker", None)
+    if waker is not None:
+        waker.connectionLost(None)
+    reactor._poller.close()
 
 
 def _lost_descriptors_go_unseen(self: Any) -> None:
