@@ -422,21 +422,29 @@ class ChannelTests(KeptTestCase):
         reply = json.loads(split_response(self.exchange(connection, request))[2])
         self.assertEqual(reply["result"], "%064x" % 1)
 
-    def test_not_for_other_credentials_or_changed_ones(self) -> None:
+    def serve_with_cookie(self, password: str) -> Callable[[str], None]:
+        """Serve with cookie authentication only; returns what replaces the cookie and has
+        the authenticator read it again, as when the writer restarts."""
         cookie = os.path.join(tempfile.mkdtemp(), ".cookie")
-        with open(cookie, "w") as f:
-            f.write("__cookie__:one")
         authenticator = Authenticator(None, [])
-        authenticator.read_cookie(cookie)
+
+        def write(password: str) -> None:
+            with open(cookie, "w") as f:
+                f.write("__cookie__:" + password)
+            authenticator.read_cookie(cookie)
+
+        write(password)
         self.server = self.make_server(authenticator=authenticator)
+        return write
+
+    def test_not_for_other_credentials_or_changed_ones(self) -> None:
+        rotate_cookie = self.serve_with_cookie("one")
         connection = self.connect()
         one = base64.b64encode(b"__cookie__:one")
         request = post(call("getbestblockhash", []), auth=one)
         self.assertTrue(self.exchange(connection, request).startswith(b"HTTP/1.1 200"))
         self.assertTrue(self.exchange(connection, request).startswith(b"HTTP/1.1 200"))
-        with open(cookie, "w") as f:
-            f.write("__cookie__:two")
-        authenticator.read_cookie(cookie)  # the writer restarted with a new cookie
+        rotate_cookie("two")  # the writer restarted with a new cookie
         protocol, transport = connection
         transport.clear()
         protocol.dataReceived(request)
@@ -448,18 +456,11 @@ class ChannelTests(KeptTestCase):
         """A new connection takes credentials unchecked only while the authenticator still
         knows them: after the cookie is replaced its first request waits its turn and is
         refused, though its bytes are those of a kept answer."""
-        cookie = os.path.join(tempfile.mkdtemp(), ".cookie")
-        with open(cookie, "w") as f:
-            f.write("__cookie__:one")
-        authenticator = Authenticator(None, [])
-        authenticator.read_cookie(cookie)
-        self.server = self.make_server(authenticator=authenticator)
+        rotate_cookie = self.serve_with_cookie("one")
         request = post(call("getbestblockhash", []), auth=base64.b64encode(b"__cookie__:one"))
         for _ in range(2):
             self.assertTrue(self.exchange(self.connect(), request).startswith(b"HTTP/1.1 200"))
-        with open(cookie, "w") as f:
-            f.write("__cookie__:two")
-        authenticator.read_cookie(cookie)
+        rotate_cookie("two")
         protocol, transport = self.connect()
         protocol.dataReceived(request)
         self.assertEqual(transport.value(), b"")  # checked: a wrong password waits 250 ms
