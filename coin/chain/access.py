@@ -113,6 +113,13 @@ class ChainAccess:
             prune_target=state.prune_target if pruned and state.prune_target else None,
             warnings=self.warnings.text())
 
+    def status_inputs(self) -> Tuple[Any, ...]:
+        """What :meth:`status` reads besides the snapshot and the settings fixed at start,
+        in a few calls: with the same snapshot, equal inputs give an equal status."""
+        state = self.state
+        return (self.is_initial_block_download(), state.store.file_usage(),
+                state.prune_generation, self.warnings.text())
+
     def _initial_download(self) -> bool:
         view = self.snapshot()
         return in_initial_download(view.tip, view.best_header, self.clock.now())

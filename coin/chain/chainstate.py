@@ -242,6 +242,12 @@ class ChainState:
         """
         return self._marked_pruned or self.store.have_pruned()
 
+    @property
+    def prune_generation(self) -> int:
+        """Bumped each time blocks lose their data (after their entries show it): readers
+        keeping something that holds only while blocks keep their data compare it."""
+        return self._prune_generation
+
     def is_pruned_block(self, entry: BlockIndexEntry) -> bool:
         """Core's test: data was stored once (``nTx > 0``), is gone, and the node has pruned."""
         return not entry.have_data() and entry.tx_count > 0 and self.have_pruned
@@ -356,9 +362,12 @@ class ChainState:
                 changed.append(self._entry_from_row(row))
                 continue
             failures_changed |= bool((entry.status ^ row.status) & BLOCK_FAILED_MASK)
-            if (entry.status ^ row.status) & (BLOCK_HAVE_DATA | BLOCK_HAVE_UNDO):
-                self._prune_generation += 1  # pruned: the cached prune height is stale
+            pruned = (entry.status ^ row.status) & (BLOCK_HAVE_DATA | BLOCK_HAVE_UNDO)
             self._copy_row(entry, row)
+            if pruned:
+                # Bumped once the entry has changed: a reader seeing the new generation
+                # sees the entry without its data (prune_generation).
+                self._prune_generation += 1
             changed.append(entry)
         self._derive_from(changed, rescan=failures_changed)
         self._set_tip_from_marker(committed.best)

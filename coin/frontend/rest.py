@@ -50,6 +50,20 @@ class FrontendREST(RESTResource):
             return waiting.addCallbacks(lambda _: self._route_here(path, body), _unavailable)
         return self._route_here(path, body)
 
+    def may_answer_kept(self) -> bool:
+        """Not while the chain here is older than the writer's last commit: what a request
+        would wait for (see ``fresh``) a kept answer must not skip."""
+        waiting = self._fresh()
+        if waiting is not None:
+            waiting.addErrback(lambda _: None)  # the repeat is routed, and waits, as usual
+            return False
+        return super().may_answer_kept()
+
+    def answer_stamp(self, name: str) -> Optional[Tuple[Any, ...]]:
+        """chaininfo.json has none here: it shows the replica's lag, which moves with the
+        clock."""
+        return None if name == "chaininfo" else super().answer_stamp(name)
+
     def _route_here(self, path: str, body: bytes) -> Reply:
         answer = super().route(path, body)
         if path.startswith("tx/") and isinstance(answer, Deferred):

@@ -437,8 +437,8 @@ class LeanChannel(Protocol):
             return False
         if not still(self):
             return False
-        self._restart_idle()
         write_now(self.transport, before + http_date() + after)
+        self._restart_idle()  # after the answer is on its way: it waits for nothing here
         return True
 
     def keep(self, message: _Message, response: bytes,

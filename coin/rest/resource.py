@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import string
 import threading
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from twisted.internet.defer import (
@@ -265,6 +265,22 @@ class RESTHandlers:
         #: The last chaininfo.json body, with the snapshot and status it was made from.
         self._chaininfo: Optional[Tuple[ChainSnapshot, ChainStatus, Body]] = None
         self._openapi: Optional[bytes] = None
+
+    def stamp(self, name: str) -> Optional[Tuple[Any, ...]]:
+        """What the answers of endpoint ``name`` depend on besides their path, taken in a
+        few attribute reads: the snapshot, blocks losing their data, the memory pool (or,
+        for chaininfo, the snapshot and the node's status). Taken before an answer is made,
+        an equal stamp later means that answer still holds (a kept answer's check). None
+        for the endpoints whose answers depend on more (the mempool's objects read the
+        clock)."""
+        chain = self.chain
+        if name == "chaininfo":
+            return (chain.snapshot(), chain.status_inputs())
+        if name not in STAMPED_ENDPOINTS:
+            return None
+        pool = chain.mempool
+        return (chain.snapshot(), chain.state.prune_generation,
+                pool.transactions_updated if pool is not None else None)
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
@@ -612,6 +628,10 @@ _PREFIXED = ("block/notxdetails", "block", "headers", "tx", "blockhashbyheight")
 _WHOLE = ("chaininfo", "mempool/info", "mempool/contents", "openapi")
 #: Every endpoint's name: the metrics label, and what doc/rest-openapi.json must describe.
 ENDPOINTS = _PREFIXED + ("getutxos",) + _WHOLE
+#: Endpoints whose answers are the same while :meth:`RESTHandlers.stamp` is: they read
+#: the snapshot's chain, blocks' stored data and the memory pool, nothing else.
+STAMPED_ENDPOINTS = frozenset(("block/notxdetails", "block", "headers", "tx",
+                               "blockhashbyheight"))
 #: Request paths whose endpoint (and metrics label) is remembered.
 ROUTE_CACHE_PATHS = 512
 #: The metrics label of a path no endpoint serves.
@@ -702,14 +722,18 @@ class RESTResource(resource.Resource):
         if _is_getutxos(path) and request.content is not None:
             request.content.seek(0)
             body = request.content.read()
+        keeps = not posted and hasattr(request, "keep_answer")
+        found = endpoint(path) if keeps else None
+        # Taken before the answer is made: a change while it is made shows as a new stamp.
+        stamp = self.answer_stamp(found[0]) if found is not None else None
         try:
             answer = self.route(path, body)
         except Exception:
             answer = Deferred()
             answer.errback(Failure())
         if not isinstance(answer, Deferred):
-            if not posted and hasattr(request, "keep_answer"):
-                request.keep_answer(partial(self._still_answers, path, raw, answer))
+            if keeps:
+                request.keep_answer(KeptAnswerCheck(self, path, raw, answer, found, stamp))
             self._reply(request, 200, answer[0], answer[1])
             return server.NOT_DONE_YET
         lost = cancel_when_gone(request, answer)
@@ -741,14 +765,15 @@ class RESTResource(resource.Resource):
         answer.addCallbacks(send, failed)
         return server.NOT_DONE_YET
 
-    def _still_answers(self, path: str, uri: bytes, body: Body, channel: Any) -> bool:
-        """Whether a repeat of a GET or HEAD answered ``body`` at once would be answered it
-        again now (the channel then sends the kept answer, unparsed: doc/rest.md, "Kept
-        answers"): the path is routed again and must give, at once, an equal body; so every
-        check of the general path (a front end's look for a newer commit, pruning, the
-        caches' tip) is made as it would be. Counted as a reply when it holds."""
-        if self._warmup is not None and self._warmup.message is not None:
-            return False
+    def answer_stamp(self, name: str) -> Optional[Tuple[Any, ...]]:
+        """:meth:`RESTHandlers.stamp` of endpoint ``name`` (a front end adds its own
+        condition)."""
+        return self.handlers.stamp(name)
+
+    def routes_to(self, path: str, body: Body) -> bool:
+        """Whether ``path`` routed now is answered ``body`` at once: every check of the
+        general path (a front end's look for a newer commit, pruning, the caches' tip) made
+        as it would be."""
         try:
             answer = self.route(path)
         except Exception:
@@ -756,11 +781,16 @@ class RESTResource(resource.Resource):
         if isinstance(answer, Deferred):
             answer.addErrback(lambda _: None)  # the request is routed again, the usual way
             return False
-        if answer != body:
-            return False
+        return answer == body
+
+    def kept_answer_given(self, uri: bytes) -> None:
+        """A kept answer was sent again: counted as a reply."""
         if self._observe is not None:
             self._observe(endpoint_label(uri), 200)
-        return True
+
+    def may_answer_kept(self) -> bool:
+        """Whether kept answers may be sent at all now (not during warm-up)."""
+        return self._warmup is None or self._warmup.message is None
 
     def _reply(self, request: server.Request, status: int, content_type: Optional[bytes],
                body: bytes) -> None:
@@ -772,3 +802,43 @@ class RESTResource(resource.Resource):
         request.setHeader(b"Content-Length", b"%d" % len(body))
         request.write(body)
         request.finish()
+
+
+class KeptAnswerCheck:
+    """Whether a repeat of a GET or HEAD answered ``body`` at once would be answered it again
+    now (``still(channel)`` of LeanRequest.keep_answer: the channel then sends the kept
+    answer, unparsed; doc/rest.md, "Kept answers").
+
+    For an endpoint with a stamp (:meth:`RESTHandlers.stamp`) an unchanged stamp says so in
+    a few attribute reads: the answer's inputs have not changed since it was made. Else,
+    and whenever the stamp moved, the path is routed again and must give an equal body at
+    once; the new stamp is kept only then. Counted as a reply when it holds.
+    """
+
+    __slots__ = ("resource", "path", "uri", "body", "name", "stamp")
+
+    def __init__(self, resource: RESTResource, path: str, uri: bytes, body: Body,
+                 found: Optional[Tuple[str, str]], stamp: Optional[Tuple[Any, ...]]) -> None:
+        self.resource = resource
+        self.path = path
+        self.uri = uri
+        self.body = body
+        self.name = found[0] if found is not None else None
+        self.stamp = stamp
+
+    def __call__(self, channel: Any) -> bool:
+        resource = self.resource
+        if not resource.may_answer_kept():
+            return False
+        if self.stamp is not None:
+            now = resource.answer_stamp(self.name)
+            if now == self.stamp:
+                resource.kept_answer_given(self.uri)
+                return True
+        else:
+            now = None
+        if not resource.routes_to(self.path, self.body):
+            return False
+        self.stamp = now  # taken before routing, as the first one was
+        resource.kept_answer_given(self.uri)
+        return True

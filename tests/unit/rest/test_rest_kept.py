@@ -13,20 +13,27 @@ from twisted.internet.defer import inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.internet.testing import StringTransport
 
+from coin.chain.pruning import MIN_BLOCKS_TO_KEEP, prune_to
 from coin.http import channel
 from coin.logs import DebugCategories
 from coin.primitives.hashes import hash_to_hex
+from coin.testing.chainbuilder import ChainBuilder
 from coin.rest.resource import endpoint_label
 from coin.rpc.resource import RPCSite
+from tests.unit.rest import test_rest
 from tests.unit.rest.test_rest import RESTTestCase
 
 DATE = re.compile(rb"Date: [^\r]*\r\n")
 
 
-class KeptRESTTests(RESTTestCase):
+class KeptAsking:
+    """A node's site, and GETs on connections to it."""
+
+    site: Any
+
     def make_site(self, pruned=None) -> None:
         """As a node's: requests not logged (-debug=http off), so answers are kept."""
-        super().make_site(pruned)
+        super().make_site(pruned)  # type: ignore[misc]
         self.site = RPCSite(self.site.resource, allow=self.site.allow, reactor=reactor,
                             timeout=None, categories=DebugCategories())
 
@@ -52,6 +59,8 @@ class KeptRESTTests(RESTTestCase):
             yield deferLater(reactor, 0.002, lambda: None)
         self.fail("no answer for %s" % path)
 
+
+class KeptRESTTests(KeptAsking, RESTTestCase):
     def paths(self) -> List[str]:
         tip = self.tip_hash()
         return ["/rest/chaininfo.json", "/rest/block/%s.json" % tip, "/rest/block/%s.hex" % tip,
@@ -119,3 +128,83 @@ class KeptRESTTests(RESTTestCase):
                 answer = yield self.ask(connection, path)
             self.assertEqual(len(answer) > 400, path == long)
         self.assertEqual(rendered, [short.encode()] + [long.encode()] * 3)
+
+
+class StampTests(KeptAsking, RESTTestCase):
+    """An endpoint with a stamp (RESTHandlers.stamp) answers a repeat without routing its
+    path again while the stamp is unchanged; a moved stamp routes it again."""
+
+    paths = KeptRESTTests.paths
+
+    def count_routes(self) -> List[str]:
+        routed: List[str] = []
+        route = self.rest.route
+        self.patch(self.rest, "route", lambda path, body=b"": routed.append(path) or route(path, body))
+        return routed
+
+    @inlineCallbacks
+    def test_an_unchanged_stamp_answers_without_routing(self):
+        connection = self.connect()
+        for path in self.paths():
+            yield self.ask(connection, path)
+            yield self.ask(connection, path)  # kept from an answer given at once
+        routed = self.count_routes()
+        for path in self.paths():
+            for _ in range(3):
+                yield self.ask(connection, path)
+        self.assertEqual(routed, [])
+        # The mempool's objects have no stamp (they read the clock): routed on each repeat.
+        for _ in range(3):
+            yield self.ask(connection, "/rest/mempool/info.json")
+        self.assertEqual(routed, ["mempool/info.json"] * 3)
+
+    @inlineCallbacks
+    def test_a_pool_change_routes_again_once(self):
+        pooled = self.builder.spend(self.builder.outputs_of(self.spend)[0])
+        yield self.mempool.accept(pooled)
+        connection = self.connect()
+        path = "/rest/tx/%s.hex" % pooled.txid_hex
+        yield self.ask(connection, path)
+        kept = yield self.ask(connection, path)
+        routed = self.count_routes()
+        child = self.builder.spend(self.builder.outputs_of(pooled)[0])
+        yield self.mempool.accept(child)
+        for _ in range(3):
+            self.assertEqual((yield self.ask(connection, path)), kept)
+        self.assertEqual(routed, ["tx/%s.hex" % pooled.txid_hex])  # then the new stamp holds
+
+    @inlineCallbacks
+    def test_a_changed_status_is_seen_by_a_kept_chaininfo(self):
+        connection = self.connect()
+        yield self.ask(connection, "/rest/chaininfo.json")
+        before = yield self.ask(connection, "/rest/chaininfo.json")
+        self.access.warnings.set_misc("This is a test warning")
+        after = yield self.ask(connection, "/rest/chaininfo.json")
+        self.assertNotEqual(after, before)
+        self.assertIn(b'"warnings":"This is a test warning"', after)
+
+
+class PrunedStampTests(KeptAsking, RESTTestCase):
+    """A kept block answer on a pruning node: pruning does not publish a new snapshot, so
+    the stamp's prune generation is what stops the kept bytes."""
+
+    setUp = test_rest.PrunedChainTests.setUp
+
+    @inlineCallbacks
+    def test_a_block_pruned_after_its_answer_was_kept(self):
+        state = self.state
+        # One more block: the oldest block file left (heights 22 to 43) may then be pruned.
+        yield self.access.call(lambda chainstate: ChainBuilder(chainstate).mine(1))
+        height = next(e.height for e in state.chain if e.have_data())
+        path = "/rest/block/%s.hex" % hash_to_hex(state.at_height(height).hash)
+        connection = self.connect()
+        yield self.ask(connection, path)
+        kept = yield self.ask(connection, path)
+        self.assertIn(b"200 OK", kept)
+        view = self.access.snapshot()
+        yield self.access.call(prune_to, state.height - MIN_BLOCKS_TO_KEEP)
+        self.assertFalse(state.at_height(height).have_data())
+        self.assertIs(self.access.snapshot(), view)
+        answer = yield self.ask(connection, path)
+        self.assertIn(b"404 Not Found", answer)
+        self.assertIn(b"not available (pruned data)", answer)
