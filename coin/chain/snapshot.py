@@ -16,6 +16,7 @@ one copy of the list.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
 from twisted.internet.defer import Deferred, fail
@@ -75,16 +76,25 @@ def find_fork(a: BlockIndexEntry, b: BlockIndexEntry) -> BlockIndexEntry:
     return walk_a
 
 
+#: Serial numbers of snapshots (``next`` is atomic under the GIL: the writer thread takes
+#: them, and a front end's loading thread).
+_SERIALS = itertools.count(1)
+
+
 class ChainSnapshot:
     """The active chain as of one commit of the writer: ``ChainView`` for readers.
 
     Never changes once published; cheap to take (``ChainAccess.snapshot()``).
     """
 
-    __slots__ = ("tip", "height", "best_header", "_chain", "_source")
+    __slots__ = ("tip", "height", "best_header", "serial", "_chain", "_source")
 
     def __init__(self, chain: Sequence[BlockIndexEntry], best_header: Optional[BlockIndexEntry],
                  source: BlockSource) -> None:
+        #: Unique to this snapshot in the process (chain states come and go: a front end's
+        #: full reload makes a new one): what a reader compares to learn that the chain
+        #: moved, without holding the snapshot (and its chain) alive.
+        self.serial = next(_SERIALS)
         self._chain = chain
         self.height = len(chain) - 1
         self.tip: Optional[BlockIndexEntry] = chain[-1] if chain else None

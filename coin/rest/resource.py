@@ -267,20 +267,26 @@ class RESTHandlers:
         self._openapi: Optional[bytes] = None
 
     def stamp(self, name: str) -> Optional[Tuple[Any, ...]]:
-        """What the answers of endpoint ``name`` depend on besides their path, taken in a
-        few attribute reads: the snapshot, blocks losing their data, the memory pool (or,
-        for chaininfo, the snapshot and the node's status). Taken before an answer is made,
-        an equal stamp later means that answer still holds (a kept answer's check). None
-        for the endpoints whose answers depend on more (the mempool's objects read the
-        clock)."""
+        """What the answers of endpoint ``name`` read besides their path, in a few attribute
+        reads (doc/rest.md, "Kept answers"): the snapshot's serial, for a block's data the
+        prune generation, for a transaction the memory pool's changes, for chaininfo the
+        node's status (``ChainAccess.status_inputs``). Taken before an answer is made, an
+        equal stamp later means that answer still holds. None for the endpoints whose
+        answers depend on more (the mempool's objects read the clock)."""
         chain = self.chain
-        if name == "chaininfo":
-            return (chain.snapshot(), chain.status_inputs())
-        if name not in STAMPED_ENDPOINTS:
+        reads = STAMPED_ENDPOINTS.get(name)
+        if reads is None:
             return None
-        pool = chain.mempool
-        return (chain.snapshot(), chain.state.prune_generation,
-                pool.transactions_updated if pool is not None else None)
+        serial = chain.snapshot().serial
+        if reads == "chain":
+            return (serial,)
+        if reads == "status":
+            return (serial, chain.status_inputs())
+        generation = chain.state.prune_generation
+        if reads == "data":
+            return (serial, generation)
+        pool = chain.mempool  # "pool": a transaction is the pool's first
+        return (serial, generation, pool.transactions_updated if pool is not None else None)
 
     def _in_thread(self, f: Callable[[], Any]) -> Deferred:
         """``f()`` in the thread pool, one heavy job at a time (see HEAVY_CONCURRENCY)."""
@@ -628,10 +634,12 @@ _PREFIXED = ("block/notxdetails", "block", "headers", "tx", "blockhashbyheight")
 _WHOLE = ("chaininfo", "mempool/info", "mempool/contents", "openapi")
 #: Every endpoint's name: the metrics label, and what doc/rest-openapi.json must describe.
 ENDPOINTS = _PREFIXED + ("getutxos",) + _WHOLE
-#: Endpoints whose answers are the same while :meth:`RESTHandlers.stamp` is: they read
-#: the snapshot's chain, blocks' stored data and the memory pool, nothing else.
-STAMPED_ENDPOINTS = frozenset(("block/notxdetails", "block", "headers", "tx",
-                               "blockhashbyheight"))
+#: Endpoints whose answers are the same while :meth:`RESTHandlers.stamp` is, by what they
+#: read: the snapshot's chain alone; and blocks' stored data; and the memory pool; the
+#: snapshot and the node's status.
+STAMPED_ENDPOINTS = {"headers": "chain", "blockhashbyheight": "chain",
+                     "block/notxdetails": "data", "block": "data", "tx": "pool",
+                     "chaininfo": "status"}
 #: Request paths whose endpoint (and metrics label) is remembered.
 ROUTE_CACHE_PATHS = 512
 #: The metrics label of a path no endpoint serves.
@@ -722,18 +730,17 @@ class RESTResource(resource.Resource):
         if _is_getutxos(path) and request.content is not None:
             request.content.seek(0)
             body = request.content.read()
-        keeps = not posted and hasattr(request, "keep_answer")
-        found = endpoint(path) if keeps else None
-        # Taken before the answer is made: a change while it is made shows as a new stamp.
-        stamp = self.answer_stamp(found[0]) if found is not None else None
+        found = endpoint(path) if not posted and hasattr(request, "keep_answer") else None
         try:
+            # Taken before the answer is made: a change while it is made moves the stamp.
+            stamp = self.answer_stamp(found[0]) if found is not None else None
             answer = self.route(path, body)
         except Exception:
             answer = Deferred()
             answer.errback(Failure())
         if not isinstance(answer, Deferred):
-            if keeps:
-                request.keep_answer(KeptAnswerCheck(self, path, raw, answer, found, stamp))
+            if found is not None:
+                request.keep_answer(KeptAnswerCheck(self, path, raw, answer, found[0], stamp))
             self._reply(request, 200, answer[0], answer[1])
             return server.NOT_DONE_YET
         lost = cancel_when_gone(request, answer)
@@ -817,26 +824,28 @@ class KeptAnswerCheck:
 
     __slots__ = ("resource", "path", "uri", "body", "name", "stamp")
 
-    def __init__(self, resource: RESTResource, path: str, uri: bytes, body: Body,
-                 found: Optional[Tuple[str, str]], stamp: Optional[Tuple[Any, ...]]) -> None:
+    def __init__(self, resource: RESTResource, path: str, uri: bytes, body: Body, name: str,
+                 stamp: Optional[Tuple[Any, ...]]) -> None:
         self.resource = resource
         self.path = path
         self.uri = uri
         self.body = body
-        self.name = found[0] if found is not None else None
+        self.name = name
         self.stamp = stamp
 
     def __call__(self, channel: Any) -> bool:
         resource = self.resource
         if not resource.may_answer_kept():
             return False
+        now = None
         if self.stamp is not None:
-            now = resource.answer_stamp(self.name)
+            try:
+                now = resource.answer_stamp(self.name)
+            except Exception:
+                return False  # routed the usual way, which answers the error
             if now == self.stamp:
                 resource.kept_answer_given(self.uri)
                 return True
-        else:
-            now = None
         if not resource.routes_to(self.path, self.body):
             return False
         self.stamp = now  # taken before routing, as the first one was

@@ -62,6 +62,9 @@ class BlockFiles:
             self._undo = RecordTable(engine, "rev", max_file_size, trailer_size=CHECKSUM_SIZE)
         self._info: Dict[int, BlockFileInfo] = {}
         self._dirty: Set[int] = set()
+        #: Bumped after each change of the statistics (see :meth:`usage`).
+        self._changes = 0
+        self._usage = (-1, 0)
 
     def open(self, infos: Dict[int, BlockFileInfo]) -> None:
         """Start from the statistics last flushed, then adopt valid records written after them.
@@ -73,10 +76,12 @@ class BlockFiles:
         self._dirty.clear()
         self._recover(self._blocks, lambda i: i.size, self._reset_blocks, self._found_block)
         self._recover(self._undo, lambda i: i.undo_size, self._reset_undo, self._found_undo)
+        self._changes += 1
 
     def adopt_infos(self, infos: Dict[int, BlockFileInfo]) -> None:
         """Take statistics as committed, without recovering tails (read-only openers)."""
         self._info = {n: copy(info) for n, info in infos.items()}
+        self._changes += 1
 
     def close(self) -> None:
         self._blocks.close()
@@ -91,6 +96,7 @@ class BlockFiles:
     def write_block(self, raw: bytes, height: int, time: int) -> Position:
         file_no, pos = self._blocks.append(raw)
         self._touch(file_no).add_block(HEADER_SIZE + len(raw), height, time)
+        self._changes += 1
         return file_no, pos
 
     def read_block(self, file_no: int, pos: int, wait: bool = True) -> bytes:
@@ -99,6 +105,7 @@ class BlockFiles:
     def write_undo(self, raw: bytes, block_hash: bytes) -> Position:
         file_no, pos = self._undo.append(raw, undo_checksum(block_hash, raw))
         self._touch(file_no).undo_size += HEADER_SIZE + len(raw) + CHECKSUM_SIZE
+        self._changes += 1
         return file_no, pos
 
     def read_undo(self, file_no: int, pos: int, block_hash: bytes) -> bytes:
@@ -139,8 +146,18 @@ class BlockFiles:
         return self._blocks.current_file, self._undo.current_file
 
     def usage(self) -> int:
-        """Bytes of block and undo records in all files (Core's CalculateCurrentUsage)."""
-        return sum(info.size + info.undo_size for info in list(self._info.values()))
+        """Bytes of block and undo records in all files (Core's CalculateCurrentUsage).
+
+        Summed once per change, not per call: getblockchaininfo and REST chaininfo read it
+        for every request (and a node has thousands of files). Each change bumps the count
+        after it is made, so a sum taken while one is under way is never reused after it.
+        """
+        changes = self._changes
+        cached = self._usage
+        if cached[0] != changes:
+            cached = self._usage = (changes, sum(info.size + info.undo_size
+                                                 for info in list(self._info.values())))
+        return cached[1]
 
     def infos(self) -> Dict[int, BlockFileInfo]:
         """Copies of every file's statistics."""
@@ -152,6 +169,7 @@ class BlockFiles:
             self._reset_blocks(self._touch(n))
         for n in rev_files:
             self._reset_undo(self._touch(n))
+        self._changes += 1
 
     def remove_files(self, blk_files: Iterable[int], rev_files: Iterable[int]) -> None:
         """Unlink pruned files: only after the database says they are gone."""
@@ -186,6 +204,7 @@ class BlockFiles:
         self._undo.remove_all()
         for info in self._info.values():
             info.undo_size = 0
+        self._changes += 1
         self._undo.open_writer(0, 0)
 
     # -- statistics -------------------------------------------------------------

@@ -50,7 +50,15 @@ class KeepAliveClient:
     def raw(self, body: bytes) -> Tuple[bytes, bytes]:
         """The response's head (without its Date and Content-Length lines) and body to
         ``body``."""
-        self._socket.sendall(self._head % len(body) + body)
+        return self._exchange(self._head % len(body) + body)
+
+    def get(self, path: str, extra: bytes = b"") -> Tuple[bytes, bytes]:
+        """The same for a GET of ``/rest/<path>`` (``extra``: header lines)."""
+        return self._exchange(b"GET /rest/%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
+                              % (path.encode(), extra))
+
+    def _exchange(self, request: bytes) -> Tuple[bytes, bytes]:
+        self._socket.sendall(request)
         while b"\r\n\r\n" not in self._buffer:
             self._read()
         head, self._buffer = self._buffer.split(b"\r\n\r\n", 1)
@@ -78,7 +86,7 @@ class KeptAnswerTestCase(SynchronousTestCase):
     _ids = itertools.count(100)
 
     def start_writer(self) -> NodeProcess:
-        writer = NodeProcess.start(self.mktemp(), ("-listen=0", "-servefrontends=1"))
+        writer = NodeProcess.start(self.mktemp(), ("-listen=0", "-servefrontends=1", "-rest"))
         self.addCleanup(writer.kill)
         writer.rpc("generatetoaddress", 5, MINER_ADDRESS)
         return writer
@@ -90,9 +98,12 @@ class KeptAnswerTestCase(SynchronousTestCase):
 
     def assert_current(self, client: KeepAliveClient, other: KeepAliveClient,
                        heights: range, expected_tip: str) -> None:
-        """Each chain-only call, sent three times with the same bytes (the first may be new
-        to the node; the others are repeats), then three times with new ids, answers what
-        the same call with named parameters (the general path) answers."""
+        """REST first (:meth:`assert_rest_current`: right after the writer answered, as a
+        client would ask), then each chain-only call, sent three times with the same bytes
+        (the first may be new to the node; the others are repeats), then three times with
+        new ids, answers what the same call with named parameters (the general path)
+        answers."""
+        self.assert_rest_current(client, other, heights, expected_tip)
         calls = [(method, []) for method in CHAIN_ONLY] + [
             ("getblockhash", [height]) for height in heights]
         for method, params in calls:
@@ -112,6 +123,22 @@ class KeptAnswerTestCase(SynchronousTestCase):
                     request_id).encode()), (method, params, request_id))
         tip = json.loads(client.raw(body("getbestblockhash", []))[1])["result"]
         self.assertEqual(tip, expected_tip)
+
+    def assert_rest_current(self, client: KeepAliveClient, other: KeepAliveClient,
+                            heights: range, expected_tip: str) -> None:
+        """The same for REST paths that read the chain (and the node's status): each sent
+        three times with the same bytes answers what the same path with other bytes (a new
+        header line each time: never a repeat) answers."""
+        genesis = REGTEST.genesis.hash_hex
+        paths = ["chaininfo.json", "headers/20/%s.json" % genesis] + [
+            "blockhashbyheight/%d.json" % height for height in heights]
+        for path in paths:
+            answers = {_without_lag(client.get(path)) for _ in range(3)}
+            self.assertEqual(len(answers), 1, (path, answers))
+            general = _without_lag(other.get(path, b"X-General: %d\r\n" % next(self._ids)))
+            self.assertEqual(answers, {general}, path)
+        info = json.loads(client.get("chaininfo.json")[1])
+        self.assertEqual(info["bestblockhash"], expected_tip)
 
     def follow_the_chain(self, writer: NodeProcess, reader: NodeProcess) -> None:
         """New blocks, invalidateblock, reconsiderblock and a reorg at the writer; after each,
@@ -134,6 +161,17 @@ class KeptAnswerTestCase(SynchronousTestCase):
         self.assertEqual(json.loads(client.raw(body("getblockhash", [4]))[1])["result"], branch[0])
 
 
+def _without_lag(answer: Tuple[bytes, bytes]) -> Tuple[bytes, str]:
+    """A REST answer's head and body, without a front end's lag (it moves with the clock)
+    nor, then, the body's length."""
+    head, data = answer
+    if not data.startswith(b"{"):
+        return head, data.decode()
+    shown = json.loads(data)
+    shown.pop("frontend_lag", None)
+    return head, json.dumps(shown, sort_keys=True)
+
+
 class WriterKeptAnswerTests(KeptAnswerTestCase):
     def test_repeated_requests_follow_the_chain(self) -> None:
         writer = self.start_writer()
@@ -143,7 +181,7 @@ class WriterKeptAnswerTests(KeptAnswerTestCase):
 class FrontendKeptAnswerTests(KeptAnswerTestCase):
     def test_a_front_end_never_repeats_an_answer_older_than_the_writers_commit(self) -> None:
         writer = self.start_writer()
-        frontend = FrontendProcess.start_for(writer)
+        frontend = FrontendProcess.start_for(writer, ["-rest"])
         self.addCleanup(frontend.kill)
         tip = writer.rpc("getbestblockhash")
         for _ in range(200):

@@ -101,30 +101,15 @@ class PollingTests(SynchronousTestCase):
 
     def reader(self, reactor: SpinningEPollReactor, work_s: float = 0.0) -> Tuple[Any, list]:
         """A socket pair whose near end the reactor reads; the far end, and what was read."""
-        near, far = socket.socketpair()
-        self.addCleanup(near.close)
-        self.addCleanup(far.close)
         seen: list = []
 
-        class Reader:
-            def fileno(self) -> int:
-                return near.fileno()
-
-            def doRead(self) -> None:
-                seen.append(near.recv(10))
-                end = time.perf_counter() + work_s
-                while time.perf_counter() < end:
-                    pass
-
-            def logPrefix(self) -> str:
-                return "Reader"
-
-            def connectionLost(self, reason: Any) -> None:
+        def read(selectable: Any, data: bytes) -> None:
+            seen.append(data)
+            end = time.perf_counter() + work_s
+            while time.perf_counter() < end:
                 pass
 
-        reader = Reader()
-        reactor.addReader(reader)
-        self.addCleanup(reactor.removeReader, reader)  # before the sockets close
+        far, _ = _watched_socket(self, reactor, read)
         return far, seen
 
     def test_the_main_loop_serves_an_event_found_while_polling(self) -> None:
@@ -173,27 +158,8 @@ class DispatchTests(SynchronousTestCase):
     """The reactor's own dispatch of the events one poll returned."""
 
     def selectable(self, reactor: SpinningEPollReactor, on_read: Any) -> Any:
-        near, far = socket.socketpair()
-        self.addCleanup(near.close)
-        self.addCleanup(far.close)
-
-        class Selectable:
-            def fileno(self) -> int:
-                return near.fileno()
-
-            def doRead(self) -> None:
-                near.recv(10)
-                on_read(self)
-
-            def logPrefix(self) -> str:
-                return "Selectable"
-
-            def connectionLost(self, reason: Any) -> None:
-                pass
-
-        selectable = Selectable()
-        reactor.addReader(selectable)
-        self.addCleanup(reactor.removeReader, selectable)
+        """A watched socket with a byte to read: ``on_read(it)`` when it is read."""
+        far, selectable = _watched_socket(self, reactor, lambda it, data: on_read(it))
         far.send(b"x")
         return selectable
 
@@ -218,6 +184,33 @@ class DispatchTests(SynchronousTestCase):
         self.selectable(reactor, lambda s: None)
         reactor.iterate(5.0)
         self.assertEqual((len(seen), len(logged)), (2, 2))
+
+
+def _watched_socket(test: SynchronousTestCase, reactor: SpinningEPollReactor,
+                    on_read: Any) -> Tuple[Any, Any]:
+    """A socket pair whose near end ``reactor`` reads, calling ``on_read(selectable, data)``;
+    the far end and that selectable (removed, then the sockets closed, at clean-up)."""
+    near, far = socket.socketpair()
+    test.addCleanup(near.close)
+    test.addCleanup(far.close)
+
+    class Selectable:
+        def fileno(self) -> int:
+            return near.fileno()
+
+        def doRead(self) -> None:
+            on_read(self, near.recv(10))
+
+        def logPrefix(self) -> str:
+            return "Selectable"
+
+        def connectionLost(self, reason: Any) -> None:
+            pass
+
+    selectable = Selectable()
+    reactor.addReader(selectable)
+    test.addCleanup(reactor.removeReader, selectable)  # before the sockets close
+    return far, selectable
 
 
 def _close(reactor: SpinningEPollReactor) -> None:

@@ -5,15 +5,16 @@ it never outlives what the general path would answer (a new tip, a block's confi
 from __future__ import annotations
 
 import re
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from twisted.internet import reactor
 from twisted.internet.address import IPv4Address
-from twisted.internet.defer import inlineCallbacks
+from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.internet.task import deferLater
 from twisted.internet.testing import StringTransport
 
 from coin.chain.pruning import MIN_BLOCKS_TO_KEEP, prune_to
+from coin.frontend.rest import FrontendREST
 from coin.http import channel
 from coin.logs import DebugCategories
 from coin.primitives.hashes import hash_to_hex
@@ -208,3 +209,44 @@ class PrunedStampTests(KeptAsking, RESTTestCase):
         answer = yield self.ask(connection, path)
         self.assertIn(b"404 Not Found", answer)
         self.assertIn(b"not available (pruned data)", answer)
+
+
+class FrontendKeptTests(KeptAsking, RESTTestCase):
+    """A front end's kept answers: none while its chain is older than the writer's last
+    commit (a repeat waits for it, as any request), and no stamp for chaininfo (it shows
+    the replica's lag, which moves with the clock)."""
+
+    paths = KeptRESTTests.paths
+    waiting: Optional[Deferred] = None
+    lag = 0.0
+
+    def make_site(self, pruned=None) -> None:
+        super().make_site(pruned)
+        root = self.site.resource
+        self.rest = FrontendREST(self.access, None, warmup=self.warmup,
+                                 fresh=lambda: self.waiting, lag=lambda: self.lag)
+        root.putChild(b"rest", self.rest)
+
+    @inlineCallbacks
+    def test_no_kept_answer_while_the_writer_has_a_newer_commit(self):
+        connection = self.connect()
+        path = "/rest/blockhashbyheight/1.json"
+        yield self.ask(connection, path)
+        kept = yield self.ask(connection, path)
+        self.waiting = Deferred()
+        protocol, transport = connection
+        transport.clear()
+        protocol.dataReceived(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
+        self.assertEqual(transport.value(), b"")  # waits for the newer chain
+        waiting, self.waiting = self.waiting, None
+        waiting.callback(None)
+        self.assertEqual(DATE.sub(b"Date: -\r\n", transport.value()), kept)
+
+    @inlineCallbacks
+    def test_chaininfo_shows_the_lag_of_now(self):
+        connection = self.connect()
+        yield self.ask(connection, "/rest/chaininfo.json")
+        yield self.ask(connection, "/rest/chaininfo.json")
+        self.lag = 2.5
+        answer = yield self.ask(connection, "/rest/chaininfo.json")
+        self.assertIn(b'"frontend_lag":2.5', answer)

@@ -205,6 +205,26 @@ class BlockFileTests(SynchronousTestCase):
             self.assertEqual(infos[1].size, os.path.getsize(self.blk(1)))
         self.assertEqual(store.bytes_before(1, 100), 4 * 208 + 100)
 
+    def test_usage_follows_every_change(self) -> None:
+        """file_usage sums the files once per change: after each kind of change it is the
+        sum of the statistics again."""
+        store = open_store(self, self.path, max_blockfile_size=1000)
+
+        def summed() -> int:
+            return sum(i.size + i.undo_size for i in store.file_infos().values())
+
+        self.assertEqual(store.file_usage(), 0)
+        self.write_blocks(store, 0, 6)
+        self.assertEqual(store.file_usage(), summed())
+        self.assertEqual(store.file_usage(), 6 * 208)
+        store.write_undo(b"u" * 40, b"\x02" * 32, 1)
+        self.assertEqual(store.file_usage(), 6 * 208 + 80)
+        store.flush([], b"\x01" * 32, [0], [])  # block file 0 pruned
+        self.assertEqual(store.file_usage(), summed())
+        self.assertEqual(store.file_usage(), 2 * 208 + 80)
+        store.wipe_index_and_chainstate()  # -reindex: undo data dropped
+        self.assertEqual(store.file_usage(), 2 * 208)
+
     def test_undo_round_trip(self) -> None:
         store = open_store(self, self.path)
         block_hash = sha256d(b"some block")
