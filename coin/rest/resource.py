@@ -734,6 +734,9 @@ class RESTResource(resource.Resource):
         try:
             # Taken before the answer is made: a change while it is made moves the stamp.
             stamp = self.answer_stamp(found[0]) if found is not None else None
+        except Exception:
+            stamp = None  # the answer is kept without one: a repeat is routed again
+        try:
             answer = self.route(path, body)
         except Exception:
             answer = Deferred()

@@ -185,6 +185,26 @@ class StampTests(KeptAsking, RESTTestCase):
         self.assertIn(b'"warnings":"This is a test warning"', after)
 
 
+    @inlineCallbacks
+    def test_a_stamp_that_cannot_be_taken_routes_the_usual_way(self):
+        """An error taking a stamp (a store closing, say) costs the shortcut, not the
+        answer: without a stamp the repeat is routed again."""
+        connection = self.connect()
+        path = "/rest/blockhashbyheight/1.json"
+        yield self.ask(connection, path)
+        expected = yield self.ask(connection, path)  # kept, with a stamp
+
+        def broken(name: str) -> Any:
+            raise RuntimeError("store closed")
+
+        self.patch(self.rest, "answer_stamp", broken)
+        routed = self.count_routes()
+        for _ in range(3):
+            self.assertEqual((yield self.ask(connection, path)), expected)
+        self.assertEqual(routed, ["blockhashbyheight/1.json"] * 3)
+        self.assertEqual(self.flushLoggedErrors(), [])
+
+
 class PrunedStampTests(KeptAsking, RESTTestCase):
     """A kept block answer on a pruning node: pruning does not publish a new snapshot, so
     the stamp's prune generation is what stops the kept bytes."""
