@@ -121,8 +121,8 @@ if EPollReactor is not None:
             the legacy log context it sets around each one (``log.callWithLogger``: 1.2 µs
             an event, which the node's log lines never show). Every microsecond before an
             answer is sent counts: sent within a few of the request, it finds the client's
-            CPU still awake (doc/rpc.md, "The event loop"). An exception is logged and the
-            round goes on, as there."""
+            CPU still awake (doc/rpc.md, "Answering before the client's CPU sleeps"). An
+            exception is logged and the round goes on, as there."""
             selectables = self._selectables
             do_read_or_write = self._doReadOrWrite
             for fd, event in events:
